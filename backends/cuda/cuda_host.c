@@ -1,0 +1,188 @@
+#include "cuda_host.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+#define PA_CUDA_MAX_DEVICES 64
+
+typedef struct pa_dev_info {
+    int major, minor, sms;
+    char name[96];
+} pa_dev_info;
+
+/* Per-device cache. State 0 empty, 1 being filled, 2 ready: one winner fills a slot, racing
+ * threads use their own copy, so no lock and no torn reads. */
+static pa_dev_info g_dev[PA_CUDA_MAX_DEVICES];
+static atomic_int g_dev_state[PA_CUDA_MAX_DEVICES];
+
+/* "No driver / no device" never heals within a process: remember it so that CPU-only machines
+ * pay for the failed runtime init once, not on every pointer query. */
+static atomic_int g_absent_state;
+static char g_absent_why[128];
+
+static int pa_cuda_is_absence(cudaError_t e)
+{
+    return e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver;
+}
+
+static int pa_cuda_absent(void)
+{
+    return atomic_load_explicit(&g_absent_state, memory_order_acquire) == 2;
+}
+
+/* Records why a query failed, clears the runtime's last-error slot, writes the reason. */
+static void pa_cuda_fail(cudaError_t e, char *why, size_t len)
+{
+    (void)cudaGetLastError();
+    if (pa_cuda_is_absence(e)) {
+        int expect = 0;
+        if (atomic_compare_exchange_strong(&g_absent_state, &expect, 1)) {
+            snprintf(g_absent_why, sizeof g_absent_why, "no CUDA device: %s", cudaGetErrorString(e));
+            atomic_store_explicit(&g_absent_state, 2, memory_order_release);
+        }
+        if (why && len) snprintf(why, len, "no CUDA device: %s", cudaGetErrorString(e));
+    } else if (why && len) {
+        snprintf(why, len, "CUDA device unusable: %s", cudaGetErrorString(e));
+    }
+}
+
+static cudaError_t pa_cuda_query(int dev, pa_dev_info *out)
+{
+    struct cudaDeviceProp prop;
+    cudaError_t e = cudaGetDeviceProperties(&prop, dev);
+    if (e != cudaSuccess) return e;
+    out->major = prop.major;
+    out->minor = prop.minor;
+    out->sms = prop.multiProcessorCount;
+    snprintf(out->name, sizeof out->name, "%.*s", (int)sizeof out->name - 1, prop.name);
+    return cudaSuccess;
+}
+
+int pa_cuda_device_info(int *cc_major, int *cc_minor, int *sm_count, char *name, size_t name_len)
+{
+    if (pa_cuda_absent()) {
+        if (name && name_len) snprintf(name, name_len, "%s", g_absent_why);
+        return 0;
+    }
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) { pa_cuda_fail(e, name, name_len); return 0; }
+
+    pa_dev_info local;
+    const pa_dev_info *info = &local;
+    int cacheable = dev >= 0 && dev < PA_CUDA_MAX_DEVICES;
+    if (cacheable && atomic_load_explicit(&g_dev_state[dev], memory_order_acquire) == 2) {
+        info = &g_dev[dev];
+    } else {
+        e = pa_cuda_query(dev, &local);
+        if (e != cudaSuccess) { pa_cuda_fail(e, name, name_len); return 0; }
+        int expect = 0;
+        if (cacheable && atomic_compare_exchange_strong(&g_dev_state[dev], &expect, 1)) {
+            g_dev[dev] = local;
+            atomic_store_explicit(&g_dev_state[dev], 2, memory_order_release);
+        }
+    }
+    if (cc_major) *cc_major = info->major;
+    if (cc_minor) *cc_minor = info->minor;
+    if (sm_count) *sm_count = info->sms;
+    if (name && name_len) snprintf(name, name_len, "%s", info->name);
+    return 1;
+}
+
+int pa_cuda_probe(char *detail, size_t detail_len)
+{
+    int major = 0, minor = 0, sms = 0;
+    char name[128];
+    if (!pa_cuda_device_info(&major, &minor, &sms, name, sizeof name)) {
+        if (detail && detail_len) snprintf(detail, detail_len, "%s", name);
+        return 0;
+    }
+    if (detail && detail_len)
+        snprintf(detail, detail_len, "%s (sm_%d%d, %d SMs)", name, major, minor, sms);
+    return 1;
+}
+
+/* Residency of ptr as the runtime sees it. */
+typedef enum pa_cuda_mem {
+    PA_MEM_UNKNOWN = 0, /* the query failed (no driver, ...) */
+    PA_MEM_HOST,        /* plain pageable host memory */
+    PA_MEM_PINNED,      /* page-locked host memory; *mapped = device can use ptr itself */
+    PA_MEM_DEVICE,      /* device memory of *device */
+    PA_MEM_MANAGED
+} pa_cuda_mem;
+
+static pa_cuda_mem pa_cuda_where(const void *ptr, int *device, int *mapped)
+{
+    *device = -1;
+    *mapped = 0;
+    if (!ptr || pa_cuda_absent()) return PA_MEM_UNKNOWN;
+    struct cudaPointerAttributes a;
+    cudaError_t e = cudaPointerGetAttributes(&a, ptr);
+    if (e != cudaSuccess) { pa_cuda_fail(e, NULL, 0); return PA_MEM_UNKNOWN; }
+    *device = a.device;
+    switch (a.type) {
+    case cudaMemoryTypeDevice: return PA_MEM_DEVICE;
+    case cudaMemoryTypeManaged: return PA_MEM_MANAGED;
+    case cudaMemoryTypeHost:
+        /* Mapped pinned memory has the same address on the device under UVA. */
+        *mapped = a.devicePointer == ptr;
+        return PA_MEM_PINNED;
+    default: return PA_MEM_HOST;
+    }
+}
+
+static int pa_cuda_current(void)
+{
+    int dev = -1;
+    if (cudaGetDevice(&dev) != cudaSuccess) { (void)cudaGetLastError(); return -1; }
+    return dev;
+}
+
+int pa_cuda_ptr_is_device_only(const void *ptr)
+{
+    int dev, mapped;
+    return pa_cuda_where(ptr, &dev, &mapped) == PA_MEM_DEVICE;
+}
+
+int pa_cuda_ptr_is_device_accessible(const void *ptr)
+{
+    return pa_cuda_ptr_check(ptr, "", NULL, 0);
+}
+
+int pa_cuda_ptr_check(const void *ptr, const char *what, char *why, size_t why_len)
+{
+    int dev, mapped, cur;
+    if (!why) why_len = 0;
+    switch (pa_cuda_where(ptr, &dev, &mapped)) {
+    case PA_MEM_MANAGED: return 1;
+    case PA_MEM_PINNED:
+        if (mapped) return 1;
+        if (why_len) snprintf(why, why_len, "%s is pinned host memory not mapped for the device", what);
+        return 0;
+    case PA_MEM_DEVICE:
+        /* Another device's memory works only with peer access enabled, which the runtime cannot
+         * be asked about without changing it: refuse rather than risk an illegal address. */
+        cur = pa_cuda_current();
+        if (dev == cur) return 1;
+        if (why_len) snprintf(why, why_len, "%s is on device %d, current device %d", what, dev, cur);
+        return 0;
+    case PA_MEM_HOST:
+        if (why_len) snprintf(why, why_len, "%s is host memory", what);
+        return 0;
+    default:
+        if (why_len) {
+            if (!ptr) snprintf(why, why_len, "%s is NULL", what);
+            else if (pa_cuda_absent()) snprintf(why, why_len, "%s: %s", what, g_absent_why);
+            else snprintf(why, why_len, "%s is not a CUDA-accessible pointer", what);
+        }
+        return 0;
+    }
+}
+
+portattn_status_t pa_cuda_status(cudaError_t e, const char *what, char *err, size_t err_len)
+{
+    if (e == cudaSuccess) return PORTATTN_SUCCESS;
+    portattn_status_t st = e == cudaErrorMemoryAllocation ? PORTATTN_ERROR_OUT_OF_MEMORY
+                                                          : PORTATTN_ERROR_DEVICE;
+    return pa_fmt(err, err_len, st, "%s: %s", what, cudaGetErrorString(e));
+}

@@ -1,0 +1,38 @@
+/* Host-side CUDA helpers shared by the CUDA backends: device info, pointer residency, error
+ * mapping. C11, built with the CUDA include dir; never prints, never aborts. */
+#ifndef PORTATTN_CUDA_HOST_H
+#define PORTATTN_CUDA_HOST_H
+
+#include <stddef.h>
+#include <cuda_runtime_api.h>
+
+#include "backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Current device: compute capability, SM count and name (cached per device). 1 if a device is
+ * usable; else 0 with the reason in `name`. Any output pointer may be NULL. */
+int pa_cuda_device_info(int *cc_major, int *cc_minor, int *sm_count, char *name, size_t name_len);
+
+/* 1 if a CUDA device is usable, detail "NVIDIA H200 (sm_90, 132 SMs)"; else 0 and why. */
+int pa_cuda_probe(char *detail, size_t detail_len);
+
+/* Also declared in backend.h (under PORTATTN_HAVE_CUDA); repeated so this header stands alone. */
+int pa_cuda_ptr_is_device_only(const void *ptr);
+int pa_cuda_ptr_is_device_accessible(const void *ptr);
+
+/* 1 if the current device can dereference ptr; else 0 and a one-line reason naming `what`,
+ * e.g. "q.data is host memory", "k.data is on device 1, current device 0". */
+int pa_cuda_ptr_check(const void *ptr, const char *what, char *why, size_t why_len);
+
+/* cudaSuccess -> PORTATTN_SUCCESS (err untouched); cudaErrorMemoryAllocation -> OUT_OF_MEMORY;
+ * anything else -> DEVICE. Message "what: <cudaGetErrorString>". */
+portattn_status_t pa_cuda_status(cudaError_t e, const char *what, char *err, size_t err_len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

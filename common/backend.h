@@ -1,0 +1,47 @@
+/* The small C-linkage table each backend gives the front end (DESIGN.md section 1). */
+#ifndef PORTATTN_BACKEND_H
+#define PORTATTN_BACKEND_H
+
+#include "problem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pa_backend {
+    portattn_backend_t id;
+    const char *name;
+    /* 1 if the hardware/runtime is present; `detail` gets the device name or why not.
+     * Called on every selection: cache anything expensive. */
+    int (*probe)(char *detail, size_t detail_len);
+    /* 1 if it can run the (validated) problem, naming its kernel; else 0 and the reason.
+     * Pure: never launches. The selector calls it for "supported?" and before each launch. */
+    int (*supports)(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len);
+    /* Launches on `stream`. On failure returns a status with the message in `err`. */
+    portattn_status_t (*run)(const pa_problem *pb, void *stream, char *err, size_t err_len);
+} pa_backend;
+
+/* The compiled-in backends (see registry.c). */
+extern const pa_backend pa_backend_cpu;
+#ifdef PORTATTN_HAVE_CUDA
+extern const pa_backend pa_backend_cuda_generic;
+/* Where a pointer lives, from the CUDA runtime (backends/cuda/cuda_host.c). */
+int pa_cuda_ptr_is_device_only(const void *ptr); /* host cannot dereference it */
+int pa_cuda_ptr_is_device_accessible(const void *ptr); /* current device can dereference it */
+#endif
+
+/* Can the host dereference ptr? Asks every compiled GPU runtime; 1 when none objects. */
+int pa_host_accessible(const void *ptr);
+
+/* snprintf into a reason/message buffer, never overflowing, returns `status` (for one-line returns). */
+portattn_status_t pa_fmt(char *buf, size_t len, portattn_status_t status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

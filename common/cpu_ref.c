@@ -1,0 +1,160 @@
+/* The CPU reference backend: the oracle. Every API feature, scores and softmax in double with an
+ * exact two-pass softmax (no online rescaling), threads across (batch, head, block of query rows). */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "frontend.h"
+#include "half.h"
+
+enum { ROWS_PER_ITEM = 16, MAX_THREADS = 64 };
+
+static double load(portattn_dtype_t t, const void *base, int64_t i)
+{
+    switch (t) {
+    case PORTATTN_DTYPE_F16: return pa_f16_to_f32(((const uint16_t *)base)[i]);
+    case PORTATTN_DTYPE_BF16: return pa_bf16_to_f32(((const uint16_t *)base)[i]);
+    default: return ((const float *)base)[i];
+    }
+}
+
+static void store(portattn_dtype_t t, void *base, int64_t i, double x)
+{
+    switch (t) {
+    case PORTATTN_DTYPE_F16: ((uint16_t *)base)[i] = pa_f32_to_f16((float)x); break;
+    case PORTATTN_DTYPE_BF16: ((uint16_t *)base)[i] = pa_f32_to_bf16((float)x); break;
+    default: ((float *)base)[i] = (float)x; break;
+    }
+}
+
+typedef struct job {
+    const pa_problem *pb;
+    int64_t qblocks;      /* blocks of query rows per (batch, head) */
+    int64_t items;        /* batch * heads_q * qblocks */
+    atomic_llong next;    /* next work item */
+    atomic_int failed;    /* a worker could not allocate its scratch */
+} job;
+
+/* One query row: two passes over the visible keys, in double. */
+static void row(const pa_problem *pb, int64_t b, int64_t h, int64_t i, int64_t sq, int64_t sk, int64_t q0,
+                int64_t k0, double *s, double *acc)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    const int64_t hk = h / pb->group, dqk = p->head_dim_qk, dv = p->head_dim_v;
+    const int64_t bq = pb->varlen ? 0 : b * p->q.stride[0], bk = pb->varlen ? 0 : b * p->k.stride[0];
+    const int64_t bv = pb->varlen ? 0 : b * p->v.stride[0], bo = pb->varlen ? 0 : b * p->o.stride[0];
+    const int64_t qoff = bq + (q0 + i) * p->q.stride[1] + h * p->q.stride[2];
+    const int64_t ooff = bo + (q0 + i) * p->o.stride[1] + h * p->o.stride[2];
+    int64_t lo, hi;
+    pa_key_range(i, sq, sk, pb->window_left, pb->window_right, &lo, &hi);
+
+    double mx = -INFINITY, sum = 0.0;
+    for (int64_t j = lo; j <= hi; j++) {
+        const int64_t koff = bk + (k0 + j) * p->k.stride[1] + hk * p->k.stride[2];
+        double dot = 0.0;
+        for (int64_t d = 0; d < dqk; d++)
+            dot += load(p->dtype, p->q.data, qoff + d * p->q.stride[3]) *
+                   load(p->dtype, p->k.data, koff + d * p->k.stride[3]);
+        double x = dot * (double)pb->scale;
+        if (p->softcap > 0) x = (double)p->softcap * tanh(x / (double)p->softcap);
+        s[j - lo] = x;
+        if (x > mx) mx = x;
+    }
+    for (int64_t d = 0; d < dv; d++) acc[d] = 0.0;
+    for (int64_t j = lo; j <= hi; j++) {
+        const int64_t voff = bv + (k0 + j) * p->v.stride[1] + hk * p->v.stride[2];
+        double w = exp(s[j - lo] - mx);
+        sum += w;
+        for (int64_t d = 0; d < dv; d++) acc[d] += w * load(p->dtype, p->v.data, voff + d * p->v.stride[3]);
+    }
+    /* A row with no visible key writes O = 0 and LSE = -inf. NaN inputs propagate to this row. */
+    for (int64_t d = 0; d < dv; d++) store(p->dtype, p->o.data, ooff + d * p->o.stride[3], lo > hi ? 0.0 : acc[d] / sum);
+    if (p->lse) {
+        const int64_t l = (pb->varlen ? 0 : b * p->lse_stride[0]) + h * p->lse_stride[1] + (q0 + i) * p->lse_stride[2];
+        p->lse[l] = lo > hi ? -INFINITY : (float)(mx + log(sum));
+    }
+}
+
+static void *worker(void *arg)
+{
+    job *jb = arg;
+    const pa_problem *pb = jb->pb;
+    const portattn_fwd_params_t *p = &pb->p;
+    double *s = malloc(sizeof(double) * (size_t)(pb->max_seqlen_k + 1));
+    double *acc = malloc(sizeof(double) * (size_t)p->head_dim_v);
+    if (!s || !acc) atomic_store(&jb->failed, 1);
+    for (;;) {
+        long long it = atomic_fetch_add(&jb->next, 1);
+        if (it >= jb->items || atomic_load(&jb->failed)) break;
+        int64_t blk = it % jb->qblocks, h = (it / jb->qblocks) % p->heads_q, b = it / jb->qblocks / p->heads_q;
+        int64_t sq = p->seqlen_q, sk = p->seqlen_k, q0 = 0, k0 = 0;
+        if (pb->varlen) { /* validated by the front end: monotone and within the totals */
+            q0 = p->cu_seqlens_q[b], sq = p->cu_seqlens_q[b + 1] - q0;
+            k0 = p->cu_seqlens_k[b], sk = p->cu_seqlens_k[b + 1] - k0;
+        }
+        for (int64_t i = blk * ROWS_PER_ITEM; i < sq && i < (blk + 1) * ROWS_PER_ITEM; i++)
+            row(pb, b, h, i, sq, sk, q0, k0, s, acc);
+    }
+    free(s);
+    free(acc);
+    return NULL;
+}
+
+static int thread_count(void)
+{
+    const char *env = getenv("PORTATTN_NUM_THREADS");
+    long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
+}
+
+static portattn_status_t cpu_run(const pa_problem *pb, void *stream, char *err, size_t err_len)
+{
+    (void)stream; /* synchronous */
+    job jb;
+    jb.pb = pb;
+    jb.qblocks = (pb->max_seqlen_q + ROWS_PER_ITEM - 1) / ROWS_PER_ITEM;
+    jb.items = pb->p.batch * pb->p.heads_q * jb.qblocks;
+    atomic_init(&jb.next, 0);
+    atomic_init(&jb.failed, 0);
+    if (jb.items == 0) return PORTATTN_SUCCESS;
+
+    int n = thread_count();
+    if (n > jb.items) n = (int)jb.items;
+    pthread_t tid[MAX_THREADS];
+    int started = 0;
+    for (; started < n - 1; started++)
+        if (pthread_create(&tid[started], NULL, worker, &jb)) break; /* fewer threads still finish */
+    worker(&jb); /* the calling thread works too */
+    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+    if (atomic_load(&jb.failed))
+        return pa_fmt(err, err_len, PORTATTN_ERROR_OUT_OF_MEMORY, "cannot allocate %lld-key score buffers",
+                      (long long)pb->max_seqlen_k);
+    return PORTATTN_SUCCESS;
+}
+
+static int cpu_probe(char *detail, size_t len)
+{
+    snprintf(detail, len, "host CPU, %d threads", thread_count());
+    return 1;
+}
+
+static int cpu_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    const struct { const char *name; const void *ptr; } ptrs[] = {
+        {"q.data", p->q.data}, {"k.data", p->k.data}, {"v.data", p->v.data}, {"o.data", p->o.data},
+        {"lse", p->lse}, {"cu_seqlens_q", p->cu_seqlens_q}, {"cu_seqlens_k", p->cu_seqlens_k}};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        if (ptrs[i].ptr && !pa_host_accessible(ptrs[i].ptr)) {
+            snprintf(why, why_len, "%s is device memory", ptrs[i].name);
+            return 0;
+        }
+    static const char *const dt[] = {"?", "f16", "bf16", "f32"};
+    snprintf(kernel, kernel_len, "cpu-ref<%s>", dt[p->dtype]);
+    return 1;
+}
+
+const pa_backend pa_backend_cpu = {PORTATTN_BACKEND_CPU, "cpu", cpu_probe, cpu_supports, cpu_run};

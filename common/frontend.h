@@ -1,0 +1,23 @@
+/* Front-end internals shared by the files of common/. */
+#ifndef PORTATTN_FRONTEND_H
+#define PORTATTN_FRONTEND_H
+
+#include "backend.h"
+
+/* Records the thread's last-error message (cleared on success) and returns status. */
+portattn_status_t pa_set_error(portattn_status_t status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Clears the thread's last-error message; returns PORTATTN_SUCCESS. */
+portattn_status_t pa_clear_error(void);
+
+/* Checks every argument and resolves defaults into *pb. On failure: the status and why. */
+portattn_status_t pa_validate(const portattn_fwd_params_t *params, pa_problem *pb, char *why, size_t why_len);
+
+/* The compiled-in backend table for an id, or NULL when not compiled in. */
+const pa_backend *pa_backend_lookup(portattn_backend_t id);
+
+#endif

@@ -1,0 +1,43 @@
+/* The validated, defaults-resolved form of a forward call that every backend receives.
+ * Plain C; included by host C11 code and by CUDA/HIP device code alike. */
+#ifndef PORTATTN_PROBLEM_H
+#define PORTATTN_PROBLEM_H
+
+#include "portattn.h"
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define PA_HD __host__ __device__ __forceinline__
+#else
+#define PA_HD static inline
+#endif
+
+typedef struct pa_problem {
+    portattn_fwd_params_t p; /* the caller's params, copied (never read back from the caller) */
+    float scale;             /* resolved softmax scale */
+    int64_t window_left;     /* resolved: -1 = unbounded */
+    int64_t window_right;    /* resolved, causal folded in: -1 = unbounded */
+    int varlen;              /* cu_seqlens given */
+    int64_t max_seqlen_q;    /* bound on any sequence's query length (grid sizing) */
+    int64_t max_seqlen_k;    /* bound on any sequence's key length */
+    int64_t group;           /* heads_q / heads_kv */
+} pa_problem;
+
+/* Keys [*lo, *hi] visible to query row i of a sequence with sq queries and sk keys (bottom-right
+ * aligned window; -1 = unbounded side). The row sees nothing when *lo > *hi. */
+PA_HD void pa_key_range(int64_t i, int64_t sq, int64_t sk, int64_t wl, int64_t wr,
+                        int64_t *lo, int64_t *hi)
+{
+    int64_t diag = i + sk - sq;
+    int64_t l = wl < 0 ? 0 : diag - wl;
+    int64_t h = wr < 0 ? sk - 1 : diag + wr;
+    *lo = l < 0 ? 0 : l;
+    *hi = h > sk - 1 ? sk - 1 : h;
+}
+
+/* Bytes per element of a dtype (0 for an invalid one). */
+PA_HD int pa_dtype_size(portattn_dtype_t t)
+{
+    return t == PORTATTN_DTYPE_F32 ? 4 : (t == PORTATTN_DTYPE_F16 || t == PORTATTN_DTYPE_BF16) ? 2 : 0;
+}
+
+#endif

@@ -1,0 +1,155 @@
+/* The backend registry and the one selector: it answers "which backend and kernel" for the query
+ * and for the launch alike, so the two can never disagree. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend.h"
+
+/* Compiled-in backends; the selector walks the ids in preference order (the enum order). */
+static const pa_backend *const compiled[] = {
+#ifdef PORTATTN_HAVE_CUDA
+    &pa_backend_cuda_generic,
+#endif
+    &pa_backend_cpu,
+};
+
+const pa_backend *pa_backend_lookup(portattn_backend_t id)
+{
+    for (size_t i = 0; i < sizeof compiled / sizeof compiled[0]; i++)
+        if (compiled[i]->id == id) return compiled[i];
+    return NULL;
+}
+
+int pa_host_accessible(const void *ptr)
+{
+#ifdef PORTATTN_HAVE_CUDA
+    if (pa_cuda_ptr_is_device_only(ptr)) return 0;
+#endif
+    (void)ptr;
+    return 1;
+}
+
+portattn_status_t portattn_backend_get_info(portattn_backend_t backend, portattn_backend_info_t *info)
+{
+    if (!info) return pa_set_error(PORTATTN_ERROR_INVALID_ARGUMENT, "info is NULL");
+    if ((int)backend <= 0 || backend >= PORTATTN_BACKEND_COUNT_)
+        return pa_set_error(PORTATTN_ERROR_INVALID_ARGUMENT, "backend = %d is not a backend id", (int)backend);
+    const pa_backend *be = pa_backend_lookup(backend);
+    memset(info, 0, sizeof *info);
+    info->backend = backend;
+    info->name = portattn_backend_name(backend);
+    info->compiled = be != NULL;
+    if (be)
+        info->available = be->probe(info->detail, sizeof info->detail);
+    else
+        snprintf(info->detail, sizeof info->detail, "not compiled into this build");
+    return pa_clear_error();
+}
+
+/* The forced backend: params->backend, else $PORTATTN_BACKEND, else AUTO. A bad name is an error,
+ * never ignored. `by` says who forced it, for messages. */
+static portattn_status_t forced_backend(const pa_problem *pb, portattn_backend_t *id, const char **by,
+                                        char *why, size_t why_len)
+{
+    *id = pb->p.backend;
+    *by = "params->backend";
+    if (*id != PORTATTN_BACKEND_AUTO) return PORTATTN_SUCCESS;
+    const char *env = getenv("PORTATTN_BACKEND");
+    if (!env || !*env) return PORTATTN_SUCCESS;
+    int ok;
+    *id = portattn_backend_from_name(env, &ok);
+    *by = "PORTATTN_BACKEND";
+    if (!ok)
+        return pa_fmt(why, why_len, PORTATTN_ERROR_INVALID_ARGUMENT,
+                      "PORTATTN_BACKEND=\"%.64s\" is not a backend name (auto, cpu, cuda-generic, cuda-sm80, "
+                      "cuda-sm90, cuda-sm100, hip-cdna, hip-rdna3)", env);
+    return PORTATTN_SUCCESS;
+}
+
+static void append(char *buf, size_t len, const char *name, const char *text)
+{
+    size_t n = strlen(buf);
+    if (n < len) snprintf(buf + n, len - n, "%s%s: %s", n ? "; " : "", name, text);
+}
+
+/* Picks the backend for a validated problem. On success *be is set and sel filled. */
+static portattn_status_t select_backend(const pa_problem *pb, const pa_backend **be, portattn_selection_t *sel,
+                                        char *why, size_t why_len)
+{
+    portattn_backend_t forced;
+    const char *by;
+    portattn_status_t st = forced_backend(pb, &forced, &by, why, why_len);
+    if (st) return st;
+    memset(sel, 0, sizeof *sel);
+    char text[256];
+
+    if (forced != PORTATTN_BACKEND_AUTO) {
+        const char *name = portattn_backend_name(forced);
+        const pa_backend *b = pa_backend_lookup(forced);
+        if (!b)
+            return pa_fmt(why, why_len, PORTATTN_ERROR_BACKEND_UNAVAILABLE,
+                          "%s (forced by %s) is not compiled into this build", name, by);
+        if (!b->probe(text, sizeof text))
+            return pa_fmt(why, why_len, PORTATTN_ERROR_BACKEND_UNAVAILABLE, "%s (forced by %s) is unavailable: %s",
+                          name, by, text);
+        if (!b->supports(pb, sel->kernel, sizeof sel->kernel, text, sizeof text))
+            return pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, "%s (forced by %s) cannot run this call: %s",
+                          name, by, text);
+        *be = b;
+        snprintf(sel->reason, sizeof sel->reason, "forced by %s", by);
+    } else {
+        for (int id = 1; id < PORTATTN_BACKEND_COUNT_ && !*be; id++) {
+            const char *name = portattn_backend_name((portattn_backend_t)id);
+            const pa_backend *b = pa_backend_lookup((portattn_backend_t)id);
+            if (!b)
+                append(sel->reason, sizeof sel->reason, name, "not compiled in");
+            else if (!b->probe(text, sizeof text))
+                append(sel->reason, sizeof sel->reason, name, text);
+            else if (!b->supports(pb, sel->kernel, sizeof sel->kernel, text, sizeof text))
+                append(sel->reason, sizeof sel->reason, name, text);
+            else
+                *be = b;
+        }
+        if (!*be)
+            return pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, "no backend can run this call: %s",
+                          sel->reason);
+    }
+    sel->backend = (*be)->id;
+    snprintf(sel->backend_name, sizeof sel->backend_name, "%s", (*be)->name);
+    return PORTATTN_SUCCESS;
+}
+
+static int problem_is_empty(const pa_problem *pb) { return pb->p.batch == 0 || pb->p.seqlen_q == 0; }
+
+portattn_status_t portattn_forward_query(const portattn_fwd_params_t *params, portattn_selection_t *selection)
+{
+    char why[1024];
+    pa_problem pb;
+    const pa_backend *be = NULL;
+    if (!selection) return pa_set_error(PORTATTN_ERROR_INVALID_ARGUMENT, "selection is NULL");
+    portattn_status_t st = pa_validate(params, &pb, why, sizeof why);
+    if (!st) st = select_backend(&pb, &be, selection, why, sizeof why);
+    return st ? pa_set_error(st, "%s", why) : pa_clear_error();
+}
+
+portattn_status_t portattn_forward(const portattn_fwd_params_t *params, void *stream)
+{
+    char why[1024];
+    pa_problem pb;
+    portattn_status_t st = pa_validate(params, &pb, why, sizeof why);
+    if (st) return pa_set_error(st, "%s", why);
+    if (problem_is_empty(&pb)) { /* B = 0 or no query tokens: nothing to write */
+        portattn_backend_t forced;
+        const char *by;
+        st = forced_backend(&pb, &forced, &by, why, sizeof why);
+        return st ? pa_set_error(st, "%s", why) : pa_clear_error();
+    }
+    const pa_backend *be = NULL;
+    portattn_selection_t sel;
+    st = select_backend(&pb, &be, &sel, why, sizeof why);
+    if (st) return pa_set_error(st, "%s", why);
+    st = be->run(&pb, stream, why, sizeof why);
+    if (st) return pa_set_error(st, "%s (%s): %s", be->name, sel.kernel, why);
+    return pa_clear_error();
+}

@@ -1,0 +1,214 @@
+/* Argument validation: every check of the public contract lives here, before any backend sees the
+ * call. Each failure names the argument and the value. */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "frontend.h"
+
+#define INVALID(...) pa_fmt(why, why_len, PORTATTN_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
+
+/* Non-negative int64 arithmetic that reports overflow instead of wrapping. */
+static int mul_ok(int64_t a, int64_t b, int64_t *r)
+{
+    if (a != 0 && b > INT64_MAX / a) return 0;
+    *r = a * b;
+    return 1;
+}
+
+static int add_ok(int64_t a, int64_t b, int64_t *r)
+{
+    if (b > INT64_MAX - a) return 0;
+    *r = a + b;
+    return 1;
+}
+
+/* A strided 4-D (or 3-D with dim[3] = 1) view checked for null, alignment, negative strides,
+ * overflow and self-overlap; its byte range is kept for the overlap checks between tensors. */
+typedef struct view {
+    const char *name;
+    const void *data;
+    int64_t dim[4], stride[4];
+    int64_t elem;         /* bytes per element */
+    int64_t count;        /* elements addressed (0 = empty) */
+    uintptr_t lo, hi;     /* byte range [lo, hi) */
+} view;
+
+static portattn_status_t check_view(view *t, int must_not_self_overlap, char *why, size_t why_len)
+{
+    int64_t count = 1, extent = 0;
+    for (int i = 0; i < 4; i++) {
+        if (t->stride[i] < 0)
+            return INVALID("%s.stride[%d] = %lld is negative", t->name, i, (long long)t->stride[i]);
+        if (!mul_ok(count, t->dim[i], &count))
+            return INVALID("%s: element count overflows int64", t->name);
+    }
+    t->count = count;
+    if (count == 0) return PORTATTN_SUCCESS;
+    if (!t->data) return INVALID("%s is NULL but has %lld elements", t->name, (long long)count);
+    if ((uintptr_t)t->data % (uintptr_t)t->elem)
+        return INVALID("%s = %p is not aligned to its %lld-byte elements", t->name, t->data, (long long)t->elem);
+    for (int i = 0; i < 4; i++) {
+        int64_t step;
+        if (!mul_ok(t->dim[i] - 1, t->stride[i], &step) || !add_ok(extent, step, &extent))
+            return INVALID("%s: strided extent overflows int64", t->name);
+    }
+    int64_t bytes;
+    if (!add_ok(extent, 1, &extent) || !mul_ok(extent, t->elem, &bytes) ||
+        (uint64_t)bytes > UINTPTR_MAX - (uintptr_t)t->data)
+        return INVALID("%s: byte extent overflows the address space", t->name);
+    t->lo = (uintptr_t)t->data;
+    t->hi = t->lo + (uintptr_t)bytes;
+
+    if (must_not_self_overlap) {
+        /* Sufficient condition for distinct addresses: with the dims of size > 1 sorted by stride,
+         * each stride exceeds the extent spanned by the smaller ones. */
+        int idx[4], n = 0;
+        for (int i = 0; i < 4; i++)
+            if (t->dim[i] > 1) idx[n++] = i;
+        for (int a = 1; a < n; a++)
+            for (int b = a; b > 0 && t->stride[idx[b]] < t->stride[idx[b - 1]]; b--) {
+                int s = idx[b]; idx[b] = idx[b - 1]; idx[b - 1] = s;
+            }
+        int64_t span = 0; /* elements spanned by the dims visited so far, minus one */
+        for (int a = 0; a < n; a++) {
+            int i = idx[a];
+            if (t->stride[i] <= span)
+                return INVALID("%s: stride[%d] = %lld makes elements overlap (output strides must "
+                               "give every element its own address)", t->name, i, (long long)t->stride[i]);
+            span += (t->dim[i] - 1) * t->stride[i]; /* no overflow: bounded by extent above */
+        }
+    }
+    return PORTATTN_SUCCESS;
+}
+
+static int views_overlap(const view *a, const view *b)
+{
+    return a->count && b->count && a->lo < b->hi && b->lo < a->hi;
+}
+
+static view make_view(const char *name, const portattn_tensor_t *t, int64_t nb, int64_t s, int64_t h,
+                      int64_t d, int64_t elem, int varlen)
+{
+    view v = {name, t->data, {nb, s, h, d}, {varlen ? 0 : t->stride[0], t->stride[1], t->stride[2], t->stride[3]},
+              elem, 0, 0, 0};
+    return v;
+}
+
+/* cu_seqlens readable on the host are checked in full: starts at 0, non-decreasing, ends in range. */
+static portattn_status_t check_cu_seqlens(const char *name, const int32_t *cu, int64_t batch, int64_t total,
+                                          int64_t *max_len, char *why, size_t why_len)
+{
+    if (!pa_host_accessible(cu)) return PORTATTN_SUCCESS; /* device memory: kernels clamp instead */
+    if (cu[0] != 0) return INVALID("%s[0] = %d, expected 0", name, cu[0]);
+    int64_t longest = 0;
+    for (int64_t b = 0; b < batch; b++) {
+        if (cu[b + 1] < cu[b])
+            return INVALID("%s is decreasing at [%lld] (%d -> %d)", name, (long long)b + 1, cu[b], cu[b + 1]);
+        if (cu[b + 1] - cu[b] > longest) longest = cu[b + 1] - cu[b];
+    }
+    if (cu[batch] > total)
+        return INVALID("%s[%lld] = %d exceeds the %lld packed tokens", name, (long long)batch, cu[batch],
+                       (long long)total);
+    if (*max_len < longest)
+        return INVALID("%s holds a sequence of %lld tokens, longer than max_seqlen = %lld", name,
+                       (long long)longest, (long long)*max_len);
+    return PORTATTN_SUCCESS;
+}
+
+portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, char *why, size_t why_len)
+{
+    if (!in) return INVALID("params is NULL");
+    if (in->struct_size < sizeof(portattn_fwd_params_t))
+        return INVALID("params->struct_size = %zu, expected %zu (initialise with portattn_fwd_params_init)",
+                       in->struct_size, sizeof(portattn_fwd_params_t));
+    if (in->struct_size > sizeof(portattn_fwd_params_t))
+        return pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED,
+                      "params->struct_size = %zu is from a newer portattn than this library (%zu)",
+                      in->struct_size, sizeof(portattn_fwd_params_t));
+    memset(pb, 0, sizeof *pb);
+    pb->p = *in;
+    const portattn_fwd_params_t *p = &pb->p;
+
+    int64_t elem = pa_dtype_size(p->dtype);
+    if (!elem) return INVALID("dtype = %d is not a portattn_dtype_t", (int)p->dtype);
+    if ((int)p->backend < 0 || p->backend >= PORTATTN_BACKEND_COUNT_)
+        return INVALID("backend = %d is not a portattn_backend_t", (int)p->backend);
+    if (p->batch < 0) return INVALID("batch = %lld is negative", (long long)p->batch);
+    if (p->seqlen_q < 0) return INVALID("seqlen_q = %lld is negative", (long long)p->seqlen_q);
+    if (p->seqlen_k < 0) return INVALID("seqlen_k = %lld is negative", (long long)p->seqlen_k);
+    if (p->heads_q < 1 || p->heads_kv < 1)
+        return INVALID("heads_q = %lld and heads_kv = %lld must be >= 1", (long long)p->heads_q, (long long)p->heads_kv);
+    if (p->heads_q % p->heads_kv)
+        return INVALID("heads_q = %lld is not a multiple of heads_kv = %lld", (long long)p->heads_q,
+                       (long long)p->heads_kv);
+    if (p->head_dim_qk < 1 || p->head_dim_v < 1)
+        return INVALID("head_dim_qk = %lld and head_dim_v = %lld must be >= 1", (long long)p->head_dim_qk,
+                       (long long)p->head_dim_v);
+    if (p->window_left < -1 || p->window_right < -1)
+        return INVALID("window (%lld, %lld): each side must be >= 0, or -1 for unbounded",
+                       (long long)p->window_left, (long long)p->window_right);
+    if (!isfinite(p->softmax_scale)) return INVALID("softmax_scale = %g is not finite", (double)p->softmax_scale);
+    if (!isfinite(p->softcap) || p->softcap < 0)
+        return INVALID("softcap = %g must be finite and >= 0 (0 = off)", (double)p->softcap);
+
+    int varlen = p->cu_seqlens_q || p->cu_seqlens_k;
+    if (varlen && !(p->cu_seqlens_q && p->cu_seqlens_k))
+        return INVALID("cu_seqlens_q and cu_seqlens_k must be given together (%s is NULL)",
+                       p->cu_seqlens_q ? "cu_seqlens_k" : "cu_seqlens_q");
+    pb->varlen = varlen;
+    pb->max_seqlen_q = p->seqlen_q;
+    pb->max_seqlen_k = p->seqlen_k;
+    if (varlen) {
+        if (p->seqlen_q > INT32_MAX || p->seqlen_k > INT32_MAX)
+            return INVALID("varlen totals (%lld, %lld) exceed the int32 range of cu_seqlens",
+                           (long long)p->seqlen_q, (long long)p->seqlen_k);
+        if (p->batch >= INT32_MAX) return INVALID("batch = %lld too large for varlen", (long long)p->batch);
+        if (p->max_seqlen_q < 0 || p->max_seqlen_q > p->seqlen_q || p->max_seqlen_k < 0 || p->max_seqlen_k > p->seqlen_k)
+            return INVALID("max_seqlen (%lld, %lld) must be within [0, totals (%lld, %lld)]",
+                           (long long)p->max_seqlen_q, (long long)p->max_seqlen_k, (long long)p->seqlen_q,
+                           (long long)p->seqlen_k);
+        if (p->max_seqlen_q) pb->max_seqlen_q = p->max_seqlen_q;
+        if (p->max_seqlen_k) pb->max_seqlen_k = p->max_seqlen_k;
+    }
+
+    /* The tensors. Varlen tensors are packed [1, total, H, D]. */
+    int64_t nb = varlen ? (p->batch ? 1 : 0) : p->batch;
+    view q = make_view("q", &p->q, nb, p->seqlen_q, p->heads_q, p->head_dim_qk, elem, varlen);
+    view k = make_view("k", &p->k, nb, p->seqlen_k, p->heads_kv, p->head_dim_qk, elem, varlen);
+    view v = make_view("v", &p->v, nb, p->seqlen_k, p->heads_kv, p->head_dim_v, elem, varlen);
+    view o = make_view("o", &p->o, nb, p->seqlen_q, p->heads_q, p->head_dim_v, elem, varlen);
+    portattn_tensor_t lse_t = {p->lse, {p->lse_stride[0], p->lse_stride[2], p->lse_stride[1], 0}};
+    view lse = make_view("lse", &lse_t, p->lse ? nb : 0, p->seqlen_q, p->heads_q, 1, 4, varlen);
+    portattn_status_t st;
+    if ((st = check_view(&q, 0, why, why_len)) || (st = check_view(&k, 0, why, why_len)) ||
+        (st = check_view(&v, 0, why, why_len)) || (st = check_view(&o, 1, why, why_len)) ||
+        (st = check_view(&lse, 1, why, why_len)))
+        return st;
+
+    const view *inputs[3] = {&q, &k, &v};
+    for (int i = 0; i < 3; i++) {
+        if (views_overlap(&o, inputs[i])) return INVALID("o overlaps %s in memory", inputs[i]->name);
+        if (views_overlap(&lse, inputs[i])) return INVALID("lse overlaps %s in memory", inputs[i]->name);
+    }
+    if (views_overlap(&lse, &o)) return INVALID("lse overlaps o in memory");
+    if (varlen && p->batch > 0) {
+        view cq = {"cu_seqlens_q", p->cu_seqlens_q, {p->batch + 1, 1, 1, 1}, {1, 0, 0, 0}, 4, 0, 0, 0};
+        view ck = {"cu_seqlens_k", p->cu_seqlens_k, {p->batch + 1, 1, 1, 1}, {1, 0, 0, 0}, 4, 0, 0, 0};
+        if ((st = check_view(&cq, 0, why, why_len)) || (st = check_view(&ck, 0, why, why_len))) return st;
+        if (views_overlap(&cq, &o) || views_overlap(&ck, &o) || views_overlap(&cq, &lse) || views_overlap(&ck, &lse))
+            return INVALID("cu_seqlens overlap an output (o or lse)");
+        if ((st = check_cu_seqlens("cu_seqlens_q", p->cu_seqlens_q, p->batch, p->seqlen_q, &pb->max_seqlen_q,
+                                   why, why_len)) ||
+            (st = check_cu_seqlens("cu_seqlens_k", p->cu_seqlens_k, p->batch, p->seqlen_k, &pb->max_seqlen_k,
+                                   why, why_len)))
+            return st;
+    }
+
+    pb->scale = p->softmax_scale != 0.0f ? p->softmax_scale : (float)(1.0 / sqrt((double)p->head_dim_qk));
+    pb->window_left = p->window_left;
+    pb->window_right = p->causal ? 0 : p->window_right; /* causal is window_right = 0 */
+    pb->group = p->heads_q / p->heads_kv;
+    return PORTATTN_SUCCESS;
+}

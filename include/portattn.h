@@ -1,0 +1,187 @@
+/*
+ * portattn: a portable attention library with a C11 API.
+ *
+ * One forward call, many backends (CPU reference, CUDA generic/sm80/sm90/sm100, HIP). The front
+ * end validates every argument, picks the best backend that supports the call on the current
+ * device (or the one the caller forces) and launches it asynchronously on the caller's stream.
+ *
+ * Conventions
+ *  - Logical tensor dims are (batch, seq, heads, head_dim); strides are int64 element strides in
+ *    that order, any non-negative values. The default layout is BSHD as in FlashAttention.
+ *      Q [B, Sq, Hq, Dqk]   K [B, Sk, Hkv, Dqk]   V [B, Sk, Hkv, Dv]   O [B, Sq, Hq, Dv]
+ *      LSE (optional) fp32 [B, Hq, Sq], natural log of the softmax denominator (incl. the max).
+ *  - GQA/MQA: Hq is a multiple of Hkv; query head h reads KV head h / (Hq / Hkv).
+ *  - Masks are aligned bottom-right (as FlashAttention >= 2.1): query i of a sequence with lengths
+ *    (sq, sk) may see key j iff  i + sk - sq - window_left <= j <= i + sk - sq + window_right,
+ *    where a window side of -1 is unbounded and causal sets window_right to 0.
+ *  - A query row that sees no key writes O = 0 and LSE = -inf (never NaN).
+ *  - Memory: GPU backends take device (or managed) pointers, the CPU backend host pointers. The
+ *    selector checks where the pointers live, so host pointers on a GPU machine go to the CPU.
+ *  - Calls are asynchronous on `stream` (a cudaStream_t / hipStream_t, NULL = default stream) and
+ *    thread-safe; the library never exits or aborts.
+ *
+ * Compiles as C11 and C++ with -Wall -Wextra -Werror -pedantic; needs no CUDA or HIP header.
+ */
+#ifndef PORTATTN_H
+#define PORTATTN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PORTATTN_VERSION_MAJOR 0
+#define PORTATTN_VERSION_MINOR 1
+#define PORTATTN_VERSION_PATCH 0
+#define PORTATTN_VERSION (PORTATTN_VERSION_MAJOR * 10000 + PORTATTN_VERSION_MINOR * 100 + PORTATTN_VERSION_PATCH)
+
+#if defined(_WIN32) && defined(PORTATTN_SHARED)
+#  if defined(PORTATTN_BUILDING)
+#    define PORTATTN_API __declspec(dllexport)
+#  else
+#    define PORTATTN_API __declspec(dllimport)
+#  endif
+#elif defined(__GNUC__) || defined(__clang__)
+#  define PORTATTN_API __attribute__((visibility("default")))
+#else
+#  define PORTATTN_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- status ------------------------------------------------------------------------------ */
+
+typedef enum portattn_status {
+    PORTATTN_SUCCESS = 0,
+    PORTATTN_ERROR_INVALID_ARGUMENT = 1, /* a null pointer, a bad shape/stride/flag, overlap, overflow */
+    PORTATTN_ERROR_NOT_SUPPORTED = 2,    /* valid call that no (or not the forced) backend can run */
+    PORTATTN_ERROR_BACKEND_UNAVAILABLE = 3, /* forced backend not compiled in or its hardware absent */
+    PORTATTN_ERROR_OUT_OF_MEMORY = 4,    /* host or device allocation failed */
+    PORTATTN_ERROR_DEVICE = 5,           /* the GPU runtime reported an error (launch, driver, ...) */
+    PORTATTN_ERROR_INTERNAL = 6          /* a bug in portattn: please report it */
+} portattn_status_t;
+
+/* Static, never NULL: "success", "invalid argument", ... ("unknown status" for other values). */
+PORTATTN_API const char *portattn_status_string(portattn_status_t status);
+
+/* The reason for the last failed call made by this thread (which argument, which value, which
+ * backend refused and why); "" when the last call succeeded. Valid until this thread's next call. */
+PORTATTN_API const char *portattn_last_error(void);
+
+/* ---- types ------------------------------------------------------------------------------- */
+
+typedef enum portattn_dtype {
+    PORTATTN_DTYPE_F16 = 1,
+    PORTATTN_DTYPE_BF16 = 2,
+    PORTATTN_DTYPE_F32 = 3 /* CPU reference and the generic CUDA kernel only */
+} portattn_dtype_t;
+
+/* Backends in order of preference (the selector tries them top to bottom, the CPU last). */
+typedef enum portattn_backend {
+    PORTATTN_BACKEND_AUTO = 0,
+    PORTATTN_BACKEND_CUDA_SM100 = 1, /* tcgen05 + TMEM (B200/B300) */
+    PORTATTN_BACKEND_CUDA_SM90 = 2,  /* wgmma + TMA (H100/H200) */
+    PORTATTN_BACKEND_CUDA_SM80 = 3,  /* mma.sync (A100 and newer) */
+    PORTATTN_BACKEND_HIP_CDNA = 4,   /* MFMA (MI250/MI300) */
+    PORTATTN_BACKEND_HIP_RDNA3 = 5,  /* WMMA (gfx11) */
+    PORTATTN_BACKEND_CUDA_GENERIC = 6, /* simple, every feature: the GPU oracle and fallback */
+    PORTATTN_BACKEND_CPU = 7,        /* C11 reference with double accumulation: the oracle */
+    PORTATTN_BACKEND_COUNT_ = 8
+} portattn_backend_t;
+
+/* A strided tensor: a pointer and element strides for (batch, seq, heads, head_dim). */
+typedef struct portattn_tensor {
+    void *data;
+    int64_t stride[4];
+} portattn_tensor_t;
+
+/* Forward parameters. Initialise with portattn_fwd_params_init(), then set fields. The first
+ * field lets the struct grow: later versions append fields and accept older, smaller structs. */
+typedef struct portattn_fwd_params {
+    size_t struct_size; /* sizeof(portattn_fwd_params_t), set by portattn_fwd_params_init */
+
+    portattn_dtype_t dtype; /* of Q, K, V and O */
+    int64_t batch;          /* sequences; 0 is a valid no-op */
+    int64_t seqlen_q;       /* Sq per sequence; with cu_seqlens_q: total packed query tokens */
+    int64_t seqlen_k;       /* Sk per sequence; with cu_seqlens_k: total packed key tokens */
+    int64_t heads_q, heads_kv;
+    int64_t head_dim_qk, head_dim_v;
+
+    portattn_tensor_t q, k, v, o;
+
+    /* Optional fp32 LSE output [B, Hq, Sq], strides (batch, head, seq); NULL = not wanted.
+     * Varlen: index (head, packed token) and lse_stride[0] is ignored. */
+    float *lse;
+    int64_t lse_stride[3];
+
+    /* Variable length (FlashAttention's varlen API): both or neither, int32, batch + 1 entries,
+     * non-decreasing, starting at 0, last <= seqlen_q / seqlen_k. Same memory as the tensors.
+     * Tensors are then packed [1, total, H, D]: stride[0] is ignored. max_seqlen_* bound the
+     * per-sequence lengths (0 = use the totals). */
+    const int32_t *cu_seqlens_q;
+    const int32_t *cu_seqlens_k;
+    int64_t max_seqlen_q, max_seqlen_k;
+
+    float softmax_scale;  /* 0 = 1/sqrt(head_dim_qk) */
+    float softcap;        /* 0 = off; else scores become softcap * tanh(scores / softcap) */
+    int causal;           /* nonzero: bottom-right causal (same as window_right = 0) */
+    int64_t window_left;  /* -1 = unbounded */
+    int64_t window_right; /* -1 = unbounded */
+
+    portattn_backend_t backend; /* AUTO = best available; anything else forces that backend */
+} portattn_fwd_params_t;
+
+/* Sets struct_size, windows to -1, backend AUTO, every other field 0. */
+PORTATTN_API void portattn_fwd_params_init(portattn_fwd_params_t *params);
+
+/* Contiguous BSHD tensor [b, s, h, d] over `data`. */
+PORTATTN_API portattn_tensor_t portattn_tensor_bshd(void *data, int64_t s, int64_t h, int64_t d);
+/* Contiguous BHSD tensor [b, h, s, d] over `data` (logical dims stay (batch, seq, heads, dim)). */
+PORTATTN_API portattn_tensor_t portattn_tensor_bhsd(void *data, int64_t s, int64_t h, int64_t d);
+
+/* ---- forward ----------------------------------------------------------------------------- */
+
+/* Validates, selects and launches. Forcing: params->backend, else the environment variable
+ * PORTATTN_BACKEND (a backend name, e.g. "cpu", "cuda-generic"), else automatic. A forced backend
+ * that cannot run the call returns NOT_SUPPORTED or BACKEND_UNAVAILABLE with the reason; there is
+ * no silent fallback. Asynchronous on `stream` for GPU backends; synchronous for the CPU. */
+PORTATTN_API portattn_status_t portattn_forward(const portattn_fwd_params_t *params, void *stream);
+
+/* Which backend and kernel portattn_forward would run for these params, and why the backends
+ * ahead of it were passed over. Same selector as portattn_forward; launches nothing. */
+typedef struct portattn_selection {
+    portattn_backend_t backend;
+    char backend_name[32];
+    char kernel[96];  /* e.g. "generic<bf16>" */
+    char reason[512]; /* one line per skipped backend, e.g. "cuda-sm90: not compiled in" */
+} portattn_selection_t;
+
+PORTATTN_API portattn_status_t portattn_forward_query(const portattn_fwd_params_t *params,
+                                                      portattn_selection_t *selection);
+
+/* ---- backends ---------------------------------------------------------------------------- */
+
+typedef struct portattn_backend_info {
+    portattn_backend_t backend;
+    const char *name;   /* "cpu", "cuda-generic", "cuda-sm80", ... (static) */
+    int compiled;       /* built into this library */
+    int available;      /* compiled and its hardware/runtime is present */
+    char detail[160];   /* device name, or why it is unavailable */
+} portattn_backend_info_t;
+
+/* Fills info for one backend (any value in [1, PORTATTN_BACKEND_COUNT_)). */
+PORTATTN_API portattn_status_t portattn_backend_get_info(portattn_backend_t backend,
+                                                         portattn_backend_info_t *info);
+
+/* Name <-> id. Unknown names give PORTATTN_BACKEND_AUTO and *ok = 0 (ok may be NULL). */
+PORTATTN_API const char *portattn_backend_name(portattn_backend_t backend);
+PORTATTN_API portattn_backend_t portattn_backend_from_name(const char *name, int *ok);
+
+/* Runtime version, PORTATTN_VERSION of the library actually loaded. */
+PORTATTN_API int portattn_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PORTATTN_H */

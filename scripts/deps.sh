@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build needs when they are missing (root or sudo required then).
+# The CUDA toolkit is optional: with nvcc on PATH (or at /usr/local/cuda/bin) the CUDA backends
+# are built too. HIP comes with issue 5 (hipcc libamdhip64-dev rocm-device-libs).
+set -euo pipefail
+need=()
+command -v cmake >/dev/null || need+=(cmake)
+command -v ninja >/dev/null || need+=(ninja-build)
+command -v cc >/dev/null || need+=(gcc)
+command -v c++ >/dev/null || need+=(g++)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+if ((${#need[@]})); then
+  echo "deps: installing ${need[*]}"
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi

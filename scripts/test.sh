@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds every backend this machine can compile, runs the whole CTest
+# suite (GPU tests are skipped, not passed, without a GPU), then the CPU suite again under
+# AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+. scripts/env.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j "$JOBS"
+ctest --test-dir build --output-on-failure -j "$JOBS"
+
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPORTATTN_ENABLE_CUDA=OFF \
+      -DPORTATTN_SANITIZE=address,undefined -DPORTATTN_BUILD_TOOLS=OFF
+cmake --build build-asan -j "$JOBS"
+ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$JOBS" -L cpu -LE install

@@ -1,0 +1,50 @@
+/* The one case table (DESIGN.md section 3), run against every backend.
+ * Odd lengths, Sq != Sk, GQA 1/4/8 and MQA, varlen with empty sequences, every head dim a kernel
+ * may claim (and odd ones for the generic kernel), causal/window/softcap combinations,
+ * non-contiguous strides, LSE, and numeric edge cases (no keys, huge logits). */
+#include "harness.h"
+
+#define U -1 /* unbounded window side */
+
+const tcase test_cases[] = {
+    /* name                 b  sq    sk    hq hkv dqk  dv  causal wl  wr  softcap scale layout        varlen lse amp */
+    {"single",              1, 1,    1,    1, 1,  64,  64,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"sq7_sk17",            2, 7,    17,   2, 2,  64,  64,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"sq17_sk7_causal",     2, 17,   7,    2, 2,  64,  64,  1,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"sk1",                 2, 33,   1,    2, 2,  64,  64,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"sk0_masked",          1, 5,    0,    2, 2,  64,  64,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"s127_d128",           2, 127,  127,  4, 4,  128, 128, 0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"s127_d128_causal",    2, 127,  127,  4, 4,  128, 128, 1,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"s1000_gqa4",          1, 1000, 1000, 8, 2,  64,  64,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"s1023_gqa8_causal",   1, 1023, 1023, 8, 1,  64,  64,  1,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"mqa_sq129_sk257",     2, 129,  257,  6, 1,  64,  64,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"gqa4_causal_sq300",   1, 300,  517,  8, 2,  128, 128, 1,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"d32",                 2, 77,   93,   2, 2,  32,  32,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"d80",                 2, 77,   93,   2, 2,  80,  80,  1,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"d96",                 2, 77,   93,   2, 2,  96,  96,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"d160",                1, 77,   93,   2, 2,  160, 160, 1,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"d192_v128",           1, 150,  150,  4, 2,  192, 128, 1,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"d256",                1, 127,  200,  2, 2,  256, 256, 0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"d256_causal",         1, 200,  200,  2, 1,  256, 256, 1,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"d59_v37_odd",         2, 45,   61,   3, 1,  59,  37,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"window_32_0",         1, 257,  257,  4, 4,  64,  64,  0,    32, 0,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"window_16_8_sq100_sk300", 2, 100, 300, 2, 2, 64,  64,  0,    16, 8,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"window_left_only",    1, 200,  200,  2, 2,  128, 128, 0,    64, U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"window_right_only",   1, 200,  150,  2, 2,  64,  64,  0,    U,  5,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"causal_window_50",    1, 300,  300,  4, 2,  128, 128, 1,    50, U,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"window_all_masked_rows", 1, 64, 16,  2, 2,  64,  64,  0,    3,  0,  0,    0,    LAYOUT_BSHD,    0, 1, 0},
+    {"softcap_5",           2, 130,  130,  2, 2,  64,  64,  0,    U,  U,  5,    0,    LAYOUT_BSHD,    0, 1, 4},
+    {"softcap_30_causal",   1, 200,  200,  4, 1,  128, 128, 1,    U,  U,  30,   0,    LAYOUT_BSHD,    0, 1, 8},
+    {"scale_0.5",           1, 100,  100,  2, 2,  64,  64,  0,    U,  U,  0,    0.5f, LAYOUT_BSHD,    0, 1, 0},
+    {"large_logits",        1, 100,  120,  2, 2,  128, 128, 1,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 30},
+    {"layout_bhsd",         2, 100,  140,  4, 2,  64,  64,  1,    U,  U,  0,    0,    LAYOUT_BHSD,    0, 1, 0},
+    {"layout_padded",       2, 100,  140,  4, 2,  128, 128, 0,    U,  U,  0,    0,    LAYOUT_PADDED,  0, 1, 0},
+    {"layout_strided_d",    2, 50,   70,   2, 2,  64,  64,  1,    U,  U,  0,    0,    LAYOUT_STRIDED_D, 0, 1, 0},
+    {"no_lse",              2, 100,  100,  2, 2,  64,  64,  1,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 0, 0},
+    {"varlen",              5, 300,  300,  4, 4,  64,  64,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    1, 1, 0},
+    {"varlen_causal_gqa4",  6, 257,  400,  8, 2,  128, 128, 1,    U,  U,  0,    0,    LAYOUT_BSHD,    1, 1, 0},
+    {"varlen_window_padded", 4, 200, 200,  4, 1,  64,  64,  0,    20, 10, 0,    0,    LAYOUT_PADDED,  1, 1, 0},
+    {"varlen_softcap_d256", 3, 100,  150,  2, 2,  256, 256, 1,    U,  U,  10,   0,    LAYOUT_BSHD,    1, 1, 2},
+};
+
+const int test_case_count = (int)(sizeof test_cases / sizeof test_cases[0]);

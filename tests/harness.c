@@ -1,0 +1,308 @@
+#include "harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "devmem.h"
+#include "half.h"
+
+#define POISON 0xFF /* every byte: a NaN in f16, bf16 and f32 */
+
+double urand(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    *s = x;
+    return (double)(x >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+}
+
+uint64_t test_seed(void)
+{
+    const char *env = getenv("PORTATTN_TEST_SEED");
+    uint64_t seed = env && *env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) * 2654435761u;
+    printf("seed %llu (rerun with PORTATTN_TEST_SEED=%llu)\n", (unsigned long long)seed, (unsigned long long)seed);
+    return seed ? seed : 1;
+}
+
+static float ld(portattn_dtype_t t, const void *b, int64_t i)
+{
+    return t == PORTATTN_DTYPE_F32 ? ((const float *)b)[i]
+         : t == PORTATTN_DTYPE_F16 ? pa_f16_to_f32(((const uint16_t *)b)[i])
+                                   : pa_bf16_to_f32(((const uint16_t *)b)[i]);
+}
+
+static void st(portattn_dtype_t t, void *b, int64_t i, float x)
+{
+    if (t == PORTATTN_DTYPE_F32) ((float *)b)[i] = x;
+    else if (t == PORTATTN_DTYPE_F16) ((uint16_t *)b)[i] = pa_f32_to_f16(x);
+    else ((uint16_t *)b)[i] = pa_f32_to_bf16(x);
+}
+
+static float round_to(portattn_dtype_t t, float x)
+{
+    uint16_t h;
+    if (t == PORTATTN_DTYPE_F16) return h = pa_f32_to_f16(x), pa_f16_to_f32(h);
+    if (t == PORTATTN_DTYPE_BF16) return h = pa_f32_to_bf16(x), pa_bf16_to_f32(h);
+    return x;
+}
+
+/* A 4-D tensor under test: strides from the case layout, buffer = the whole strided extent. */
+typedef struct tens {
+    int64_t dim[4], stride[4], elems;
+} tens;
+
+static tens make_tens(enum layout l, int64_t nb, int64_t s, int64_t h, int64_t d)
+{
+    tens t = {{nb, s, h, d}, {0}, 0};
+    switch (l) {
+    case LAYOUT_BHSD: t.stride[3] = 1, t.stride[2] = s * d, t.stride[1] = d, t.stride[0] = h * s * d; break;
+    case LAYOUT_PADDED: /* every level padded, rows stay 16-byte aligned for 2-byte types */
+        t.stride[3] = 1, t.stride[2] = d + 8, t.stride[1] = h * (d + 8) + 16, t.stride[0] = s * t.stride[1] + 32;
+        break;
+    case LAYOUT_STRIDED_D: t.stride[3] = 2, t.stride[2] = 2 * d, t.stride[1] = 2 * d * h, t.stride[0] = 2 * d * h * s; break;
+    default: t.stride[3] = 1, t.stride[2] = d, t.stride[1] = h * d, t.stride[0] = s * h * d; break;
+    }
+    t.elems = 1;
+    for (int i = 0; i < 4; i++) t.elems += (t.dim[i] - 1) * t.stride[i];
+    for (int i = 0; i < 4; i++)
+        if (t.dim[i] == 0) t.elems = 0;
+    return t;
+}
+
+static int64_t off(const tens *t, int64_t b, int64_t s, int64_t h, int64_t d)
+{
+    return b * t->stride[0] + s * t->stride[1] + h * t->stride[2] + d * t->stride[3];
+}
+
+/* The naive same-precision baseline (PyTorch-style eager attention in the input dtype): scores
+ * rounded to the dtype, softmax in fp32 rounded to the dtype, P.V accumulated in fp32 and rounded.
+ * Written independently of the library's mask code on purpose. */
+static void naive_lowp(portattn_dtype_t dt, const tcase *c, const float *q, const float *k, const float *v,
+                       float *o, int64_t sq, int64_t sk, int64_t q0, int64_t k0, int64_t h, int64_t b_off_q,
+                       int64_t b_off_k, float scale, float *s, float *qs)
+{
+    int64_t hk = h / (c->hq / c->hkv), wl = c->wl, wr = c->causal ? 0 : c->wr;
+    for (int64_t i = 0; i < sq; i++) {
+        const float *qi = q + ((b_off_q + q0 + i) * c->hq + h) * c->dqk;
+        for (int64_t d = 0; d < c->dqk; d++) qs[d] = round_to(dt, qi[d] * scale);
+        float mx = -INFINITY;
+        for (int64_t j = 0; j < sk; j++) {
+            int ok = (wl < 0 || j >= i + sk - sq - wl) && (wr < 0 || j <= i + sk - sq + wr);
+            const float *kj = k + ((b_off_k + k0 + j) * c->hkv + hk) * c->dqk;
+            float dot = 0;
+            for (int64_t d = 0; d < c->dqk; d++) dot += qs[d] * kj[d];
+            float x = round_to(dt, dot);
+            if (c->softcap > 0) x = round_to(dt, c->softcap * tanhf(x / c->softcap));
+            s[j] = ok ? x : -INFINITY;
+            if (s[j] > mx) mx = s[j];
+        }
+        float sum = 0;
+        for (int64_t j = 0; j < sk; j++) sum += s[j] = mx == -INFINITY ? 0 : expf(s[j] - mx);
+        for (int64_t j = 0; j < sk; j++) s[j] = round_to(dt, sum > 0 ? s[j] / sum : 0);
+        float *oi = o + ((b_off_q + q0 + i) * c->hq + h) * c->dv;
+        for (int64_t d = 0; d < c->dv; d++) oi[d] = 0;
+        for (int64_t j = 0; j < sk; j++) {
+            const float *vj = v + ((b_off_k + k0 + j) * c->hkv + hk) * c->dv;
+            for (int64_t d = 0; d < c->dv; d++) oi[d] += s[j] * vj[d];
+        }
+        for (int64_t d = 0; d < c->dv; d++) oi[d] = round_to(dt, oi[d]);
+    }
+}
+
+static const char *dtname(portattn_dtype_t t)
+{
+    return t == PORTATTN_DTYPE_F16 ? "f16" : t == PORTATTN_DTYPE_BF16 ? "bf16" : "f32";
+}
+
+run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t backend, uint64_t seed)
+{
+    uint64_t rng = seed ^ ((uint64_t)dt << 40);
+    for (const char *p = c->name; *p; p++) rng = rng * 1099511628211u ^ (uint64_t)*p;
+    if (!rng) rng = 1;
+    const int esz = dt == PORTATTN_DTYPE_F32 ? 4 : 2;
+    const dm_kind kind = dm_kind_of(backend);
+    run_result res = RUN_FAIL;
+    char note[512] = "";
+
+    /* Sequence lengths: varlen draws them, the first is the longest and some are empty. */
+    int64_t B = c->b, nb = c->varlen ? 1 : B;
+    int32_t *cuq = calloc((size_t)B + 1, 4), *cuk = calloc((size_t)B + 1, 4);
+    for (int64_t b = 0; b < B; b++) {
+        int64_t lq = c->sq, lk = c->sk;
+        if (c->varlen && b > 0) {
+            lq = (int64_t)((urand(&rng) + 1) * 0.5 * (double)(c->sq + 1)) % (c->sq + 1);
+            lk = (int64_t)((urand(&rng) + 1) * 0.5 * (double)(c->sk + 1)) % (c->sk + 1);
+            if (b == 1) lq = 0;  /* an empty query sequence */
+            if (b == 2) lk = 0;  /* queries that see no key */
+        }
+        cuq[b + 1] = cuq[b] + (int32_t)lq;
+        cuk[b + 1] = cuk[b] + (int32_t)lk;
+    }
+    const int64_t SQ = c->varlen ? cuq[B] : c->sq, SK = c->varlen ? cuk[B] : c->sk;
+
+    tens tq = make_tens(c->layout, nb, SQ, c->hq, c->dqk), tk = make_tens(c->layout, nb, SK, c->hkv, c->dqk);
+    tens tv = make_tens(c->layout, nb, SK, c->hkv, c->dv), to = make_tens(c->layout, nb, SQ, c->hq, c->dv);
+    /* LSE [B, Hq, Sq] (varlen: [Hq, total]); the padded layout pads its rows too. */
+    int64_t lpad = c->layout == LAYOUT_PADDED ? 3 : 0;
+    int64_t ls[3] = {c->hq * (SQ + lpad), SQ + lpad, 1};
+    int64_t lse_elems = nb * ls[0] + 1;
+
+    /* Host buffers in the dtype; junk in padding too, so a kernel that reads it is caught. */
+    void *hq_ = malloc((size_t)(tq.elems * esz + 16)), *hk_ = malloc((size_t)(tk.elems * esz + 16));
+    void *hv_ = malloc((size_t)(tv.elems * esz + 16)), *ho_ = malloc((size_t)(to.elems * esz + 16));
+    float *hl = malloc((size_t)lse_elems * 4);
+    /* Logical fp32 copies, contiguous BSHD: the oracle's input (exact: values are dtype values). */
+    int64_t nq = nb * SQ * c->hq, nk = nb * SK * c->hkv;
+    float *fq = malloc((size_t)(nq * c->dqk + 1) * 4), *fk = malloc((size_t)(nk * c->dqk + 1) * 4);
+    float *fv = malloc((size_t)(nk * c->dv + 1) * 4), *fo = malloc((size_t)(nq * c->dv + 1) * 4);
+    float *fl = malloc((size_t)(nb * c->hq * SQ + 1) * 4), *no = malloc((size_t)(nq * c->dv + 1) * 4);
+    float *sbuf = malloc((size_t)(SK + 1 + c->dqk) * 4);
+    void *dq = dm_alloc(kind, (size_t)tq.elems * esz), *dk = dm_alloc(kind, (size_t)tk.elems * esz);
+    void *dv = dm_alloc(kind, (size_t)tv.elems * esz), *dout = dm_alloc(kind, (size_t)to.elems * esz);
+    void *dl = dm_alloc(kind, (size_t)lse_elems * 4);
+    void *dcq = dm_alloc(kind, (size_t)(B + 1) * 4), *dck = dm_alloc(kind, (size_t)(B + 1) * 4);
+    if (!cuq || !cuk || !hq_ || !hk_ || !hv_ || !ho_ || !hl || !fq || !fk || !fv || !fo || !fl || !no || !sbuf ||
+        !dq || !dk || !dv || !dout || !dl || !dcq || !dck) {
+        snprintf(note, sizeof note, "allocation failed");
+        goto done;
+    }
+    const float amp = c->amp > 0 ? c->amp : 1.0f;
+    for (int64_t i = 0; i < tq.elems; i++) st(dt, hq_, i, (float)urand(&rng) * amp);
+    for (int64_t i = 0; i < tk.elems; i++) st(dt, hk_, i, (float)urand(&rng) * amp);
+    for (int64_t i = 0; i < tv.elems; i++) st(dt, hv_, i, (float)urand(&rng));
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t s = 0; s < SQ; s++)
+            for (int64_t h = 0; h < c->hq; h++)
+                for (int64_t d = 0; d < c->dqk; d++)
+                    fq[((b * SQ + s) * c->hq + h) * c->dqk + d] = ld(dt, hq_, off(&tq, b, s, h, d));
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t s = 0; s < SK; s++)
+            for (int64_t h = 0; h < c->hkv; h++) {
+                for (int64_t d = 0; d < c->dqk; d++)
+                    fk[((b * SK + s) * c->hkv + h) * c->dqk + d] = ld(dt, hk_, off(&tk, b, s, h, d));
+                for (int64_t d = 0; d < c->dv; d++)
+                    fv[((b * SK + s) * c->hkv + h) * c->dv + d] = ld(dt, hv_, off(&tv, b, s, h, d));
+            }
+
+    /* The oracle: the CPU backend in fp32 on the logical copies. */
+    portattn_fwd_params_t p;
+    portattn_fwd_params_init(&p);
+    p.dtype = PORTATTN_DTYPE_F32;
+    p.batch = B, p.seqlen_q = SQ, p.seqlen_k = SK, p.heads_q = c->hq, p.heads_kv = c->hkv;
+    p.head_dim_qk = c->dqk, p.head_dim_v = c->dv;
+    p.q = portattn_tensor_bshd(fq, SQ, c->hq, c->dqk), p.k = portattn_tensor_bshd(fk, SK, c->hkv, c->dqk);
+    p.v = portattn_tensor_bshd(fv, SK, c->hkv, c->dv), p.o = portattn_tensor_bshd(fo, SQ, c->hq, c->dv);
+    p.lse = fl, p.lse_stride[0] = c->hq * SQ, p.lse_stride[1] = SQ, p.lse_stride[2] = 1;
+    p.causal = c->causal, p.window_left = c->wl, p.window_right = c->wr;
+    p.softcap = c->softcap, p.softmax_scale = c->scale;
+    if (c->varlen) p.cu_seqlens_q = cuq, p.cu_seqlens_k = cuk;
+    p.backend = PORTATTN_BACKEND_CPU;
+    if (portattn_forward(&p, NULL) != PORTATTN_SUCCESS) {
+        snprintf(note, sizeof note, "oracle failed: %s", portattn_last_error());
+        goto done;
+    }
+
+    /* The naive same-precision baseline that sets the error budget. */
+    float scale = c->scale != 0 ? c->scale : (float)(1.0 / sqrt((double)c->dqk));
+    if (dt != PORTATTN_DTYPE_F32)
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < c->hq; h++)
+                naive_lowp(dt, c, fq, fk, fv, no, cuq[b + 1] - cuq[b], cuk[b + 1] - cuk[b], c->varlen ? cuq[b] : 0,
+                           c->varlen ? cuk[b] : 0, h, c->varlen ? 0 : b * SQ, c->varlen ? 0 : b * SK, scale, sbuf, sbuf + SK + 1);
+
+    /* The backend under test, on poisoned outputs. */
+    memset(ho_, POISON, (size_t)to.elems * esz);
+    memset(hl, POISON, (size_t)lse_elems * 4);
+    if (dm_upload(kind, dq, hq_, (size_t)tq.elems * esz) || dm_upload(kind, dk, hk_, (size_t)tk.elems * esz) ||
+        dm_upload(kind, dv, hv_, (size_t)tv.elems * esz) || dm_upload(kind, dout, ho_, (size_t)to.elems * esz) ||
+        dm_upload(kind, dl, hl, (size_t)lse_elems * 4) || dm_upload(kind, dcq, cuq, (size_t)(B + 1) * 4) ||
+        dm_upload(kind, dck, cuk, (size_t)(B + 1) * 4)) {
+        snprintf(note, sizeof note, "upload failed");
+        goto done;
+    }
+    p.dtype = dt;
+    p.q = (portattn_tensor_t){dq, {tq.stride[0], tq.stride[1], tq.stride[2], tq.stride[3]}};
+    p.k = (portattn_tensor_t){dk, {tk.stride[0], tk.stride[1], tk.stride[2], tk.stride[3]}};
+    p.v = (portattn_tensor_t){dv, {tv.stride[0], tv.stride[1], tv.stride[2], tv.stride[3]}};
+    p.o = (portattn_tensor_t){dout, {to.stride[0], to.stride[1], to.stride[2], to.stride[3]}};
+    p.lse = c->lse ? dl : NULL, p.lse_stride[0] = ls[0], p.lse_stride[1] = ls[1], p.lse_stride[2] = ls[2];
+    if (c->varlen) p.cu_seqlens_q = dcq, p.cu_seqlens_k = dck, p.max_seqlen_q = c->sq, p.max_seqlen_k = c->sk;
+    p.backend = backend;
+    portattn_status_t s = portattn_forward(&p, NULL);
+    if (s == PORTATTN_ERROR_NOT_SUPPORTED) {
+        snprintf(note, sizeof note, "%s", portattn_last_error());
+        res = RUN_NOT_SUPPORTED;
+        goto done;
+    }
+    if (s != PORTATTN_SUCCESS || dm_sync(kind) || dm_download(kind, ho_, dout, (size_t)to.elems * esz) ||
+        dm_download(kind, hl, dl, (size_t)lse_elems * 4)) {
+        snprintf(note, sizeof note, "run failed: %s: %s", portattn_status_string(s), portattn_last_error());
+        goto done;
+    }
+
+    /* Compare O (every logical element) and check the padding was left alone. */
+    unsigned char *covered = calloc((size_t)to.elems + 1, 1);
+    double se = 0, sr = 0, max_err = 0, max_ref = 0, nse = 0, nmax = 0;
+    long long bad = 0, pad_written = 0;
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t i = 0; i < SQ; i++)
+            for (int64_t h = 0; h < c->hq; h++)
+                for (int64_t d = 0; d < c->dv; d++) {
+                    int64_t lo = ((b * SQ + i) * c->hq + h) * c->dv + d, o = off(&to, b, i, h, d);
+                    if (covered) covered[o] = 1;
+                    double got = ld(dt, ho_, o), ref = fo[lo], e = fabs(got - ref);
+                    if (!isfinite(got)) { bad++; continue; }
+                    se += e * e, sr += ref * ref;
+                    if (e > max_err) max_err = e;
+                    if (fabs(ref) > max_ref) max_ref = fabs(ref);
+                    if (dt != PORTATTN_DTYPE_F32) {
+                        double ne = fabs(no[lo] - ref);
+                        nse += ne * ne;
+                        if (ne > nmax) nmax = ne;
+                    }
+                }
+    const unsigned char *ob = ho_;
+    for (int64_t e = 0; covered && e < to.elems; e++)
+        if (!covered[e])
+            for (int i = 0; i < esz; i++) pad_written += ob[e * esz + i] != POISON;
+    free(covered);
+    double rel = sr > 0 ? sqrt(se / sr) : max_err, nrel = sr > 0 ? sqrt(nse / sr) : nmax;
+
+    /* LSE: exact -inf for rows that see nothing, else close to the oracle's. */
+    double lse_err = 0;
+    long long lse_bad = 0;
+    if (c->lse)
+        for (int64_t b = 0; b < nb; b++)
+            for (int64_t h = 0; h < c->hq; h++)
+                for (int64_t i = 0; i < SQ; i++) {
+                    double ref = fl[(b * c->hq + h) * SQ + i], got = hl[b * ls[0] + h * ls[1] + i * ls[2]];
+                    if (isinf(ref) && ref < 0) { lse_bad += !(isinf(got) && got < 0); continue; }
+                    double e = fabs(got - ref);
+                    if (!(e <= 1e-4 + 2e-6 * fabs(ref))) lse_bad++;
+                    if (e > lse_err || isnan(e)) lse_err = e;
+                }
+
+    /* Bounds: fp32 tight; fp16/bf16 at most 2x the naive error, never above 1e-2, with a floor of
+     * the dtype's unit roundoff (the rounding of O alone). */
+    double u = dt == PORTATTN_DTYPE_F16 ? 1.0 / 2048 : 1.0 / 256;
+    double rel_bound = dt == PORTATTN_DTYPE_F32 ? 1e-5 : fmin(1e-2, fmax(2 * nrel, u));
+    double abs_bound = dt == PORTATTN_DTYPE_F32 ? 1e-4 * fmax(1, max_ref) : fmax(2 * nmax, 2 * u * max_ref);
+    int pass = bad == 0 && pad_written == 0 && lse_bad == 0 && rel <= rel_bound && max_err <= abs_bound;
+    snprintf(note, sizeof note, "rel_l2 %.2e (bound %.1e) max_abs %.2e (bound %.1e) lse_err %.1e%s%s%s",
+             rel, rel_bound, max_err, abs_bound, lse_err, bad ? " NON-FINITE/UNWRITTEN OUTPUT" : "",
+             pad_written ? " WROTE PADDING" : "", lse_bad ? " LSE MISMATCH" : "");
+    res = pass ? RUN_PASS : RUN_FAIL;
+
+done:
+    printf("%-4s %-28s %-4s %s\n", res == RUN_PASS ? "ok" : res == RUN_FAIL ? "FAIL" : "n/a", c->name, dtname(dt),
+           note);
+    fflush(stdout);
+    dm_free(kind, dq), dm_free(kind, dk), dm_free(kind, dv), dm_free(kind, dout), dm_free(kind, dl);
+    dm_free(kind, dcq), dm_free(kind, dck);
+    free(cuq), free(cuk), free(hq_), free(hk_), free(hv_), free(ho_), free(hl);
+    free(fq), free(fk), free(fv), free(fo), free(fl), free(no), free(sbuf);
+    return res;
+}

@@ -1,0 +1,40 @@
+/* The test harness: one case table (cases.c), run against any backend, checked against the CPU
+ * reference computed in fp32 from the same (dtype-exact) inputs, with the FlashAttention rule:
+ * the error may be at most twice that of a naive same-precision implementation. */
+#ifndef PORTATTN_TEST_HARNESS_H
+#define PORTATTN_TEST_HARNESS_H
+
+#include <stdint.h>
+#include "portattn.h"
+
+enum layout { LAYOUT_BSHD, LAYOUT_BHSD, LAYOUT_PADDED, LAYOUT_STRIDED_D };
+
+typedef struct tcase {
+    const char *name;
+    int64_t b, sq, sk, hq, hkv, dqk, dv;
+    int causal;
+    int64_t wl, wr;       /* -1 = unbounded */
+    float softcap, scale; /* 0 = off / default */
+    enum layout layout;
+    int varlen;           /* random per-sequence lengths in [0, sq] x [0, sk], some empty */
+    int lse;
+    float amp;            /* amplitude of q and k (0 = 1): large values stress the softmax */
+} tcase;
+
+extern const tcase test_cases[];
+extern const int test_case_count;
+
+/* Outcome of one (case, dtype) run. */
+typedef enum { RUN_PASS, RUN_FAIL, RUN_NOT_SUPPORTED } run_result;
+
+/* Runs one case in one dtype on `backend` (memory from devmem.h), prints one line, returns the
+ * outcome. seed makes the inputs reproducible. */
+run_result run_case(const tcase *c, portattn_dtype_t dtype, portattn_backend_t backend, uint64_t seed);
+
+/* Seed from $PORTATTN_TEST_SEED, else fresh from the clock (printed so a failure can be rerun). */
+uint64_t test_seed(void);
+
+/* xorshift-based uniform in [-1, 1) */
+double urand(uint64_t *state);
+
+#endif

@@ -1,0 +1,28 @@
+# Installs the build into a scratch prefix, then builds examples/consumer against it twice:
+# with find_package(portattn) and with pkg-config, and runs both programs.
+file(REMOVE_RECURSE ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("${out}${err}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}")
+  endif()
+endfunction()
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/consumer -B ${WORK_DIR}/consumer -DCMAKE_PREFIX_PATH=${prefix})
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/consumer)
+run(${WORK_DIR}/consumer/portattn_consumer)
+
+file(GLOB pcdir ${prefix}/lib*/pkgconfig)
+set(ENV{PKG_CONFIG_PATH} ${pcdir})
+execute_process(COMMAND pkg-config --cflags --libs portattn OUTPUT_VARIABLE flags RESULT_VARIABLE rc
+                OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "pkg-config does not find portattn in ${pcdir}")
+endif()
+separate_arguments(flags UNIX_COMMAND "${flags}")
+file(GLOB libdir ${prefix}/lib*)
+run(${C_COMPILER} -std=c11 ${SOURCE_DIR}/examples/consumer/main.c ${flags} -Wl,-rpath,${libdir} -o ${WORK_DIR}/pc_consumer)
+run(${WORK_DIR}/pc_consumer)
+message("1 passed, 0 failed")

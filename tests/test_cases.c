@@ -1,0 +1,46 @@
+/* Runs the whole case table on one backend: test_cases <backend-name> [case-substring].
+ * Exit 0 all pass, 1 any failure, 77 when the backend is not compiled in or its hardware is absent.
+ * Cases the backend declines (NOT_SUPPORTED) are listed and counted apart, never as passes. */
+#include <stdio.h>
+#include <string.h>
+
+#include "devmem.h"
+#include "harness.h"
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s <backend> [case-substring]\n", argv[0]);
+        return 2;
+    }
+    int ok;
+    portattn_backend_t be = portattn_backend_from_name(argv[1], &ok);
+    portattn_backend_info_t info;
+    if (!ok || be == PORTATTN_BACKEND_AUTO || portattn_backend_get_info(be, &info)) {
+        fprintf(stderr, "unknown backend '%s'\n", argv[1]);
+        return 2;
+    }
+    if (!info.available) {
+        printf("SKIP %s: %s\n", argv[1], info.detail);
+        return 77;
+    }
+    char why[256];
+    if (!dm_available(dm_kind_of(be), why, sizeof why)) {
+        printf("SKIP %s: %s\n", argv[1], why);
+        return 77;
+    }
+    printf("backend %s on %s (%s)\n", info.name, dm_device_name(dm_kind_of(be)), info.detail);
+    uint64_t seed = test_seed();
+    const portattn_dtype_t dtypes[] = {PORTATTN_DTYPE_BF16, PORTATTN_DTYPE_F16, PORTATTN_DTYPE_F32};
+    int passed = 0, failed = 0, declined = 0;
+    for (int i = 0; i < test_case_count; i++) {
+        if (argc > 2 && !strstr(test_cases[i].name, argv[2])) continue;
+        for (int t = 0; t < 3; t++) {
+            run_result r = run_case(&test_cases[i], dtypes[t], be, seed);
+            passed += r == RUN_PASS, failed += r == RUN_FAIL, declined += r == RUN_NOT_SUPPORTED;
+        }
+    }
+    printf("%s: %d cases ran, %d declined by the backend (n/a)\n", info.name, passed + failed, declined);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed || passed == 0 ? 1 : 0;
+}

@@ -1,0 +1,65 @@
+/* The selector on a CUDA machine: device pointers go to a CUDA backend, host pointers to the CPU,
+ * a call nobody can take is NOT_SUPPORTED with every backend's reason, and a forced backend never
+ * falls back. Exit 77 without a CUDA device. */
+#include <stdio.h>
+#include <string.h>
+
+#include "devmem.h"
+#include "harness.h"
+
+static int failures, checks;
+#define CHECK(cond, ...) (checks++, (cond) ? 0 : (failures++, printf("FAIL line %d: ", __LINE__), printf(__VA_ARGS__), printf("\n")))
+
+int main(void)
+{
+    char why[256];
+    portattn_backend_info_t info;
+    portattn_backend_get_info(PORTATTN_BACKEND_CUDA_GENERIC, &info);
+    if (!info.available || !dm_available(DM_CUDA, why, sizeof why)) {
+        printf("SKIP: %s\n", info.available ? why : info.detail);
+        return 77;
+    }
+    enum { S = 64, H = 2, D = 300 };
+    size_t bytes = (size_t)S * H * D * 2;
+    void *dev[4], *host[4];
+    static unsigned short fill[S * H * D];
+    for (int i = 0; i < S * H * D; i++) fill[i] = (unsigned short)(0x3c00 + i % 512); /* f16 values in [1, 2) */
+    for (int i = 0; i < 4; i++) {
+        dev[i] = dm_alloc(DM_CUDA, bytes);
+        host[i] = dm_alloc(DM_HOST, bytes);
+        if (!dev[i] || !host[i] || dm_upload(DM_CUDA, dev[i], fill, bytes)) return printf("allocation failed\n"), 1;
+        memcpy(host[i], fill, bytes);
+    }
+    portattn_fwd_params_t p;
+    portattn_fwd_params_init(&p);
+    p.dtype = PORTATTN_DTYPE_F16, p.batch = 1, p.seqlen_q = p.seqlen_k = S, p.heads_q = p.heads_kv = H;
+    p.head_dim_qk = p.head_dim_v = 128;
+    portattn_selection_t sel;
+    void **sets[2] = {dev, host};
+    for (int s = 0; s < 2; s++) {
+        void **b = sets[s];
+        p.q = portattn_tensor_bshd(b[0], S, H, 128), p.k = portattn_tensor_bshd(b[1], S, H, 128);
+        p.v = portattn_tensor_bshd(b[2], S, H, 128), p.o = portattn_tensor_bshd(b[3], S, H, 128);
+        portattn_status_t st = portattn_forward_query(&p, &sel);
+        printf("%s pointers -> %s / %s (skipped: %s)\n", s ? "host" : "device", sel.backend_name, sel.kernel, sel.reason);
+        CHECK(st == PORTATTN_SUCCESS, "query: %s", portattn_last_error());
+        CHECK(s ? sel.backend == PORTATTN_BACKEND_CPU : sel.backend != PORTATTN_BACKEND_CPU, "picked %s", sel.backend_name);
+        CHECK(!s || strstr(sel.reason, "host memory"), "host pointers: reason '%s'", sel.reason);
+        CHECK(portattn_forward(&p, NULL) == PORTATTN_SUCCESS && !dm_sync(DM_CUDA), "run: %s", portattn_last_error());
+    }
+    /* Forced CUDA on host pointers: refused, no fallback. */
+    p.backend = PORTATTN_BACKEND_CUDA_GENERIC;
+    CHECK(portattn_forward(&p, NULL) == PORTATTN_ERROR_NOT_SUPPORTED && strstr(portattn_last_error(), "host memory"),
+          "forced on host memory: %s", portattn_last_error());
+    /* Head dim 300 on device pointers: the GPU kernels refuse, the CPU cannot read device memory. */
+    p.backend = PORTATTN_BACKEND_AUTO, p.head_dim_qk = p.head_dim_v = D;
+    p.q = portattn_tensor_bshd(dev[0], S, H, D), p.k = portattn_tensor_bshd(dev[1], S, H, D);
+    p.v = portattn_tensor_bshd(dev[2], S, H, D), p.o = portattn_tensor_bshd(dev[3], S, H, D);
+    portattn_status_t st = portattn_forward(&p, NULL);
+    printf("d=300 on device: %s: %s\n", portattn_status_string(st), portattn_last_error());
+    CHECK(st == PORTATTN_ERROR_NOT_SUPPORTED && strstr(portattn_last_error(), "cuda-generic") &&
+              strstr(portattn_last_error(), "cpu: "), "d=300: %s", portattn_last_error());
+    for (int i = 0; i < 4; i++) dm_free(DM_CUDA, dev[i]), dm_free(DM_HOST, host[i]);
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures ? 1 : 0;
+}

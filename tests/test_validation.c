@@ -1,0 +1,167 @@
+/* Every validation path returns its documented status and a message that names the problem. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "portattn.h"
+
+enum { B = 2, S = 8, H = 4, HKV = 2, D = 16 };
+static float q[B * S * H * D], k[B * S * HKV * D], v[B * S * HKV * D], o[B * S * H * D], lse[B * H * S];
+static int32_t cu[B + 1];
+static int failures, checks;
+
+static portattn_fwd_params_t base(void)
+{
+    portattn_fwd_params_t p;
+    portattn_fwd_params_init(&p);
+    p.dtype = PORTATTN_DTYPE_F32;
+    p.batch = B, p.seqlen_q = S, p.seqlen_k = S, p.heads_q = H, p.heads_kv = HKV, p.head_dim_qk = D, p.head_dim_v = D;
+    p.q = portattn_tensor_bshd(q, S, H, D), p.k = portattn_tensor_bshd(k, S, HKV, D);
+    p.v = portattn_tensor_bshd(v, S, HKV, D), p.o = portattn_tensor_bshd(o, S, H, D);
+    p.lse = lse, p.lse_stride[0] = H * S, p.lse_stride[1] = S, p.lse_stride[2] = 1;
+    p.backend = PORTATTN_BACKEND_CPU;
+    return p;
+}
+
+/* Expects `want` from portattn_forward and from portattn_forward_query, and a message holding `word`. */
+static void expect(const char *what, const portattn_fwd_params_t *p, portattn_status_t want, const char *word)
+{
+    portattn_selection_t sel;
+    portattn_status_t got = portattn_forward(p, NULL);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", portattn_last_error());
+    portattn_status_t got_q = portattn_forward_query(p, &sel);
+    int ok = got == want && (got_q == want || want == PORTATTN_SUCCESS) &&
+             (want == PORTATTN_SUCCESS ? msg[0] == '\0' : strstr(msg, word) != NULL);
+    checks++;
+    failures += !ok;
+    printf("%-4s %-34s -> %s: %s\n", ok ? "ok" : "FAIL", what, portattn_status_string(got), msg);
+    if (!ok)
+        printf("     expected %s with \"%s\" (query said %s)\n", portattn_status_string(want), word,
+               portattn_status_string(got_q));
+}
+
+#define CASE(what, mutation, status, word)                                                               \
+    do {                                                                                                 \
+        portattn_fwd_params_t p = base();                                                                \
+        mutation;                                                                                        \
+        expect(what, &p, status, word);                                                                  \
+    } while (0)
+
+static const portattn_status_t INV = PORTATTN_ERROR_INVALID_ARGUMENT;
+
+int main(void)
+{
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) q[i] = (float)(i % 13) * 0.1f - 0.6f;
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) k[i] = (float)(i % 7) * 0.1f - 0.3f, v[i] = (float)(i % 5);
+
+    CASE("valid call", (void)0, PORTATTN_SUCCESS, "");
+    checks++;
+    if (portattn_forward(NULL, NULL) != INV || !strstr(portattn_last_error(), "params is NULL")) failures++;
+    CASE("struct_size 0", p.struct_size = 0, INV, "struct_size");
+    CASE("struct_size newer", p.struct_size += 8, PORTATTN_ERROR_NOT_SUPPORTED, "newer");
+    CASE("dtype 0", p.dtype = (portattn_dtype_t)0, INV, "dtype");
+    CASE("dtype 99", p.dtype = (portattn_dtype_t)99, INV, "dtype");
+    CASE("backend 99", p.backend = (portattn_backend_t)99, INV, "backend");
+    CASE("batch -1", p.batch = -1, INV, "batch");
+    CASE("seqlen_q -1", p.seqlen_q = -1, INV, "seqlen_q");
+    CASE("seqlen_k -5", p.seqlen_k = -5, INV, "seqlen_k");
+    CASE("heads_q 0", p.heads_q = 0, INV, "heads_q");
+    CASE("heads_kv 0", p.heads_kv = 0, INV, "heads_kv");
+    CASE("heads_q not multiple", (p.heads_q = 3, p.heads_kv = 2), INV, "multiple");
+    CASE("head_dim_qk 0", p.head_dim_qk = 0, INV, "head_dim_qk");
+    CASE("head_dim_v -1", p.head_dim_v = -1, INV, "head_dim_v");
+    CASE("window_left -2", p.window_left = -2, INV, "window");
+    CASE("window_right -7", p.window_right = -7, INV, "window");
+    CASE("softcap negative", p.softcap = -1, INV, "softcap");
+    CASE("softcap NaN", p.softcap = NAN, INV, "softcap");
+    CASE("scale inf", p.softmax_scale = INFINITY, INV, "softmax_scale");
+    CASE("q NULL", p.q.data = NULL, INV, "q is NULL");
+    CASE("k NULL", p.k.data = NULL, INV, "k is NULL");
+    CASE("v NULL", p.v.data = NULL, INV, "v is NULL");
+    CASE("o NULL", p.o.data = NULL, INV, "o is NULL");
+    CASE("q negative stride", p.q.stride[1] = -1, INV, "negative");
+    CASE("o misaligned", p.o.data = (char *)o + 1, INV, "aligned");
+    CASE("o zero seq stride", p.o.stride[1] = 0, INV, "overlap");
+    CASE("o heads overlap dims", p.o.stride[2] = D / 2, INV, "overlap");
+    CASE("o aliases q", p.o.data = q, INV, "o overlaps q");
+    CASE("o overlaps v", p.o.data = v + 8, INV, "o overlaps");
+    CASE("lse overlaps o", p.lse = o, INV, "lse overlaps o");
+    CASE("lse overlaps k", p.lse = k, INV, "lse overlaps k");
+    CASE("lse zero stride", p.lse_stride[2] = 0, INV, "overlap");
+    CASE("lse negative stride", p.lse_stride[1] = -3, INV, "negative");
+    CASE("element count overflow", (p.seqlen_q = (int64_t)1 << 40, p.heads_q = (int64_t)1 << 30), INV, "overflow");
+    CASE("extent overflow", p.q.stride[0] = INT64_MAX / 2, INV, "overflow");
+    CASE("byte extent overflow", p.o.stride[0] = INT64_MAX / 3, INV, "overflow");
+
+    /* varlen */
+    cu[0] = 0, cu[1] = 3, cu[2] = 8;
+    CASE("varlen valid", (p.cu_seqlens_q = cu, p.cu_seqlens_k = cu), PORTATTN_SUCCESS, "");
+    CASE("varlen only q", p.cu_seqlens_q = cu, INV, "together");
+    CASE("varlen max_seqlen too big", (p.cu_seqlens_q = cu, p.cu_seqlens_k = cu, p.max_seqlen_q = 9), INV, "max_seqlen");
+    CASE("varlen sequence > max_seqlen", (p.cu_seqlens_q = cu, p.cu_seqlens_k = cu, p.max_seqlen_k = 4), INV,
+         "longer than max_seqlen");
+    int32_t bad0[3] = {1, 3, 8}, dec[3] = {0, 5, 4}, over[3] = {0, 3, 9};
+    CASE("varlen cu[0] != 0", (p.cu_seqlens_q = bad0, p.cu_seqlens_k = cu), INV, "expected 0");
+    CASE("varlen decreasing", (p.cu_seqlens_q = cu, p.cu_seqlens_k = dec), INV, "decreasing");
+    CASE("varlen beyond total", (p.cu_seqlens_q = over, p.cu_seqlens_k = cu), INV, "exceeds");
+    CASE("varlen cu overlaps o", (p.cu_seqlens_q = (const int32_t *)o, p.cu_seqlens_k = cu), INV, "overlap");
+
+    /* no-ops: nothing to compute is success, even with no buffers */
+    CASE("batch 0", (p.batch = 0, p.q.data = p.k.data = p.v.data = p.o.data = NULL, p.lse = NULL), PORTATTN_SUCCESS, "");
+    CASE("seqlen_q 0", (p.seqlen_q = 0, p.q.data = p.o.data = NULL, p.lse = NULL), PORTATTN_SUCCESS, "");
+    CASE("seqlen_k 0 writes masked rows", (p.seqlen_k = 0, p.k.data = p.v.data = NULL), PORTATTN_SUCCESS, "");
+    checks++;
+    if (!(o[0] == 0 && isinf(lse[0]) && lse[0] < 0)) failures++, printf("FAIL seqlen_k 0 did not write O=0/LSE=-inf\n");
+
+    /* forcing */
+    CASE("forced, not compiled", p.backend = PORTATTN_BACKEND_CUDA_SM100, PORTATTN_ERROR_BACKEND_UNAVAILABLE,
+         "cuda-sm100");
+    setenv("PORTATTN_BACKEND", "no-such-backend", 1);
+    CASE("env bad name", p.backend = PORTATTN_BACKEND_AUTO, INV, "PORTATTN_BACKEND");
+    CASE("env bad name, empty call", (p.backend = PORTATTN_BACKEND_AUTO, p.batch = 0), INV, "PORTATTN_BACKEND");
+    setenv("PORTATTN_BACKEND", "cpu", 1);
+    CASE("env cpu", p.backend = PORTATTN_BACKEND_AUTO, PORTATTN_SUCCESS, "");
+    setenv("PORTATTN_BACKEND", "hip-cdna", 1);
+    CASE("env hip-cdna, not compiled", p.backend = PORTATTN_BACKEND_AUTO, PORTATTN_ERROR_BACKEND_UNAVAILABLE, "hip-cdna");
+    CASE("api overrides env", p.backend = PORTATTN_BACKEND_CPU, PORTATTN_SUCCESS, "");
+    unsetenv("PORTATTN_BACKEND");
+
+    /* query, info, names and strings */
+    portattn_fwd_params_t p = base();
+    portattn_selection_t sel;
+    checks++;
+    if (portattn_forward_query(&p, NULL) != INV) failures++, printf("FAIL query with NULL selection\n");
+    checks++;
+    if (portattn_forward_query(&p, &sel) || sel.backend != PORTATTN_BACKEND_CPU || !strstr(sel.kernel, "cpu"))
+        failures++, printf("FAIL query: %s %s\n", sel.backend_name, sel.kernel);
+    portattn_backend_info_t info;
+    checks++;
+    if (portattn_backend_get_info(PORTATTN_BACKEND_AUTO, &info) != INV ||
+        portattn_backend_get_info(PORTATTN_BACKEND_CPU, NULL) != INV ||
+        portattn_backend_get_info((portattn_backend_t)42, &info) != INV)
+        failures++, printf("FAIL backend_get_info accepted a bad argument\n");
+    for (int b = 1; b < PORTATTN_BACKEND_COUNT_; b++) {
+        int ok = 0;
+        checks++;
+        if (portattn_backend_get_info((portattn_backend_t)b, &info) ||
+            (int)portattn_backend_from_name(info.name, &ok) != b || !ok)
+            failures++, printf("FAIL backend %d name round trip\n", b);
+        printf("     backend %-13s compiled %d available %d (%s)\n", info.name, info.compiled, info.available, info.detail);
+    }
+    checks++;
+    int ok = 1;
+    portattn_backend_from_name("nope", &ok);
+    if (ok || strcmp(portattn_backend_name((portattn_backend_t)77), "invalid")) failures++;
+    for (int s = 0; s <= PORTATTN_ERROR_INTERNAL; s++) {
+        checks++;
+        const char *str = portattn_status_string((portattn_status_t)s);
+        if (!str || !*str || !strcmp(str, "unknown status")) failures++;
+    }
+    checks++;
+    if (strcmp(portattn_status_string((portattn_status_t)1234), "unknown status")) failures++;
+
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures ? 1 : 0;
+}

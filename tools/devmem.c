@@ -1,0 +1,154 @@
+#include "devmem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef PORTATTN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+dm_kind dm_kind_of(portattn_backend_t backend)
+{
+    switch (backend) {
+    case PORTATTN_BACKEND_CUDA_SM100:
+    case PORTATTN_BACKEND_CUDA_SM90:
+    case PORTATTN_BACKEND_CUDA_SM80:
+    case PORTATTN_BACKEND_CUDA_GENERIC: return DM_CUDA;
+    default: return DM_HOST; /* HIP gets its own kind with the HIP backend */
+    }
+}
+
+int dm_available(dm_kind kind, char *why, size_t why_len)
+{
+    if (kind == DM_HOST) return 1;
+#ifdef PORTATTN_HAVE_CUDA
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        snprintf(why, why_len, "no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "count 0");
+        return 0;
+    }
+    return 1;
+#else
+    snprintf(why, why_len, "built without CUDA");
+    return 0;
+#endif
+}
+
+void *dm_alloc(dm_kind kind, size_t bytes)
+{
+    if (bytes == 0) bytes = 16; /* a valid, distinct pointer even for empty tensors */
+    if (kind == DM_HOST) return malloc(bytes);
+#ifdef PORTATTN_HAVE_CUDA
+    void *p = NULL;
+    return cudaMalloc(&p, bytes) == cudaSuccess ? p : NULL;
+#else
+    return NULL;
+#endif
+}
+
+void dm_free(dm_kind kind, void *ptr)
+{
+    if (!ptr) return;
+    if (kind == DM_HOST) { free(ptr); return; }
+#ifdef PORTATTN_HAVE_CUDA
+    cudaFree(ptr);
+#endif
+}
+
+static int dm_copy(dm_kind kind, void *dst, const void *src, size_t bytes, int up)
+{
+    if (bytes == 0) return 0;
+    if (kind == DM_HOST) { memcpy(dst, src, bytes); return 0; }
+#ifdef PORTATTN_HAVE_CUDA
+    return cudaMemcpy(dst, src, bytes, up ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost) != cudaSuccess;
+#else
+    (void)up;
+    return 1;
+#endif
+}
+
+int dm_upload(dm_kind kind, void *dst, const void *src, size_t bytes) { return dm_copy(kind, dst, src, bytes, 1); }
+int dm_download(dm_kind kind, void *dst, const void *src, size_t bytes) { return dm_copy(kind, dst, src, bytes, 0); }
+
+int dm_sync(dm_kind kind)
+{
+    if (kind == DM_HOST) return 0;
+#ifdef PORTATTN_HAVE_CUDA
+    return cudaDeviceSynchronize() != cudaSuccess;
+#else
+    return 1;
+#endif
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double host_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+double dm_time_ms(dm_kind kind, int warmup, int reps, int (*fn)(void *), void *arg)
+{
+    if (reps < 1) reps = 1;
+    for (int i = 0; i < warmup; i++)
+        if (fn(arg)) return -1;
+    if (dm_sync(kind)) return -1;
+    double *t = malloc(sizeof(double) * (size_t)reps);
+    if (!t) return -1;
+    int bad = 0;
+#ifdef PORTATTN_HAVE_CUDA
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    if (kind == DM_CUDA && (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)) bad = 1;
+#endif
+    for (int i = 0; i < reps && !bad; i++) {
+        if (kind == DM_HOST) {
+            double t0 = host_now_ms();
+            bad = fn(arg);
+            t[i] = host_now_ms() - t0;
+        }
+#ifdef PORTATTN_HAVE_CUDA
+        else {
+            float ms = 0;
+            bad = cudaEventRecord(e0, 0) != cudaSuccess || fn(arg) || cudaEventRecord(e1, 0) != cudaSuccess ||
+                  cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess;
+            t[i] = ms;
+        }
+#endif
+    }
+#ifdef PORTATTN_HAVE_CUDA
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+#endif
+    double med = -1;
+    if (!bad) {
+        qsort(t, (size_t)reps, sizeof(double), cmp_double);
+        med = t[reps / 2];
+    }
+    free(t);
+    return med;
+}
+
+const char *dm_device_name(dm_kind kind)
+{
+    if (kind == DM_HOST) return "host CPU";
+#ifdef PORTATTN_HAVE_CUDA
+    static char name[320];
+    struct cudaDeviceProp prop;
+    int dev = 0;
+    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&prop, dev) == cudaSuccess) {
+        snprintf(name, sizeof name, "%s (sm_%d%d, %d SMs)", prop.name, prop.major, prop.minor,
+                 prop.multiProcessorCount);
+        return name;
+    }
+#endif
+    return "unknown device";
+}
