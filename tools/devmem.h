@@ -19,8 +19,8 @@ int dm_upload(dm_kind kind, void *dst, const void *src, size_t bytes);   /* 0 on
 int dm_download(dm_kind kind, void *dst, const void *src, size_t bytes); /* 0 on success */
 int dm_sync(dm_kind kind);                                              /* 0 on success */
 
-/* Wall time of `reps` calls of fn(arg) on the kind's clock (device events for CUDA), in ms each;
- * returns the median of `reps` single-call timings after `warmup` untimed calls, or -1 on error. */
+/* Median time of one call of fn(arg) on the kind's clock (device events for CUDA) over `reps`
+ * calls queued back to back, after `warmup` untimed calls; -1 on error. */
 double dm_time_ms(dm_kind kind, int warmup, int reps, int (*fn)(void *), void *arg);
 
 /* Device name for reports ("host CPU" for DM_HOST). */
