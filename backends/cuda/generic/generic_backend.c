@@ -1,9 +1,7 @@
 /* cuda-generic: one simple kernel for every feature and dtype (the GPU oracle and fallback). */
 #include "backend.h"
 #include "cuda_host.h"
-
-/* generic_fwd.cu */
-portattn_status_t pa_cuda_generic_launch(const pa_problem *pb, void *stream, char *err, size_t err_len);
+#include "generic_launch.h"
 
 #define GENERIC_DMAX 256
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "cuda_host.h"
+#include "generic_launch.h"
 
 #define GEN_ROWS 8                  /* warps per block, one query row each */
 #define GEN_THREADS (GEN_ROWS * 32)
