@@ -60,6 +60,13 @@ static portattn_status_t check_view(view *t, int must_not_self_overlap, char *wh
         return INVALID("%s: byte extent overflows the address space", t->name);
     t->lo = (uintptr_t)t->data;
     t->hi = t->lo + (uintptr_t)bytes;
+#if UINTPTR_MAX > 0xffffffffu
+    /* No CPU or GPU maps addresses at or above 2^57 (5-level paging): larger extents come from
+     * garbage strides, and accepting them would mean writing wherever they point. */
+    if (t->hi > ((uintptr_t)1 << 57))
+        return INVALID("%s: strides reach past the largest virtual address space (%lld bytes from %p)", t->name,
+                       (long long)bytes, t->data);
+#endif
 
     if (must_not_self_overlap) {
         /* Sufficient condition for distinct addresses: with the dims of size > 1 sorted by stride,

@@ -173,7 +173,8 @@ typedef struct portattn_backend_info {
 PORTATTN_API portattn_status_t portattn_backend_get_info(portattn_backend_t backend,
                                                          portattn_backend_info_t *info);
 
-/* Name <-> id. Unknown names give PORTATTN_BACKEND_AUTO and *ok = 0 (ok may be NULL). */
+/* Name <-> id. "auto" gives PORTATTN_BACKEND_AUTO with *ok = 1; unknown names give
+ * PORTATTN_BACKEND_AUTO with *ok = 0 (ok may be NULL). */
 PORTATTN_API const char *portattn_backend_name(portattn_backend_t backend);
 PORTATTN_API portattn_backend_t portattn_backend_from_name(const char *name, int *ok);
 

@@ -24,6 +24,7 @@ uint64_t test_seed(void)
     const char *env = getenv("PORTATTN_TEST_SEED");
     uint64_t seed = env && *env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) * 2654435761u;
     printf("seed %llu (rerun with PORTATTN_TEST_SEED=%llu)\n", (unsigned long long)seed, (unsigned long long)seed);
+    fflush(stdout); /* printed even if the run then crashes */
     return seed ? seed : 1;
 }
 

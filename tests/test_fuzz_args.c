@@ -101,13 +101,20 @@ int main(void)
             case 9: x->stride[pick(&r, 0, 1)] = INT64_MAX / pick(&r, 1, 3), p.batch = 2, p.seqlen_q = p.seqlen_k = 4,
                     varlen = 0, p.cu_seqlens_q = p.cu_seqlens_k = NULL; break;
             case 10: p.heads_kv = 0; break;
-            case 11: if (varlen) cuk[pick(&r, 1, (int)p.batch)] = -5; else p.cu_seqlens_q = cuq; break;
+            case 11: if (varlen && p.batch > 0) cuk[pick(&r, 1, (int)p.batch)] = -5; else p.cu_seqlens_q = cuq; break;
             case 12: p.struct_size = (size_t)pick(&r, 0, 100); break;
             default: p.o.data = (char *)p.o.data + 2, p.batch = 1, p.seqlen_q = p.seqlen_k = 3, varlen = 0,
                      p.cu_seqlens_q = p.cu_seqlens_k = NULL, p.dtype = PORTATTN_DTYPE_F32; break;
             }
         }
         for (int64_t e = 0; e < 64; e++) arena[0][e] = (float)urand(&r); /* never zeros */
+        if (getenv("PORTATTN_FUZZ_VERBOSE")) /* the call about to be made, for a crash report */
+            printf("iter %d: mut %d dt %d b %lld sq %lld sk %lld hq %lld hkv %lld d %lld/%lld varlen %d "
+                   "o.stride %lld %lld %lld %lld o %p\n", i, mutated, (int)p.dtype, (long long)p.batch,
+                   (long long)p.seqlen_q, (long long)p.seqlen_k, (long long)p.heads_q, (long long)p.heads_kv,
+                   (long long)p.head_dim_qk, (long long)p.head_dim_v, varlen, (long long)p.o.stride[0],
+                   (long long)p.o.stride[1], (long long)p.o.stride[2], (long long)p.o.stride[3], p.o.data),
+                fflush(stdout);
         portattn_status_t s = portattn_forward(&p, NULL);
         const char *msg = portattn_last_error();
         int documented = s >= PORTATTN_SUCCESS && s <= PORTATTN_ERROR_DEVICE;

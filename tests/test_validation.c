@@ -94,6 +94,7 @@ int main(void)
     CASE("element count overflow", (p.seqlen_q = (int64_t)1 << 40, p.heads_q = (int64_t)1 << 30), INV, "overflow");
     CASE("extent overflow", p.q.stride[0] = INT64_MAX / 2, INV, "overflow");
     CASE("byte extent overflow", p.o.stride[0] = INT64_MAX / 3, INV, "overflow");
+    CASE("extent past address space", p.o.stride[0] = (int64_t)1 << 58, INV, "address space");
 
     /* varlen */
     cu[0] = 0, cu[1] = 3, cu[2] = 8;
