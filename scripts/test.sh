@@ -10,7 +10,6 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$JOBS"
 ctest --test-dir build --output-on-failure -j "$JOBS"
 
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPORTATTN_ENABLE_CUDA=OFF \
-      -DPORTATTN_SANITIZE=address,undefined -DPORTATTN_BUILD_TOOLS=OFF
-cmake --build build-asan -j "$JOBS"
-ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$JOBS" -L cpu -LE install
+cmake --preset asan                       # CMakePresets.json: CPU only, build-asan/
+cmake --build --preset asan -j "$JOBS"
+ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j "$JOBS"
