@@ -24,6 +24,7 @@ typedef struct pa_backend {
 /* The compiled-in backends (see registry.c). */
 extern const pa_backend pa_backend_cpu;
 #ifdef PORTATTN_HAVE_CUDA
+extern const pa_backend pa_backend_cuda_sm80;
 extern const pa_backend pa_backend_cuda_generic;
 /* Where a pointer lives, from the CUDA runtime (backends/cuda/cuda_host.c). */
 int pa_cuda_ptr_is_device_only(const void *ptr); /* host cannot dereference it */

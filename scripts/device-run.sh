@@ -1,39 +1,110 @@
 #!/usr/bin/env bash
-# One full session on a CUDA machine (the H200 of the device tool): build, the whole suite, the
-# compute-sanitizer tools on a subset, the SASS check, then portattn-bench beside the PyTorch
-# peers (.anchors/sdpa.py, a copy of shared/anchors/sdpa.py) in the same call. Logs go to $OUT.
+# One full session on a CUDA machine (the H200 of the device tool): build, the case table on the
+# chosen backends, compute-sanitizer on a subset, the ISA gates, then portattn-bench beside the
+# PyTorch peers (.anchors/sdpa.py, a copy of shared/anchors/sdpa.py) in the same call.
+# The device returns at most 8 files from $OUT, so logs are few; the summary goes to stdout.
+#
+# Environment:
+#   BACKENDS  backends to test and bench (default "cuda-generic"), e.g. "cuda-sm80"
+#   DTYPES    bench dtypes, portattn names (default bf16), e.g. bf16,f16
+#   DIMS      bench head dims (default 64,128)      SEQS  bench seqlens (default 1024,4096,16384)
+#   ARCHS     PORTATTN_CUDA_ARCHS for the build (default "80;90")
+#   CTEST=all run the whole CTest suite (default: the cuda-labelled tests only)
+#   BENCH_SRC a portattn-bench source to build and time with instead of tools/ (pins the bench)
+#   SKIP_SANITIZER=1, SKIP_BENCH=1 leave those steps out; the sanitizer runs last (it is the slowest)
+#   NCU="args"  profile one forward call with Nsight Compute: stall reasons, shared-memory bank
+#             conflicts, tensor pipe use (args: portattn-bench shape flags; the first backend)
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 B=build-dev
+BACKENDS=${BACKENDS:-cuda-generic}
+DTYPES=${DTYPES:-bf16}
 DIMS=${DIMS:-64,128}
 SEQS=${SEQS:-1024,4096,16384}
-{ nvidia-smi; nvcc --version; git log -1 --format='commit %H %cd' 2>/dev/null; date -u; } > "$OUT/env.txt" 2>&1
-cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DPORTATTN_CUDA_ARCHS="${ARCHS:-80;90}" > "$OUT/build.log" 2>&1 &&
-  cmake --build $B -j 16 >> "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+S=$(date +%s)
+t() { echo "[$(( $(date +%s) - S ))s]"; }
 
-echo "== ctest"; ctest --test-dir $B -j 8 --output-on-failure > "$OUT/ctest.log" 2>&1; tail -12 "$OUT/ctest.log"
-echo "== case table on cuda-generic"; $B/tests/test_cases cuda-generic > "$OUT/cases_cuda_generic.log" 2>&1
-grep -E "FAIL|cases ran|passed" "$OUT/cases_cuda_generic.log" | tail -8
+{ nvidia-smi; nvcc --version; git log -1 --format='commit %H %cd' 2>/dev/null; git status --short 2>/dev/null; date -u; } \
+  > "$OUT/build.log" 2>&1
+echo "== build $(t)"
+cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DPORTATTN_CUDA_ARCHS="${ARCHS:-80;90}" >> "$OUT/build.log" 2>&1 &&
+  cmake --build $B -j 16 --target portattn test_cases test_cuda_select >> "$OUT/build.log" 2>&1 ||
+  { tail -40 "$OUT/build.log"; exit 1; }
+cmake --build $B -j 16 >> "$OUT/build.log" 2>&1 || echo "full build failed (tail of build.log below); going on with what built" &&
+  grep -E "error|FAILED" "$OUT/build.log" | tail -5
+BENCH=$B/tools/portattn-bench
+if [ -n "${BENCH_SRC:-}" ]; then # a pinned portattn-bench source (e.g. the last commit's), built against this library
+  BENCH=$B/portattn-bench-pinned
+  cc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -DPORTATTN_HAVE_CUDA -Iinclude -Icommon -Itools "$BENCH_SRC" -o $BENCH \
+    $B/tools/libportattn_devmem.a -L$B -lportattn -L"$(dirname "$(command -v nvcc)")/../lib64" -lcudart_static \
+    -ldl -lrt -lpthread -lm -Wl,-rpath,"$PWD/$B" >> "$OUT/build.log" 2>&1 || { echo "pinned bench build failed"; exit 1; }
+  echo "bench: $BENCH_SRC (pinned)"
+fi
 
-echo "== compute-sanitizer"
-for t in "memcheck varlen" "memcheck d256" "racecheck window_16" "racecheck d59" "synccheck causal" "initcheck sk0"; do
-  set -- $t
-  compute-sanitizer --tool $1 --error-exitcode 9 $B/tests/test_cases cuda-generic $2 > "$OUT/sanitizer_$1_$2.log" 2>&1
-  echo "$1 on '$2': rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_$1_$2.log" | tail -1) $(grep -E '^[0-9]+ passed' "$OUT/sanitizer_$1_$2.log")"
+echo "== ctest $(t)"
+if [ "${CTEST:-cuda}" = all ]; then ctest --test-dir $B -j 8 --output-on-failure > "$OUT/ctest.tmp" 2>&1
+else ctest --test-dir $B -L cuda -E 'test_cases|isa_gate' --output-on-failure > "$OUT/ctest.tmp" 2>&1; fi
+grep -E "tests passed|tests failed|Failed|\*\*\*" "$OUT/ctest.tmp" | tail -6; cat "$OUT/ctest.tmp" >> "$OUT/build.log"; rm -f "$OUT/ctest.tmp"
+
+for be in $BACKENDS; do
+  echo "== case table on $be $(t)"
+  $B/tests/test_cases "$be" > "$OUT/cases_$be.log" 2>&1; echo "exit $?"
+  grep -E "^FAIL|cases ran|passed" "$OUT/cases_$be.log" | tail -12
 done
 
-echo "== SASS"
-obj=$(find $B -name 'generic_fwd.cu.o' | head -1)
-cuobjdump --dump-sass "$obj" > "$OUT/generic.sass" 2>&1
-echo "local memory instructions (LDL/STL) in generic kernels: $(grep -c -E '\b(LDL|STL)\b' "$OUT/generic.sass")"
+echo "== ISA gates $(t)"
+ctest --test-dir $B -L isa -V > "$OUT/isa.log" 2>&1
+grep -E "^[0-9]+: " "$OUT/isa.log" | sed 's/^[0-9]*: //' | grep -v -E "^(Test command|Working Directory|Test timeout)" | tail -40
+grep -E "tests passed|tests failed" "$OUT/isa.log"
 
-echo "== bench"
-$B/tools/portattn-bench --backend cuda-generic --seqlen 2048 --batch 2 --heads-q 16 --head-dim 128 --causal --lse \
-  --check-limit 1e12 2>&1 | tee "$OUT/bench_check.log"
-$B/tools/portattn-bench --backend cuda-generic --sweep --sweep-dims $DIMS --sweep-seqlens $SEQS \
-  --dtype bf16 --reps 10 --warmup 3 --no-check --json "$OUT/bench_generic.json" > "$OUT/bench_generic.log" 2>&1
-cat "$OUT/bench_generic.log"
-PYTHONUNBUFFERED=1 python3 .anchors/sdpa.py --d ${DIMS//,/ } --s ${SEQS//,/ } --dtype bf16 --json "$OUT/peers.json" \
-  > "$OUT/peers.log" 2>&1
-cat "$OUT/peers.log"
+if [ -z "${SKIP_BENCH:-}" ]; then
+echo "== bench $(t)"
+: > "$OUT/bench.log"
+for be in $BACKENDS; do
+  $BENCH --backend "$be" --sweep --sweep-dims "$DIMS" --sweep-seqlens "$SEQS" --dtype "$DTYPES" \
+    --reps 20 --warmup 5 --no-check --json "$OUT/bench_$be.json" >> "$OUT/bench.log" 2>&1
+done
+echo "== peers $(t)"
+PYTHONUNBUFFERED=1 python3 .anchors/sdpa.py --d ${DIMS//,/ } --s ${SEQS//,/ } --dtype "$(echo "$DTYPES" | sed 's/\bf16\b/fp16/g')" \
+  --json "$OUT/peers.json" >> "$OUT/bench.log" 2>&1
+sed 's/"fp16"/"f16"/g' "$OUT/peers.json" > "$OUT/peers_f16.tmp" # sdpa.py says fp16, portattn-bench f16
+: > "$OUT/summary.md"
+for be in $BACKENDS; do
+  python3 tools/compare_peers.py "$OUT/bench_$be.json" "$OUT/peers_f16.tmp" --title "$be" >> "$OUT/summary.md"
+  echo >> "$OUT/summary.md"
+done
+rm -f "$OUT/peers_f16.tmp"
+cat "$OUT/summary.md"
+fi
+
+if [ -z "${SKIP_SANITIZER:-}" ]; then
+  echo "== compute-sanitizer $(t)"
+  : > "$OUT/sanitizer.log"
+  for be in $BACKENDS; do
+    for tc in ${SANITIZE_CASES:-"memcheck varlen_causal" "memcheck window_all" "racecheck sq7_sk17" \
+              "racecheck s127_d128_causal" "racecheck d256_causal" "synccheck sk1"}; do
+      set -- $tc
+      echo "### $be $1 $2" >> "$OUT/sanitizer.log"
+      timeout ${SANITIZE_TIMEOUT:-60} compute-sanitizer --tool $1 --error-exitcode 9 $B/tests/test_cases "$be" $2 > "$OUT/san.tmp" 2>&1
+      rc=$?; cat "$OUT/san.tmp" >> "$OUT/sanitizer.log"
+      echo "$be $1 on '$2': rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san.tmp" | tail -1) $(grep -E '^[0-9]+ passed' "$OUT/san.tmp")"
+    done
+  done
+  rm -f "$OUT/san.tmp"
+fi
+
+if [ -n "${NCU:-}" ]; then
+  be=${BACKENDS%% *}
+  echo "== ncu on $be: $NCU $(t)"
+  echo "### ncu $be $NCU" >> "$OUT/sanitizer.log"
+  timeout ${NCU_TIMEOUT:-60} ncu --clock-control none -k regex:"${NCU_KERNEL:-fwd}" --launch-skip 2 --launch-count 1 \
+    --section SpeedOfLight \
+    --metrics 'regex:^smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$,regex:^l1tex__data_bank_conflicts_pipe_lsu_mem_shared.*\.sum$,regex:^l1tex__data_pipe_lsu_wavefronts_mem_shared.*\.sum$,regex:^sm__pipe_tensor_op_hmma_cycles_active\.avg\.pct_of_peak_sustained_active$' \
+    $BENCH --backend "$be" $NCU --no-check --warmup 1 --reps 3 > "$OUT/ncu.tmp" 2>&1
+  echo "rc=$?"; cat "$OUT/ncu.tmp" >> "$OUT/sanitizer.log"
+  grep -E "sm80|Throughput|Duration|bank_conflicts|wavefronts|hmma|stalled" "$OUT/ncu.tmp" | grep -v -E " 0$| 0\.0*$" | head -50
+  rm -f "$OUT/ncu.tmp"
+fi
+
+echo "== done $(t)"

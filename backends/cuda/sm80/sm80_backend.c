@@ -1,0 +1,91 @@
+/* cuda-sm80: the mma.sync FlashAttention-2-class kernel (A100 and newer). This file is the
+ * backend table: what the kernel can take, and why not otherwise (the selector then falls back to
+ * cuda-generic and shows the reason in the "which kernel" query). */
+#include <stdint.h>
+
+#include "backend.h"
+#include "cuda_host.h"
+#include "sm80_launch.h"
+
+static int sm80_probe(char *detail, size_t detail_len)
+{
+    int major = 0, minor = 0;
+    if (!pa_cuda_probe(detail, detail_len)) return 0;
+    if (!pa_cuda_device_info(&major, &minor, NULL, NULL, 0)) return 0;
+    if (major < 8) {
+        pa_fmt(detail, detail_len, PORTATTN_ERROR_NOT_SUPPORTED, "needs compute capability 8.0+, device is %d.%d",
+               major, minor);
+        return 0;
+    }
+    return 1;
+}
+
+#define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
+
+/* Rows are read and written as 16-byte vectors: the innermost stride must be 1, the others and
+ * the base pointer 16-byte multiples. Varlen ignores the batch stride. */
+static int sm80_layout_ok(const portattn_tensor_t *t, const char *name, int varlen, char *why, size_t why_len)
+{
+    if (t->stride[3] != 1) return REFUSE("%s.stride[3] = %lld, needs 1", name, (long long)t->stride[3]);
+    if ((uintptr_t)t->data % 16) return REFUSE("%s.data %p is not 16-byte aligned", name, t->data);
+    for (int i = varlen ? 1 : 0; i < 3; i++)
+        if (t->stride[i] % 8)
+            return REFUSE("%s.stride[%d] = %lld is not a multiple of 8 elements (16 bytes)", name, i,
+                          (long long)t->stride[i]);
+    return 1;
+}
+
+static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    int major = 0, minor = 0;
+    char dev[96];
+    if (!pa_cuda_device_info(&major, &minor, NULL, dev, sizeof dev)) return REFUSE("%s", dev);
+    if (major < 8) return REFUSE("needs compute capability 8.0+, device is %d.%d", major, minor);
+    const char *dt = p->dtype == PORTATTN_DTYPE_F16 ? "f16" : p->dtype == PORTATTN_DTYPE_BF16 ? "bf16" : NULL;
+    if (!dt) return REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
+    const int64_t d = p->head_dim_qk;
+    if (p->head_dim_v != d)
+        return REFUSE("head dims %lld/%lld: no instance with Dqk != Dv", (long long)d, (long long)p->head_dim_v);
+    if (!PA_SM80_HAS_DIM(d)) return REFUSE("head dim %lld has no instance (64, 96, 128, 256)", (long long)d);
+    if (p->seqlen_q > PA_SM80_MAX_SEQ || p->seqlen_k > PA_SM80_MAX_SEQ)
+        return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
+    if (p->heads_q > INT32_MAX || p->batch > INT32_MAX || p->batch * p->heads_q > PA_SM80_MAX_BH)
+        return REFUSE("batch %lld x heads %lld over the grid's 65535^2 blocks", (long long)p->batch,
+                      (long long)p->heads_q);
+
+    int optin = 0, dev_id = 0;
+    if (cudaGetDevice(&dev_id) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev_id) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return REFUSE("cannot read the device's shared memory limit");
+    }
+    if (optin < PA_SM80_SMEM_BYTES((int)d))
+        return REFUSE("d%lld instance needs %d bytes of shared memory, device allows %d per block", (long long)d,
+                      PA_SM80_SMEM_BYTES((int)d), optin);
+
+    const int needs_kv = p->seqlen_k > 0, run = p->batch > 0 && pb->max_seqlen_q > 0;
+    if (run) {
+        if (!sm80_layout_ok(&p->q, "q", pb->varlen, why, why_len) ||
+            !sm80_layout_ok(&p->o, "o", pb->varlen, why, why_len) ||
+            (needs_kv && (!sm80_layout_ok(&p->k, "k", pb->varlen, why, why_len) ||
+                          !sm80_layout_ok(&p->v, "v", pb->varlen, why, why_len))))
+            return 0;
+        struct { const void *ptr; const char *what; int need; } ptrs[] = {
+            {p->q.data, "q.data", 1}, {p->o.data, "o.data", 1},
+            {p->k.data, "k.data", needs_kv}, {p->v.data, "v.data", needs_kv},
+            {p->lse, "lse", p->lse != NULL},
+            {p->cu_seqlens_q, "cu_seqlens_q", pb->varlen}, {p->cu_seqlens_k, "cu_seqlens_k", pb->varlen},
+        };
+        for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+            if (ptrs[i].need && !pa_cuda_ptr_check(ptrs[i].ptr, ptrs[i].what, why, why_len)) return 0;
+    }
+    if (kernel && kernel_len)
+        pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80<%s,d%lld,%dx%d>", dt, (long long)d,
+               PA_SM80_BM((int)d), PA_SM80_BN((int)d));
+    return 1;
+}
+
+const pa_backend pa_backend_cuda_sm80 = {
+    PORTATTN_BACKEND_CUDA_SM80, "cuda-sm80", sm80_probe, sm80_supports, pa_cuda_sm80_launch,
+};

@@ -1,0 +1,383 @@
+/* The cuda-sm80 forward kernel (FlashAttention-2 structure), included by one .cu per head dim.
+ *
+ * A CTA owns BM query rows of one (batch, head); each of its warps owns MT x 16 of those rows in
+ * full, so the softmax needs only quad shuffles, never shared memory. K/V tiles of BN keys stream
+ * through a cp.async ring of STAGES slots each; V_j lands while S = Q K_j^T is computed and
+ * K_{j+STAGES} while P V_j is. Scores stay in registers: the S accumulator fragment of mma.m16n8k16 is, once
+ * rounded to 16 bits, the A fragment of the P V product. The online softmax runs in base 2 with
+ * the scale folded into one FFMA per score; O is normalised once, at the end.
+ *
+ * Shared memory rows are 16-byte chunks XOR-swizzled by (row & 7) inside each 128-byte group, so
+ * the eight rows that one ldmatrix phase reads (or one cp.async phase writes) hit 32 distinct banks. */
+#ifndef PORTATTN_SM80_FWD_KERNEL_CUH
+#define PORTATTN_SM80_FWD_KERNEL_CUH
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "sm80_launch.h"
+#include "sm80_ptx.cuh"
+
+/* Everything the kernel reads, resolved on the host (runtime flags are values, not templates). */
+typedef struct sm80_args {
+    const void *q, *k, *v;
+    void *o;
+    float *lse; /* NULL = not wanted */
+    const int32_t *cu_q, *cu_k; /* varlen when non-NULL */
+    int64_t qs[3], ks[3], vs[3], os[3], ls[3]; /* element strides (batch, seq, head); dim stride is 1 */
+    int batch, heads, group;
+    int seqlen_q, seqlen_k; /* per sequence, or the packed totals with varlen */
+    int wl, wr;             /* window sides, -1 = unbounded (causal folded into wr = 0) */
+    int transform;          /* 0: log2 score = raw * mult; 1: scores rewritten first (softcap or scale < 0) */
+    float mult;             /* scale * log2(e), > 0; 1 when transform */
+    float pre_mul, post_mul; /* transform: s = post_mul * tanh(raw * pre_mul), or raw * pre_mul without softcap */
+    int softcap;
+} sm80_args;
+
+/* Byte offset of 16-byte chunk `ch` of row `row` in a tile of PITCH chunks per row. */
+template <int PITCH>
+__device__ __forceinline__ uint32_t sm80_swz(int row, int ch)
+{
+    return (uint32_t)(row * PITCH * 16 + ((ch ^ (row & 7)) << 4));
+}
+
+/* ROWS x D tile from global rows [row0, row0 + ROWS) (zeros from row `limit` on) into shared.
+ * Each thread keeps one column chunk and steps down the rows with a pointer increment (far fewer
+ * registers than per-chunk index math); with padded rows (d96) the pad chunks' threads idle. */
+template <typename T, int ROWS, int D, int NT>
+__device__ __forceinline__ void sm80_load_tile(uint32_t sdst, const T *g, int64_t rstride, int row0, int limit,
+                                               int tid)
+{
+    constexpr int CH = D / 8, PITCH = (CH + 7) / 8 * 8, RS = NT / PITCH; /* rows per pass */
+    static_assert(NT % PITCH == 0 && RS % 8 == 0 && ROWS % RS == 0, "load shape");
+    const int r = tid / PITCH, c = tid % PITCH;
+    if (CH == PITCH || c < CH) {
+        const T *src = g + (int64_t)(row0 + r) * rstride + c * 8;
+        const uint32_t dst = sdst + sm80_swz<PITCH>(r, c); /* RS % 8 == 0: same swizzle phase each pass */
+#pragma unroll
+        for (int k = 0; k < ROWS / RS; ++k) {
+            const bool ok = row0 + r + k * RS < limit;
+            sm80_cp_async16(dst + k * RS * PITCH * 16, ok ? src : g, ok);
+            src += RS * rstride;
+        }
+    }
+}
+
+/* Packed sequence b, clamped so that garbage cu_seqlens stay inside the buffer (as cuda-generic). */
+__device__ __forceinline__ void sm80_seq(const int32_t *cu, int b, int total, int *start, int *len)
+{
+    int s = cu[b], e = cu[b + 1];
+    s = s < 0 ? 0 : (s > total ? total : s);
+    e = e < s ? s : (e > total ? total : e);
+    *start = s;
+    *len = e - s;
+}
+
+/* Keys [lo, hi] that query row i may see; lo > hi = none. int64 inside: i + sk - sq - wl can
+ * leave the int32 range even though the result, clamped to [0, sk], does not. */
+__device__ __forceinline__ void sm80_keys(int i, int sq, int sk, int wl, int wr, int *lo, int *hi)
+{
+    const int64_t diag = (int64_t)i + sk - sq;
+    int64_t l = wl < 0 ? 0 : diag - wl, h = wr < 0 ? (int64_t)sk - 1 : diag + wr;
+    l = l < 0 ? 0 : (l > sk ? sk : l);
+    h = h > sk - 1 ? sk - 1 : (h < -1 ? -1 : h);
+    *lo = (int)l;
+    *hi = (int)h;
+}
+
+template <typename T, int D, int MT, int BN, int NW, int STAGES>
+__global__ void __launch_bounds__(NW * 32, PA_SM80_MIN_CTAS(D)) sm80_fwd(const sm80_args a)
+{
+    constexpr int NT = NW * 32, CH = D / 8, PITCH = (CH + 7) / 8 * 8;
+    constexpr int WR = 16 * MT, BM = WR * NW;                  /* query rows per warp, per CTA */
+    constexpr int QB = BM * PITCH * 16, KVB = BN * PITCH * 16; /* bytes of the Q tile, of one K or V tile */
+    constexpr int NS = BN / 8, NO = D / 8;                     /* 8-wide column tiles of S and of O */
+    static_assert(D % 16 == 0 && BN % 16 == 0, "tile shape");
+    /* Fully unrolled, the Q K^T loop of d96..d256 runs out of registers next to the O accumulator. */
+    constexpr int QK_UNROLL = D > 64 ? 2 : D / 16;
+    static_assert(BM == PA_SM80_BM(D) && BN == PA_SM80_BN(D) && NW == PA_SM80_WARPS(D), "instance shape");
+    static_assert(QB + 2 * STAGES * KVB == PA_SM80_SMEM_BYTES(D), "smem size");
+
+    extern __shared__ __align__(128) uint8_t smem[];
+    const uint32_t sq_base = sm80_smem_u32(smem);
+    const uint32_t sk_base = sq_base + QB, sv_base = sk_base + STAGES * KVB;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const T *qg = (const T *)a.q, *kg = (const T *)a.k, *vg = (const T *)a.v;
+    T *og = (T *)a.o;
+    const T tag = T(); /* picks the f16 or bf16 mma/pack overload */
+
+    /* One (batch, head) pair per (y, z) block, no loop over them: loop state live across the main
+     * loop made the d256 instance spill. */
+    const int64_t bh = (int64_t)blockIdx.z * gridDim.y + blockIdx.y;
+    if (bh >= (int64_t)a.batch * a.heads) return;
+    const int b = (int)(bh / a.heads), h = (int)(bh % a.heads);
+    int q0 = 0, k0 = 0, sq = a.seqlen_q, sk = a.seqlen_k;
+    int64_t qb, kb, vb, ob;
+    if (a.cu_q) { /* packed [1, total, H, D]: the batch stride is ignored */
+        sm80_seq(a.cu_q, b, a.seqlen_q, &q0, &sq);
+        sm80_seq(a.cu_k, b, a.seqlen_k, &k0, &sk);
+        qb = q0 * a.qs[1], kb = k0 * a.ks[1], vb = k0 * a.vs[1], ob = q0 * a.os[1];
+    } else {
+        qb = b * a.qs[0], kb = b * a.ks[0], vb = b * a.vs[0], ob = b * a.os[0];
+    }
+    const int nmb = (sq + BM - 1) / BM, hk = h / a.group;
+    const T *qh = qg + qb + h * a.qs[2];
+    const T *kh = kg + kb + hk * a.ks[2];
+    const T *vh = vg + vb + hk * a.vs[2];
+    T *oh = og + ob + h * a.os[2];
+
+    /* Bound by this sequence's own length, so a low max_seqlen still covers every row. With a
+     * right-bounded mask later row blocks see more keys: hand those out first. */
+    for (int t = blockIdx.x; t < nmb; t += gridDim.x) {
+        const int m0 = (a.wr >= 0 ? nmb - 1 - t : t) * BM;
+        const int mlast = (m0 + BM < sq ? m0 + BM : sq) - 1;
+        __syncthreads(); /* the previous work item is done with shared memory */
+
+        /* Key tiles to visit: the hull of the rows' ranges. Tiles in [full_lo, full_hi) are visible
+         * to every row of the block and skip the mask. */
+        int lo_f, hi_f, lo_l, hi_l;
+        sm80_keys(m0, sq, sk, a.wl, a.wr, &lo_f, &hi_f);
+        sm80_keys(mlast, sq, sk, a.wl, a.wr, &lo_l, &hi_l);
+        const int n_lo = lo_f / BN, n_hi = hi_l < lo_f ? n_lo : hi_l / BN + 1;
+        const int full_lo = (lo_l + BN - 1) / BN, full_hi = (hi_f + 1) / BN;
+
+        /* Prologue: Q, then K_0, V_0, ..., K_{STAGES-1}; one commit group each, empty ones too, so
+         * that the wait counts below are the same on every path. */
+        sm80_load_tile<T, BM, D, NT>(sq_base, qh, a.qs[1], m0, sq, tid);
+        sm80_cp_async_commit();
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            if (n_lo + s < n_hi)
+                sm80_load_tile<T, BN, D, NT>(sk_base + s * KVB, kh, a.ks[1], (n_lo + s) * BN, sk, tid);
+            sm80_cp_async_commit();
+            if (s < STAGES - 1) {
+                if (n_lo + s < n_hi)
+                    sm80_load_tile<T, BN, D, NT>(sv_base + s * KVB, vh, a.vs[1], (n_lo + s) * BN, sk, tid);
+                sm80_cp_async_commit();
+            }
+        }
+
+        /* This lane's rows: for each of the warp's MT 16-row tiles, rows g and g + 8 (g = lane / 4).
+         * Key j is visible to row i iff dlo <= j - i <= dhi and j < sk (dlo/dhi clamped to the range
+         * j - i can take, so that they fit in int32 and no per-row bounds need registers). */
+        const int wrow = warp * WR + (lane >> 2);
+        const int64_t span = (int64_t)sk + sq + 1;
+        int64_t dl = a.wl < 0 ? -span : (int64_t)sk - sq - a.wl, dh = a.wr < 0 ? span : (int64_t)sk - sq + a.wr;
+        const int dlo = (int)(dl < -span ? -span : dl), dhi = (int)(dh > span ? span : dh);
+        const int kdiag = -(m0 + wrow); /* key - row = (key - m0 - wrow) - offset of the row */
+        float mrow[MT][2], lsum[MT][2], acc[MT][NO][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                mrow[mt][r] = -INFINITY, lsum[mt][r] = 0.f;
+#pragma unroll
+                for (int j = 0; j < NO; ++j) acc[mt][j][2 * r] = acc[mt][j][2 * r + 1] = 0.f;
+            }
+
+        for (int n = n_lo, it = 0; n < n_hi; ++n, ++it) {
+            const int slot = it % STAGES;
+            sm80_cp_async_wait<2 * STAGES - 2>(); /* K_n (and Q) landed for this thread */
+            __syncthreads();                      /* ... for all threads; P V_{n-1} done */
+            if (n + STAGES - 1 < n_hi)
+                sm80_load_tile<T, BN, D, NT>(sv_base + ((it + STAGES - 1) % STAGES) * KVB, vh, a.vs[1],
+                                             (n + STAGES - 1) * BN, sk, tid);
+            sm80_cp_async_commit();
+
+            /* S = Q K_n^T: Q fragments by ldmatrix from the warp's rows, K as the col-major B operand;
+             * each K fragment serves the warp's MT row tiles. */
+            float s[MT][NS][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int j = 0; j < NS; ++j) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.f;
+            const uint32_t kt = sk_base + slot * KVB;
+#pragma unroll QK_UNROLL
+            for (int kc = 0; kc < D / 16; ++kc) {
+                uint32_t qf[MT][4];
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+                    sm80_ldsm_x4(qf[mt], sq_base + sm80_swz<PITCH>(warp * WR + mt * 16 + (lane & 15), kc * 2 + (lane >> 4)));
+#pragma unroll
+                for (int j = 0; j < NS / 2; ++j) {
+                    uint32_t kf[4];
+                    sm80_ldsm_x4(kf, kt + sm80_swz<PITCH>(j * 16 + ((lane >> 4) << 3) + (lane & 7),
+                                                          kc * 2 + ((lane >> 3) & 1)));
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        sm80_mma(s[mt][2 * j], qf[mt], kf[0], kf[1], tag);
+                        sm80_mma(s[mt][2 * j + 1], qf[mt], kf[2], kf[3], tag);
+                    }
+                }
+            }
+
+            if (a.transform) { /* softcap, or a negative scale: scores become base-2 logits here */
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                    for (int j = 0; j < NS; ++j)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e)
+                            s[mt][j][e] = a.softcap ? a.post_mul * tanhf(s[mt][j][e] * a.pre_mul) : s[mt][j][e] * a.pre_mul;
+            }
+            if (n < full_lo || n >= full_hi) { /* boundary tile: mask per element */
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                    for (int j = 0; j < NS; ++j)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) {
+                            const int key = n * BN + j * 8 + (lane & 3) * 2 + (e & 1);
+                            const int diff = key + kdiag - mt * 16 - (e >> 1) * 8;
+                            if (diff < dlo || diff > dhi || key >= sk) s[mt][j][e] = -INFINITY;
+                        }
+            }
+
+            /* Online softmax, base 2. A row with nothing visible yet keeps max -inf; its exponent
+             * base is taken as 0 so that no -inf - -inf appears. P is packed straight into the A
+             * fragments of the P V product (one per 16 keys). */
+            uint32_t pf[MT][NS / 2][4];
+            bool rescale = false;
+            float corr[MT][2];
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                float mnew[2] = {mrow[mt][0], mrow[mt][1]}, base[2];
+#pragma unroll
+                for (int j = 0; j < NS; ++j) {
+                    mnew[0] = fmaxf(mnew[0], fmaxf(s[mt][j][0], s[mt][j][1]));
+                    mnew[1] = fmaxf(mnew[1], fmaxf(s[mt][j][2], s[mt][j][3]));
+                }
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 1));
+                    mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 2));
+                    base[r] = mnew[r] == -INFINITY ? 0.f : mnew[r] * a.mult;
+                    corr[mt][r] = sm80_ex2(mrow[mt][r] * a.mult - base[r]); /* 1 if the max held, 0 from -inf */
+                    rescale |= corr[mt][r] != 1.f;
+                    mrow[mt][r] = mnew[r];
+                    lsum[mt][r] *= corr[mt][r];
+                }
+#pragma unroll
+                for (int j = 0; j < NS; ++j) {
+                    const float p0 = sm80_ex2(fmaf(s[mt][j][0], a.mult, -base[0]));
+                    const float p1 = sm80_ex2(fmaf(s[mt][j][1], a.mult, -base[0]));
+                    const float p2 = sm80_ex2(fmaf(s[mt][j][2], a.mult, -base[1]));
+                    const float p3 = sm80_ex2(fmaf(s[mt][j][3], a.mult, -base[1]));
+                    lsum[mt][0] += p0 + p1;
+                    lsum[mt][1] += p2 + p3;
+                    pf[mt][j >> 1][(j & 1) * 2 + 0] = sm80_pack(p0, p1, tag);
+                    pf[mt][j >> 1][(j & 1) * 2 + 1] = sm80_pack(p2, p3, tag);
+                }
+            }
+            /* Rescale O only when some row of the warp raised its max (rare once it settles). */
+            if (__any_sync(0xffffffffu, rescale)) {
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                    for (int j = 0; j < NO; ++j) {
+                        acc[mt][j][0] *= corr[mt][0], acc[mt][j][1] *= corr[mt][0];
+                        acc[mt][j][2] *= corr[mt][1], acc[mt][j][3] *= corr[mt][1];
+                    }
+            }
+
+            sm80_cp_async_wait<2 * STAGES - 2>(); /* V_n landed for this thread */
+            __syncthreads();                      /* ... for all; every warp is done with K_n */
+            if (n + STAGES < n_hi) sm80_load_tile<T, BN, D, NT>(kt, kh, a.ks[1], (n + STAGES) * BN, sk, tid);
+            sm80_cp_async_commit();
+
+            /* O += P V_n: V is row-major [key][dim], so ldmatrix.trans yields its B fragments. */
+            const uint32_t vt = sv_base + slot * KVB;
+#pragma unroll
+            for (int kc = 0; kc < BN / 16; ++kc) {
+#pragma unroll
+                for (int j = 0; j < NO / 2; ++j) {
+                    uint32_t vf[4];
+                    sm80_ldsm_x4_trans(vf, vt + sm80_swz<PITCH>(kc * 16 + (((lane >> 3) & 1) << 3) + (lane & 7),
+                                                                j * 2 + (lane >> 4)));
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        sm80_mma(acc[mt][2 * j], pf[mt][kc], vf[0], vf[1], tag);
+                        sm80_mma(acc[mt][2 * j + 1], pf[mt][kc], vf[2], vf[3], tag);
+                    }
+                }
+            }
+        }
+        sm80_cp_async_wait<0>(); /* with no key tile, Q may still be landing */
+        __syncthreads();         /* before the warps reuse their Q rows for O */
+
+        /* Epilogue: finish the row sums across the quad, normalise once, stage O (16-bit) in the
+         * warp's own Q rows, then write 16-byte row pieces to global memory. */
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                float l = lsum[mt][r];
+                l += __shfl_xor_sync(0xffffffffu, l, 1);
+                l += __shfl_xor_sync(0xffffffffu, l, 2);
+                lsum[mt][r] = l;
+                /* l lies in [1, keys] when a key was visible, where the fast divide is within 2 ulp
+                 * (IEEE division is a call); no visible key gives O = 0 */
+                const float inv = l > 0.f ? __fdividef(1.f, l) : 0.f;
+                const int row = wrow + mt * 16 + 8 * r;
+#pragma unroll
+                for (int j = 0; j < NO; ++j)
+                    *(uint32_t *)(smem + sm80_swz<PITCH>(row, j) + (lane & 3) * 4) =
+                        sm80_pack(acc[mt][j][2 * r] * inv, acc[mt][j][2 * r + 1] * inv, tag);
+            }
+        __syncwarp();
+#pragma unroll
+        for (int i = lane; i < WR * CH; i += 32) {
+            const int r = i / CH, c = i % CH, row = m0 + warp * WR + r;
+            if (row < sq)
+                *(uint4 *)(oh + (int64_t)row * a.os[1] + c * 8) = *(const uint4 *)(smem + sm80_swz<PITCH>(warp * WR + r, c));
+        }
+        if (a.lse && (lane & 3) == 0) {
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    const int row = m0 + wrow + mt * 16 + 8 * r;
+                    if (row >= sq) continue;
+                    const int64_t off = a.cu_q ? h * a.ls[1] + (int64_t)(q0 + row) * a.ls[2]
+                                               : b * a.ls[0] + h * a.ls[1] + (int64_t)row * a.ls[2];
+                    a.lse[off] = lsum[mt][r] > 0.f
+                                     ? (mrow[mt][r] * a.mult + __log2f(lsum[mt][r])) * 0.69314718055994531f
+                                     : -INFINITY;
+                }
+        }
+    }
+}
+
+/* Launches one instance; shared memory above 48 KB needs the opt-in attribute on every device. */
+template <typename T, int D>
+static cudaError_t sm80_launch_instance(const sm80_args *a, int64_t max_sq, cudaStream_t stream)
+{
+    constexpr int BM = PA_SM80_BM(D), BN = PA_SM80_BN(D), NW = PA_SM80_WARPS(D), ST = PA_SM80_STAGES(D);
+    constexpr int MT = BM / (16 * NW);
+    const size_t smem = PA_SM80_SMEM_BYTES(D);
+    auto kern = sm80_fwd<T, D, MT, BN, NW, ST>;
+    cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess) return e;
+    const int64_t mb = (max_sq + BM - 1) / BM, bh = (int64_t)a->batch * a->heads;
+    const int64_t gy = bh < 65535 ? bh : 65535, gz = (bh + gy - 1) / gy; /* supports() keeps gz <= 65535 */
+    const dim3 grid((unsigned)(mb < 0x7fffffff ? mb : 0x7fffffff), (unsigned)gy, (unsigned)gz);
+    sm80_args arg = *a;
+    void *args[] = {&arg};
+    return cudaLaunchKernel((const void *)kern, grid, dim3(NW * 32), args, smem, stream);
+}
+
+/* The instance files define these for their head dim. */
+#define SM80_INSTANCE_LAUNCHER(D)                                                                           \
+    cudaError_t sm80_launch_d##D(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream)         \
+    {                                                                                                        \
+        return bf16 ? sm80_launch_instance<__nv_bfloat16, D>(a, max_sq, stream)                              \
+                    : sm80_launch_instance<__half, D>(a, max_sq, stream);                                    \
+    }
+
+cudaError_t sm80_launch_d64(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);
+cudaError_t sm80_launch_d96(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);
+cudaError_t sm80_launch_d128(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);
+cudaError_t sm80_launch_d256(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);
+
+#endif

@@ -1,0 +1,65 @@
+/* cuda-sm80 launcher: turns the validated problem into the kernel's argument struct and picks the
+ * instance for (head dim, dtype). Called by the backend table (sm80_backend.c) after supports(). */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <string.h>
+
+#include "cuda_host.h"
+#include "sm80_fwd_kernel.cuh"
+#include "sm80_launch.h"
+
+/* A window side at least as long as both sequences together cuts nothing: make it unbounded, so
+ * that what remains fits the kernel's int32 row arithmetic. */
+static int sm80_window(int64_t w, int64_t sq, int64_t sk) { return w < 0 || w >= sq + sk ? -1 : (int)w; }
+
+extern "C" portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    const int64_t d = p->head_dim_qk;
+    if (p->head_dim_v != d || !PA_SM80_HAS_DIM(d) ||
+        (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16) || p->seqlen_q > PA_SM80_MAX_SEQ ||
+        p->seqlen_k > PA_SM80_MAX_SEQ || p->heads_q > INT32_MAX || p->batch > INT32_MAX ||
+        p->batch * p->heads_q > PA_SM80_MAX_BH)
+        return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm80: call outside the instances");
+    if (p->batch <= 0 || pb->max_seqlen_q <= 0) return PORTATTN_SUCCESS; /* nothing to write */
+
+    sm80_args a;
+    memset(&a, 0, sizeof a);
+    a.q = p->q.data, a.k = p->k.data, a.v = p->v.data, a.o = p->o.data, a.lse = p->lse;
+    if (pb->varlen) a.cu_q = p->cu_seqlens_q, a.cu_k = p->cu_seqlens_k;
+    for (int i = 0; i < 3; ++i) {
+        a.qs[i] = p->q.stride[i], a.ks[i] = p->k.stride[i], a.vs[i] = p->v.stride[i], a.os[i] = p->o.stride[i];
+        a.ls[i] = p->lse_stride[i];
+    }
+    a.batch = (int)p->batch, a.heads = (int)p->heads_q, a.group = (int)pb->group;
+    a.seqlen_q = (int)p->seqlen_q, a.seqlen_k = (int)p->seqlen_k;
+    a.wl = sm80_window(pb->window_left, p->seqlen_q, p->seqlen_k);
+    a.wr = sm80_window(pb->window_right, p->seqlen_q, p->seqlen_k);
+    /* Base-2 logits: exp(x * scale) = 2^(x * scale * log2 e). The FFMA form needs a positive
+     * multiplier (the row max is taken before it); softcap and negative scales rewrite the scores
+     * first and then use multiplier 1. */
+    const double log2e = 1.4426950408889634;
+    a.softcap = p->softcap > 0.f;
+    a.transform = a.softcap || pb->scale < 0.f;
+    a.mult = a.transform ? 1.f : (float)(pb->scale * log2e);
+    a.pre_mul = a.softcap ? (float)((double)pb->scale / p->softcap) : (float)(pb->scale * log2e);
+    a.post_mul = a.softcap ? (float)(p->softcap * log2e) : 1.f;
+    if (!isfinite(a.mult) || !isfinite(a.pre_mul) || !isfinite(a.post_mul) || a.mult == 0.f)
+        return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm80: scale %g / softcap %g out of range",
+                      (double)pb->scale, (double)p->softcap);
+
+    const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
+    cudaStream_t st = (cudaStream_t)stream;
+    cudaError_t e;
+    switch (d) {
+    case 64: e = sm80_launch_d64(&a, bf16, pb->max_seqlen_q, st); break;
+    case 96: e = sm80_launch_d96(&a, bf16, pb->max_seqlen_q, st); break;
+    case 128: e = sm80_launch_d128(&a, bf16, pb->max_seqlen_q, st); break;
+    default: e = sm80_launch_d256(&a, bf16, pb->max_seqlen_q, st); break;
+    }
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* clear the runtime's slot; the status carries the error */
+        return pa_cuda_status(e, "cuda-sm80: kernel launch", err, err_len);
+    }
+    return PORTATTN_SUCCESS;
+}
