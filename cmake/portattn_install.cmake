@@ -20,4 +20,5 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/portattn.pc.in ${PROJECT_BINARY_DIR}/
 install(FILES ${PROJECT_BINARY_DIR}/portattn.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 if(TARGET portattn-bench)
   install(TARGETS portattn-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(FILES ${PROJECT_SOURCE_DIR}/tools/devices.json DESTINATION ${CMAKE_INSTALL_DATADIR}/portattn)
 endif()

@@ -4,36 +4,28 @@ the same device call, as Markdown with ratios.
 
   tools/compare_peers.py BENCH.json PEERS.json [--title T] > table.md
 
-PEERS may be sdpa.py's --json file or its stdout (one JSON object per line)."""
-import argparse, json, sys
+PEERS may be sdpa.py's --json file or its stdout (one JSON object per line). A thin wrapper over
+tools/report.py (same readers; report.py also makes charts, decode tables and cross-device reports)."""
+import argparse
+import os
+import sys
 
-def load_peers(path):
-    text = open(path).read()
-    try:
-        return json.loads(text)["prefill"]
-    except (ValueError, KeyError):
-        return [json.loads(l) for l in text.splitlines() if l.strip().startswith("{")]
+sys.dont_write_bytecode = True  # no __pycache__ in tools/
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402  (tools/report.py)
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("bench"); ap.add_argument("peers"); ap.add_argument("--title", default="")
     a = ap.parse_args()
-    bench = json.load(open(a.bench))
-    peers = {(p["dtype"], p["d"], p["s"], bool(p["causal"])): p for p in load_peers(a.peers)}
-    if a.title:
-        print(f"### {a.title}\n")
-    print(f"Device: {bench.get('device', '?')}. TFLOPS by the FlashAttention convention "
-          "(4·B·H·S²·D, halved when causal); FA2 = PyTorch FLASH, cuDNN = PyTorch CUDNN_ATTENTION.\n")
-    print("| dtype | d | seqlen | causal | portattn kernel | portattn | FA2 | cuDNN | vs FA2 | vs cuDNN |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for r in bench["rows"]:
-        key = (r["dtype"], r["head_dim_qk"], r["seqlen_q"], bool(r["causal"]))
-        p = peers.get(key, {})
-        fa, cu, ours = p.get("flash_tflops"), p.get("cudnn_tflops"), r.get("tflops")
-        ratio = lambda x: f"{ours / x:.3f}x" if ours and x else "-"
-        fmt = lambda x: f"{x:.1f}" if x else "-"
-        print(f"| {r['dtype']} | {key[1]} | {key[2]} | {'yes' if key[3] else 'no'} | {r['kernel']} | "
-              f"{fmt(ours)} | {fmt(fa)} | {fmt(cu)} | {ratio(fa)} | {ratio(cu)} |")
+    try:
+        print("\n".join(report.compare_table(a.bench, a.peers, a.title)))
+    except (report.InputError, OSError, ValueError, KeyError) as e:
+        print(f"compare_peers.py: {e}", file=sys.stderr)
+        return 1
+    return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,19 +1,29 @@
-/* portattn-bench: times portattn_forward on one shape or on the DESIGN.md section 6 prefill sweep and,
- * with --check, compares the result with the CPU reference (or with the generic CUDA kernel when the
- * problem is too large for the CPU). Host C11 on the public API and tools/devmem.h only, so that it
- * measures exactly what a user calls. */
+/* portattn-bench: times portattn_forward on one shape, on a named sweep (the DESIGN.md section 6
+ * prefill sweep, or decode: one query token against long KV caches) or on a list of shapes from a
+ * file, and reports TFLOPS (decode: effective KV bytes/s) with the fraction of the device's peak from
+ * the device table (tools/devices.json). With --check it compares the result with the CPU reference
+ * (or with the generic CUDA kernel when the problem is too large for the CPU). Host C11 on the public
+ * API and tools/devmem.h only, so that it measures exactly what a user calls. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "bench_devices.h"
 #include "devmem.h"
 #include "half.h"
 #include "portattn.h"
 
 #define MAX_LIST 16
 #define VARLEN_SEED 0x5EEDu /* fixed: the same --varlen lengths on every run and machine */
+/* Decode rows cycle through copies of K and V of at least this many bytes in all, so that no timed
+ * call finds its KV cache in L2 (triton's do_bench, which times the peers, clears 256 MB instead). */
+#define ROTATE_BYTES (256.0 * 1024 * 1024)
+#define MAX_COPIES 64
 
 /* dtype conversions: common/half.h, the same round-to-nearest-even code as the CPU backend. */
 
@@ -65,26 +75,48 @@ typedef struct shape {
     float softcap;
 } shape;
 
+/* A shape as given on the command line or on one --sweep-file line; -1 = not given. */
+typedef struct shape_in {
+    int64_t b, sq, sk, hq, hkv, d, dv, wl, wr;
+    int causal, varlen, lse, bhsd;
+    double softcap;
+    char dtype[32]; /* "" = not given; with a sweep a comma list runs every shape once per dtype */
+} shape_in;
+
+typedef enum sweep_kind { SWEEP_NONE, SWEEP_PREFILL, SWEEP_DECODE, SWEEP_FILE } sweep_kind;
+static const char *const sweep_names[] = {"single", "prefill", "decode", "file"};
+
 typedef struct opts {
-    shape s;
-    int shape_given;
+    shape_in in;
     portattn_backend_t backend;
     int warmup, reps, check; /* -1 = default for the memory kind */
-    int sweep, force, normal;
+    sweep_kind sweep;
+    int force, normal, prefer_measured;
     double check_limit;
     uint64_t seed;
-    const char *json;
+    const char *json, *csv, *sweep_file, *devices, *device_entry;
     portattn_dtype_t dtypes[3];
     int ndtypes;
-    int64_t seqlens[MAX_LIST], dims[MAX_LIST];
-    int nseqlens, ndims;
+    int64_t seqlens[MAX_LIST], dims[MAX_LIST], batches[MAX_LIST];
+    int nseqlens, ndims, nbatches;
+    /* set by main once the device is known */
+    const char *device;
+    const dt_device *dev; /* NULL: unknown device or no table */
+    int have_table;
 } opts;
 
 typedef struct row {
     shape s;
     char backend[32], kernel[96];
     int64_t tokens_q, tokens_k; /* real token counts (the packed totals with --varlen) */
+    int decode;                 /* one query token: judged by KV bytes/s against the HBM peak */
     double flops, ms, tflops;
+    double kv_bytes, kv_Bps;    /* bytes of K and V the call must read; per second (decode rows) */
+    int kv_copies;              /* K/V copies cycled through while timing (decode rows) */
+    char peak_metric[24];       /* the device table's metric the row is judged by */
+    const dt_peak *peak;        /* NULL: no percentage, peak_note says why */
+    double peak_fraction;
+    char peak_note[120];
     const char *check; /* "none", "pass", "fail", "skipped", "error" */
     char check_ref[32];
     double o_maxabs, o_rel, lse_maxabs, lse_rel;
@@ -98,25 +130,43 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: portattn-bench [options]\n"
         "Times portattn_forward (median of --reps after --warmup; device events on GPUs) and prints\n"
-        "TFLOPS by the FlashAttention convention 2*B*Hq*Sq*Sk*(Dqk+Dv), halved when causal.\n"
-        "shape:\n"
+        "TFLOPS by the FlashAttention convention 2*B*Hq*Sq*Sk*(Dqk+Dv), halved when causal; rows with one\n"
+        "query token (decode) also print the effective KV bandwidth, bytes of K and V / time.\n"
+        "shape (also the syntax of --sweep-file lines):\n"
         "  --batch B --seqlen S (sets Sq and Sk) --seqlen-q Sq --seqlen-k Sk (default Sq)\n"
         "  --heads-q Hq --heads-kv Hkv (default Hq) --head-dim D --head-dim-v Dv (default D)\n"
-        "  --dtype f16|bf16|f32 (a comma list with --sweep; default bf16) --layout bshd|bhsd\n"
+        "  --dtype f16|bf16|f32 (a comma list with sweeps; default bf16) --layout bshd|bhsd\n"
         "  --causal --window L,R (-1 = unbounded side) --softcap X --lse\n"
         "  --varlen       pack B sequences of random lengths in [1, S] (fixed seed)\n"
+        "sweeps (a progress line on stderr; --causal/--window/--softcap/--lse/--layout apply to every row):\n"
+        "  --sweep prefill  (plain --sweep too) DESIGN.md section 6: B*S = 16384, H*D = 2048,\n"
+        "                   S 512..16384, D 64,128,256, causal no and yes (only yes with --causal)\n"
+        "                   [--sweep-seqlens LIST] [--sweep-dims LIST]\n"
+        "  --sweep decode   one query token, Hq=32 Hkv=8 D=128, batch 1,8,32, KV length 4096,16384,65536\n"
+        "                   (the points of sdpa.py --decode) [--sweep-batches LIST] [--sweep-seqlens LIST\n"
+        "                   (KV lengths)] [--sweep-dims LIST]; K/V are cycled through >= 256 MiB of copies\n"
+        "  --sweep-file FILE  one shape a line in the shape flags above, '#' starts a comment; lines\n"
+        "                   without --dtype run once per --dtype of the command line\n"
+        "  --force          run a named sweep on the CPU backend (slow)\n"
         "run:\n"
         "  --backend NAME (default automatic, or env PORTATTN_BACKEND) --warmup N (5) --reps N (20)\n"
         "  --seed N --dist uniform|normal\n"
         "  --check | --no-check   compare O (and LSE) with the CPU reference; exit 1 on failure\n"
         "  --check-limit MACS     largest B*Hq*Sq*Sk*(Dqk+Dv) for the CPU reference (2e10); above it\n"
         "                         a GPU run is compared with the cuda-generic backend instead\n"
-        "  --sweep [--sweep-seqlens LIST] [--sweep-dims LIST] [--force]   DESIGN.md section 6:\n"
-        "         B*S = 16384, H*D = 2048, S 512..16384, D 64,128,256, causal no/yes\n"
-        "  --json FILE --list-backends --help\n"
+        "output:\n"
+        "  --json FILE --csv FILE  every row with its kernel, time, TFLOPS, KV bytes/s, check, and the\n"
+        "                         fraction of the device's peak with which peak (metric, value, measured\n"
+        "                         or datasheet)\n"
+        "  --devices FILE         device table (default: $PORTATTN_DEVICES, else devices.json next to the\n"
+        "                         executable or in ../share/portattn, else the source tree's tools/)\n"
+        "  --peak measured|datasheet  which peak to prefer where the table has both (measured)\n"
+        "  --device-entry NAME    judge by the table's entry NAME (e.g. H200) instead of matching the\n"
+        "                         detected device name; the detected name is still recorded\n"
+        "  --list-backends --help\n"
         "With no shape flags: B=1 S=2048 H=16 D=128 on a GPU, B=1 S=1024 H=8 D=64 on a CPU-only\n"
         "machine, both with --check on. On the CPU warmup/reps default to 1/3.\n"
-        "Exit: 0 ok, 1 a run or check failed, 2 bad command line.\n");
+        "Exit: 0 ok, 1 a run or check failed, 2 bad command line or sweep file.\n");
 }
 
 static int parse_i64(const char *s, int64_t lo, int64_t *out)
@@ -136,6 +186,18 @@ static int parse_dtype(const char *s, portattn_dtype_t *t)
     else if (!strcmp(s, "f32") || !strcmp(s, "fp32")) *t = PORTATTN_DTYPE_F32;
     else return -1;
     return 0;
+}
+
+/* Comma list of dtypes into out[3]; returns the count or -1. */
+static int parse_dtypes(const char *s, portattn_dtype_t *out)
+{
+    char buf[64];
+    int n = 0;
+    if (strlen(s) >= sizeof buf) return -1;
+    strcpy(buf, s);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))
+        if (n == 3 || parse_dtype(tok, &out[n++])) return -1;
+    return n ? n : -1;
 }
 
 /* Comma list of positive integers into out[]; returns the count or -1. */
@@ -161,67 +223,147 @@ static int parse_f64(const char *s, double *out)
     return 0;
 }
 
+static int in_list(const char *name, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(name, list[i])) return 1;
+    return 0;
+}
+#define IN_LIST(name, list) in_list(name, list, sizeof list / sizeof list[0])
+
+/* The flags of one shape: the same on the command line and on --sweep-file lines. */
+static const char *const shape_switches[] = {"--causal", "--varlen", "--lse"};
+static const char *const shape_valued[] = {"--batch", "--seqlen", "--seqlen-q", "--seqlen-k", "--heads-q",
+    "--heads-kv", "--head-dim", "--head-dim-v", "--dtype", "--layout", "--window", "--softcap"};
+
+/* 0: not a shape flag, 1: a shape switch, 2: a shape flag with a value. */
+static int shape_flag_kind(const char *name)
+{
+    return IN_LIST(name, shape_switches) ? 1 : IN_LIST(name, shape_valued) ? 2 : 0;
+}
+
+static void shape_in_init(shape_in *si)
+{
+    memset(si, 0, sizeof *si);
+    si->b = si->sq = si->sk = si->hq = si->hkv = si->d = si->dv = si->wl = si->wr = -1;
+}
+
+/* Applies one shape flag (v = its value, NULL for a switch); -1 for a bad value. */
+static int shape_flag_set(shape_in *si, const char *name, const char *v)
+{
+    const struct { const char *name; int64_t *dst; } ints[] = {
+        {"--batch", &si->b}, {"--seqlen-q", &si->sq}, {"--seqlen-k", &si->sk}, {"--heads-q", &si->hq},
+        {"--heads-kv", &si->hkv}, {"--head-dim", &si->d}, {"--head-dim-v", &si->dv}};
+    for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
+        if (!strcmp(name, ints[j].name)) return parse_i64(v, 1, ints[j].dst);
+#define FLAG(n) (!strcmp(name, n))
+    if (FLAG("--causal")) si->causal = 1;
+    else if (FLAG("--varlen")) si->varlen = 1;
+    else if (FLAG("--lse")) si->lse = 1;
+    else if (FLAG("--seqlen")) { if (parse_i64(v, 1, &si->sq)) return -1; si->sk = si->sq; }
+    else if (FLAG("--dtype")) {
+        portattn_dtype_t t[3];
+        if (strlen(v) >= sizeof si->dtype || parse_dtypes(v, t) < 0) return -1;
+        strcpy(si->dtype, v);
+    } else if (FLAG("--layout")) {
+        if (strcmp(v, "bshd") && strcmp(v, "bhsd")) return -1;
+        si->bhsd = v[1] == 'h';
+    } else if (FLAG("--softcap")) {
+        if (parse_f64(v, &si->softcap)) return -1;
+    } else if (FLAG("--window")) {
+        char buf[64], *comma;
+        if (strlen(v) >= sizeof buf) return -1;
+        strcpy(buf, v);
+        if (!(comma = strchr(buf, ','))) return -1;
+        *comma = 0;
+        if (parse_i64(buf, -1, &si->wl) || parse_i64(comma + 1, -1, &si->wr)) return -1;
+    }
+    return 0;
+}
+
+static int shape_dims_given(const shape_in *si)
+{
+    return si->b > 0 || si->sq > 0 || si->sk > 0 || si->hq > 0 || si->hkv > 0 || si->d > 0 || si->dv > 0;
+}
+
+/* The shape of `si` in `dtype`, with defaults for what was not given; NULL, or why it is invalid. */
+static const char *finish_shape(const shape_in *si, portattn_dtype_t dtype, shape *s)
+{
+    if (si->sq < 0 && si->sk > 0) return "--seqlen-k needs --seqlen-q or --seqlen";
+    memset(s, 0, sizeof *s);
+    s->dtype = dtype;
+    s->b = si->b > 0 ? si->b : 1;
+    s->sq = si->sq > 0 ? si->sq : 1024;
+    s->sk = si->sk > 0 ? si->sk : s->sq;
+    s->hq = si->hq > 0 ? si->hq : si->hkv > 0 ? si->hkv : 16;
+    s->hkv = si->hkv > 0 ? si->hkv : s->hq;
+    s->d = si->d > 0 ? si->d : si->dv > 0 ? si->dv : 128;
+    s->dv = si->dv > 0 ? si->dv : s->d;
+    s->causal = si->causal; s->varlen = si->varlen; s->lse = si->lse; s->bhsd = si->bhsd;
+    s->wl = si->wl; s->wr = si->wr;
+    s->softcap = (float)si->softcap;
+    return NULL;
+}
+
 /* Returns 0 to run, 1 to exit 0 (help printed), 2 for a usage error. */
 static int parse_args(int argc, char **argv, opts *o, int *list_backends)
 {
-    int64_t b = -1, sq = -1, sk = -1, hq = -1, hkv = -1, d = -1, dv = -1, warmup = -1, reps = -1, seed = 1;
-    const struct { const char *name; int *dst; int val; } bools[] = {
-        {"--list-backends", list_backends, 1}, {"--causal", &o->s.causal, 1}, {"--varlen", &o->s.varlen, 1},
-        {"--lse", &o->s.lse, 1}, {"--check", &o->check, 1}, {"--no-check", &o->check, 0},
-        {"--sweep", &o->sweep, 1}, {"--force", &o->force, 1}};
+    int64_t warmup = -1, reps = -1, seed = 1;
+    const struct { const char *name; int *dst; int val; } switches[] = {
+        {"--list-backends", list_backends, 1}, {"--check", &o->check, 1}, {"--no-check", &o->check, 0},
+        {"--force", &o->force, 1}};
     const struct { const char *name; int64_t *dst; int64_t min; } ints[] = {
-        {"--batch", &b, 1}, {"--seqlen-q", &sq, 1}, {"--seqlen-k", &sk, 1}, {"--heads-q", &hq, 1},
-        {"--heads-kv", &hkv, 1}, {"--head-dim", &d, 1}, {"--head-dim-v", &dv, 1}, {"--warmup", &warmup, 0},
-        {"--reps", &reps, 1}, {"--seed", &seed, 0}};
-    static const char *const others[] = {"--seqlen", "--dtype", "--json", "--sweep-seqlens", "--sweep-dims",
-        "--layout", "--dist", "--window", "--softcap", "--check-limit", "--backend"};
-    const char *dtype_arg = "bf16";
+        {"--warmup", &warmup, 0}, {"--reps", &reps, 1}, {"--seed", &seed, 0}};
+    static const char *const valued[] = {"--json", "--csv", "--sweep-file", "--sweep-seqlens", "--sweep-dims",
+        "--sweep-batches", "--dist", "--check-limit", "--backend", "--devices", "--device-entry", "--peak", "--warmup",
+        "--reps", "--seed"};
+    shape_in *si = &o->in;
     for (int i = 1; i < argc; i++) {
         char name[64];
         const char *a = argv[i], *v = NULL, *eq = strchr(a, '=');
+        size_t len = eq ? (size_t)(eq - a) : strlen(a);
         int known = 0;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 1; }
-        if (strncmp(a, "--", 2) || strlen(a) >= sizeof name) goto bad;
-        strcpy(name, a);
-        if (eq) { name[eq - a] = 0; v = eq + 1; }
-#define FLAG(n) (!strcmp(name, n))
-        for (size_t j = 0; j < sizeof bools / sizeof bools[0]; j++)
-            if (FLAG(bools[j].name) && !v) { *bools[j].dst = bools[j].val; known = 1; }
+        if (strncmp(a, "--", 2) || len >= sizeof name) goto bad;
+        memcpy(name, a, len);
+        name[len] = 0;
+        if (eq) v = eq + 1;
+        if (FLAG("--sweep")) { /* an optional value: prefill (the default) or decode */
+            if (!v && i + 1 < argc && argv[i + 1][0] != '-') v = argv[++i];
+            if (!v || !strcmp(v, "prefill")) o->sweep = SWEEP_PREFILL;
+            else if (!strcmp(v, "decode")) o->sweep = SWEEP_DECODE;
+            else { fprintf(stderr, "portattn-bench: unknown sweep '%s' (prefill or decode; or --sweep-file FILE)\n", v); return 2; }
+            continue;
+        }
+        int kind = shape_flag_kind(name);
+        for (size_t j = 0; j < sizeof switches / sizeof switches[0]; j++)
+            if (FLAG(switches[j].name) && !v) { *switches[j].dst = switches[j].val; known = 1; }
+        if (kind == 1 && !v) { shape_flag_set(si, name, NULL); known = 1; }
         if (known) continue;
-        for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++) known |= FLAG(ints[j].name);
-        for (size_t j = 0; j < sizeof others / sizeof others[0]; j++) known |= FLAG(others[j]);
-        if (!known) goto bad;
+        if (kind != 2 && !IN_LIST(name, valued)) goto bad;
         if (!v && !(v = i + 1 < argc ? argv[++i] : NULL)) {
             fprintf(stderr, "portattn-bench: %s needs a value\n", name);
             return 2;
         }
+        if (kind == 2) { if (shape_flag_set(si, name, v)) goto bad_value; continue; }
         for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
             if (FLAG(ints[j].name) && parse_i64(v, ints[j].min, ints[j].dst)) goto bad_value;
-        if (FLAG("--seqlen")) { if (parse_i64(v, 1, &sq)) goto bad_value; sk = sq; }
-        else if (FLAG("--dtype")) dtype_arg = v;
-        else if (FLAG("--json")) o->json = v;
+        if (FLAG("--json")) o->json = v;
+        else if (FLAG("--csv")) o->csv = v;
+        else if (FLAG("--sweep-file")) o->sweep_file = v;
+        else if (FLAG("--devices")) o->devices = v;
+        else if (FLAG("--device-entry")) o->device_entry = v;
         else if (FLAG("--sweep-seqlens")) { if ((o->nseqlens = parse_list(v, o->seqlens)) < 0) goto bad_value; }
         else if (FLAG("--sweep-dims")) { if ((o->ndims = parse_list(v, o->dims)) < 0) goto bad_value; }
-        else if (FLAG("--layout")) { if (strcmp(v, "bshd") && strcmp(v, "bhsd")) goto bad_value; o->s.bhsd = v[1] == 'h'; }
+        else if (FLAG("--sweep-batches")) { if ((o->nbatches = parse_list(v, o->batches)) < 0) goto bad_value; }
         else if (FLAG("--dist")) { if (strcmp(v, "uniform") && strcmp(v, "normal")) goto bad_value; o->normal = v[0] == 'n'; }
+        else if (FLAG("--peak")) { if (strcmp(v, "measured") && strcmp(v, "datasheet")) goto bad_value; o->prefer_measured = v[0] == 'm'; }
         else if (FLAG("--check-limit")) { if (parse_f64(v, &o->check_limit)) goto bad_value; }
-        else if (FLAG("--softcap")) {
-            double c;
-            if (parse_f64(v, &c)) goto bad_value;
-            o->s.softcap = (float)c;
-        } else if (FLAG("--window")) {
-            char buf[64], *comma;
-            if (strlen(v) >= sizeof buf) goto bad_value;
-            strcpy(buf, v);
-            if (!(comma = strchr(buf, ','))) goto bad_value;
-            *comma = 0;
-            if (parse_i64(buf, -1, &o->s.wl) || parse_i64(comma + 1, -1, &o->s.wr)) goto bad_value;
-        } else if (FLAG("--backend")) {
+        else if (FLAG("--backend")) {
             int ok = 0;
             o->backend = portattn_backend_from_name(v, &ok);
             if (!ok) { fprintf(stderr, "portattn-bench: unknown backend '%s' (see --list-backends)\n", v); return 2; }
         }
-#undef FLAG
         continue;
     bad_value:
         fprintf(stderr, "portattn-bench: bad value '%s' for %s\n", v, name);
@@ -231,42 +373,158 @@ static int parse_args(int argc, char **argv, opts *o, int *list_backends)
         usage(stderr);
         return 2;
     }
+#undef FLAG
     if (warmup > 1000000 || reps > 1000000) { fprintf(stderr, "portattn-bench: --warmup/--reps too large\n"); return 2; }
     o->warmup = (int)warmup; o->reps = (int)reps; o->seed = (uint64_t)seed;
-    char buf[64]; /* dtype: a comma list only makes sense when sweeping */
-    if (strlen(dtype_arg) >= sizeof buf) goto bad_dtype;
-    strcpy(buf, dtype_arg);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))
-        if (o->ndtypes == 3 || parse_dtype(tok, &o->dtypes[o->ndtypes++])) goto bad_dtype;
-    if (o->ndtypes == 0 || (o->ndtypes > 1 && !o->sweep)) goto bad_dtype;
-    o->s.dtype = o->dtypes[0];
-    o->shape_given = b > 0 || sq > 0 || sk > 0 || hq > 0 || hkv > 0 || d > 0 || dv > 0;
-    if (o->sweep && o->shape_given) {
-        fprintf(stderr, "portattn-bench: --sweep sets batch, seqlens, heads and head dims itself\n");
-        return 2;
-    }
-    if (!o->sweep && (o->nseqlens || o->ndims)) {
-        fprintf(stderr, "portattn-bench: --sweep-seqlens/--sweep-dims need --sweep\n");
-        return 2;
-    }
-    if (sq < 0 && sk > 0) { fprintf(stderr, "portattn-bench: --seqlen-k needs --seqlen-q or --seqlen\n"); return 2; }
-    /* unset fields stay -1 and get the defaults once the memory kind is known */
-    o->s.b = b; o->s.sq = sq; o->s.sk = sk < 0 ? sq : sk;
-    o->s.hq = hq; o->s.hkv = hkv; o->s.d = d; o->s.dv = dv;
+
+    const char *err = NULL;
+    int named = o->sweep == SWEEP_PREFILL || o->sweep == SWEEP_DECODE;
+    o->ndtypes = parse_dtypes(si->dtype[0] ? si->dtype : "bf16", o->dtypes);
+    if (o->sweep_file && !o->sweep) o->sweep = SWEEP_FILE;
+    if (o->sweep_file && o->sweep != SWEEP_FILE) err = "--sweep and --sweep-file: one or the other";
+    else if (o->ndtypes > 1 && o->sweep == SWEEP_NONE) err = "a --dtype list needs a sweep";
+    else if (named && shape_dims_given(si)) err = "--sweep sets batch, seqlens, heads and head dims itself";
+    else if (o->sweep == SWEEP_DECODE && (si->causal || si->varlen))
+        err = "--sweep decode: one query token sees the whole KV cache; --causal and --varlen do not apply";
+    else if (o->sweep == SWEEP_FILE && (shape_dims_given(si) || si->causal || si->varlen || si->lse || si->bhsd ||
+                                        si->wl >= 0 || si->wr >= 0 || si->softcap > 0))
+        err = "--sweep-file: the shapes come from the file (only --dtype may be given, for lines without one)";
+    else if (!named && (o->nseqlens || o->ndims)) err = "--sweep-seqlens/--sweep-dims need --sweep prefill or decode";
+    else if (o->nbatches && o->sweep != SWEEP_DECODE) err = "--sweep-batches needs --sweep decode";
+    else if (si->sq < 0 && si->sk > 0) err = "--seqlen-k needs --seqlen-q or --seqlen";
+    if (err) { fprintf(stderr, "portattn-bench: %s\n", err); return 2; }
     return 0;
-bad_dtype:
-    fprintf(stderr, "portattn-bench: bad --dtype '%s' (f16, bf16 or f32; a comma list only with --sweep)\n", dtype_arg);
-    return 2;
+}
+
+/* ---- the rows to run --------------------------------------------------------------------- */
+
+typedef struct plan { shape *s; int n, cap; } plan;
+
+static int plan_add(plan *p, const shape *s)
+{
+    if (p->n == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 64;
+        shape *t = cap > 1000000 ? NULL : realloc(p->s, sizeof(shape) * (size_t)cap);
+        if (!t) return -1;
+        p->s = t;
+        p->cap = cap;
+    }
+    p->s[p->n++] = *s;
+    return 0;
+}
+
+/* --sweep-file: one shape a line in the command line's shape flags ("--flag value" or
+ * "--flag=value"), '#' to the end of the line is a comment. Returns 0, or 2 with the message printed. */
+static int read_sweep_file(const opts *o, plan *pl)
+{
+    FILE *f = fopen(o->sweep_file, "r");
+    if (!f) { fprintf(stderr, "portattn-bench: cannot read --sweep-file %s\n", o->sweep_file); return 2; }
+    char line[4096];
+    int lineno = 0, rc = 0;
+    while (!rc && fgets(line, sizeof line, f)) {
+        lineno++;
+        char *tok[128], *hash = strchr(line, '#');
+        int ntok = 0;
+        if (!strchr(line, '\n') && !feof(f)) { rc = 1; fprintf(stderr, "%s:%d: line too long\n", o->sweep_file, lineno); break; }
+        if (hash) *hash = 0;
+        for (char *t = strtok(line, " \t\r\n"); t && !rc; t = strtok(NULL, " \t\r\n")) {
+            if (ntok == 128) { fprintf(stderr, "%s:%d: too many flags\n", o->sweep_file, lineno); rc = 1; }
+            else tok[ntok++] = t;
+        }
+        if (!ntok || rc) continue;
+        shape_in si;
+        shape_in_init(&si);
+        for (int i = 0; i < ntok && !rc; i++) {
+            char *name = tok[i], *v = NULL, *eq = strchr(name, '=');
+            if (eq) { *eq = 0; v = eq + 1; }
+            int kind = shape_flag_kind(name);
+            if (!kind) {
+                fprintf(stderr, "%s:%d: '%s' is not a shape flag (see --help: shape)\n", o->sweep_file, lineno, name);
+                rc = 1;
+            } else if (kind == 2 && !v && !(v = i + 1 < ntok ? tok[++i] : NULL)) {
+                fprintf(stderr, "%s:%d: %s needs a value\n", o->sweep_file, lineno, name);
+                rc = 1;
+            } else if (kind == 1 && v) {
+                fprintf(stderr, "%s:%d: %s takes no value\n", o->sweep_file, lineno, name);
+                rc = 1;
+            } else if (shape_flag_set(&si, name, v)) {
+                fprintf(stderr, "%s:%d: bad value '%s' for %s\n", o->sweep_file, lineno, v, name);
+                rc = 1;
+            }
+        }
+        portattn_dtype_t dt[3];
+        int ndt = si.dtype[0] ? parse_dtypes(si.dtype, dt) : o->ndtypes;
+        if (!si.dtype[0]) memcpy(dt, o->dtypes, sizeof dt);
+        for (int t = 0; t < ndt && !rc; t++) {
+            shape s;
+            const char *why = finish_shape(&si, dt[t], &s);
+            if (why) { fprintf(stderr, "%s:%d: %s\n", o->sweep_file, lineno, why); rc = 1; }
+            else if (plan_add(pl, &s)) { fprintf(stderr, "portattn-bench: too many shapes\n"); rc = 1; }
+        }
+    }
+    fclose(f);
+    if (!rc && pl->n == 0) { fprintf(stderr, "portattn-bench: no shapes in %s\n", o->sweep_file); rc = 1; }
+    return rc ? 2 : 0;
+}
+
+/* The rows of a named sweep, of the sweep file, or the one shape. 0, else the exit code (message printed). */
+static int make_plan(const opts *o, const shape *one, plan *pl)
+{
+    static const int64_t def_seqlens[] = {512, 1024, 2048, 4096, 8192, 16384}, def_dims[] = {64, 128, 256};
+    static const int64_t dec_batches[] = {1, 8, 32}, dec_kv[] = {4096, 16384, 65536}, dec_dims[] = {128};
+    int rc = 0;
+    if (o->sweep == SWEEP_FILE) return read_sweep_file(o, pl);
+    if (o->sweep == SWEEP_NONE) rc = plan_add(pl, one);
+    int dec = o->sweep == SWEEP_DECODE;
+    const int64_t *seqlens = o->nseqlens ? o->seqlens : dec ? dec_kv : def_seqlens;
+    const int64_t *dims = o->ndims ? o->dims : dec ? dec_dims : def_dims;
+    const int64_t *batches = o->nbatches ? o->batches : dec_batches;
+    int nseq = o->nseqlens ? o->nseqlens : dec ? 3 : 6, ndim = o->ndims ? o->ndims : dec ? 1 : 3;
+    int nb = dec ? (o->nbatches ? o->nbatches : 3) : 1;
+    int ncausal = !dec && !one->causal ? 2 : 1; /* --causal with --sweep: causal rows only */
+    for (int t = 0; t < o->ndtypes && o->sweep != SWEEP_NONE; t++)
+        for (int di = 0; di < ndim; di++)
+            for (int c = 0; c < ncausal; c++)
+                for (int bi = 0; bi < nb; bi++)
+                    for (int si = 0; si < nseq && !rc; si++) {
+                        shape sh = *one;
+                        sh.dtype = o->dtypes[t];
+                        sh.d = sh.dv = dims[di];
+                        if (dec) { /* sdpa.py --decode: GQA 32/8, one query token */
+                            sh.b = batches[bi];
+                            sh.hq = 32; sh.hkv = 8;
+                            sh.sq = 1; sh.sk = seqlens[si];
+                        } else { /* 16384 tokens and 2048 = heads * head_dim, as FlashAttention's benchmark */
+                            sh.hq = sh.hkv = 2048 / dims[di] > 0 ? 2048 / dims[di] : 1;
+                            sh.sq = sh.sk = seqlens[si];
+                            sh.b = 16384 / seqlens[si] > 0 ? 16384 / seqlens[si] : 1;
+                            sh.causal = one->causal || c == 1;
+                        }
+                        rc = plan_add(pl, &sh);
+                    }
+    if (rc) fprintf(stderr, "portattn-bench: out of host memory\n");
+    return rc ? 1 : 0;
 }
 
 /* ---- running one shape ------------------------------------------------------------------- */
 
-typedef struct call { const portattn_fwd_params_t *p; portattn_status_t st; } call;
+/* The timed call. Decode rows cycle K and V through `copies` identical copies so that every call
+ * reads its KV cache from HBM, not from an L2 that the previous call left warm. */
+typedef struct call {
+    portattn_fwd_params_t p;
+    char *k0, *v0;         /* copy 0 */
+    size_t kbytes, vbytes; /* one copy */
+    int copies, next;
+    portattn_status_t st;
+} call;
 
 static int call_forward(void *arg)
 {
     call *c = (call *)arg;
-    c->st = portattn_forward(c->p, NULL);
+    int i = c->next++ % c->copies;
+    c->p.k.data = c->k0 + (size_t)i * c->kbytes;
+    c->p.v.data = c->v0 + (size_t)i * c->vbytes;
+    c->st = portattn_forward(&c->p, NULL);
     return c->st != PORTATTN_SUCCESS;
 }
 
@@ -293,6 +551,17 @@ static double seq_flops(const shape *s, int64_t sq, int64_t sk)
         pairs *= 0.5;
     }
     return 2.0 * (double)s->hq * pairs * (double)(s->d + s->dv);
+}
+
+/* Keys a sequence must read at least once: all of them, except that a window (bottom-right, as in
+ * portattn.h) hides those left of the first query row's window and right of the last row's. */
+static double seq_keys(const shape *s, int64_t sq, int64_t sk)
+{
+    int64_t wl = s->wl, wr = s->causal ? 0 : s->wr;
+    int64_t lo = wl < 0 ? 0 : sk - sq - wl, hi = wr < 0 ? sk - 1 : sk - 1 + wr;
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > sk - 1 ? sk - 1 : hi;
+    return hi >= lo ? (double)(hi - lo + 1) : 0;
 }
 
 /* An fp32 copy of a whole strided buffer (same element strides), or NULL. */
@@ -428,21 +697,97 @@ bail:
     return 1;
 }
 
+/* ---- progress and the printed table ------------------------------------------------------- */
+
+/* The progress line of a sweep on stderr: rewritten in place on a terminal, one line a row when
+ * stderr is a file or pipe (a log then shows how far a sweep got). */
+static struct { int on, tty, shown; double t0; } progress;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* "causal window(L,R) softcap=X varlen lse bhsd": what is not plain in a shape. */
+static void shape_flags(const shape *s, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+#define ADD(...) (k += (size_t)snprintf(buf + k, k < n ? n - k : 0, __VA_ARGS__), k = k < n ? k : n - 1)
+    if (s->causal) ADD(" causal");
+    if (s->wl >= 0 || s->wr >= 0) ADD(" window(%lld,%lld)", (long long)s->wl, (long long)s->wr);
+    if (s->softcap > 0) ADD(" softcap=%g", s->softcap);
+    if (s->varlen) ADD(" varlen");
+    if (s->lse) ADD(" lse");
+    if (s->bhsd) ADD(" bhsd");
+#undef ADD
+    if (buf[0] == ' ') memmove(buf, buf + 1, strlen(buf));
+}
+
+static void progress_show(int i, int n, const shape *s)
+{
+    if (!progress.on) return;
+    char fl[160];
+    shape_flags(s, fl, sizeof fl);
+    fprintf(stderr, "%s[%d/%d] %s B=%lld Sq=%lld Sk=%lld Hq=%lld Hkv=%lld D=%lld%s%s  (%.1f s elapsed)%s",
+            progress.tty ? "\r\033[K" : "", i + 1, n, dtype_name(s->dtype), (long long)s->b, (long long)s->sq,
+            (long long)s->sk, (long long)s->hq, (long long)s->hkv, (long long)s->d, fl[0] ? " " : "", fl,
+            now_s() - progress.t0, progress.tty ? "" : "\n");
+    fflush(stderr);
+    progress.shown = progress.tty;
+}
+
+static void progress_clear(void) /* before anything goes to stdout, which may be the same terminal */
+{
+    if (progress.shown) { fputs("\r\033[K", stderr); fflush(stderr); }
+    progress.shown = 0;
+}
+
+static void print_header(void)
+{
+    printf("%-13s %-24s %-4s %4s %6s %6s %4s %4s %4s %4s %12s %8s %8s %6s  flags\n", "backend", "kernel", "type",
+           "B", "Sq", "Sk", "Hq", "Hkv", "D", "Dv", "time", "TFLOPS", "KV TB/s", "%peak");
+}
+
 static void print_row(const row *r)
 {
     const shape *s = &r->s;
+    char fl[160];
+    progress_clear();
     printf("%-13s %-24s %-4s %4lld %6lld %6lld %4lld %4lld %4lld %4lld ", r->backend, r->kernel, dtype_name(s->dtype),
            (long long)s->b, (long long)s->sq, (long long)s->sk, (long long)s->hq, (long long)s->hkv,
            (long long)s->d, (long long)s->dv);
-    if (r->ms >= 0) printf("%10.3f %8.2f ", r->ms, r->tflops);
-    else printf("%10s %8s ", "-", "-");
-    if (s->causal) printf(" causal");
-    if (s->wl >= 0 || s->wr >= 0) printf(" window(%lld,%lld)", (long long)s->wl, (long long)s->wr);
-    if (s->softcap > 0) printf(" softcap=%g", s->softcap);
-    if (s->varlen) printf(" varlen(tokens q=%lld k=%lld)", (long long)r->tokens_q, (long long)r->tokens_k);
-    if (s->lse) printf(" lse");
-    if (s->bhsd) printf(" bhsd");
+    if (r->ms < 0) printf("%12s %8s %8s %6s ", "-", "-", "-", "-");
+    else {
+        if (r->decode) printf("%9.1f us ", r->ms * 1e3);
+        else printf("%9.3f ms ", r->ms);
+        printf("%8.2f ", r->tflops);
+        if (r->decode) printf("%8.3f ", r->kv_Bps * 1e-12);
+        else printf("%8s ", "-");
+        if (r->peak) printf(r->peak_fraction < 0.0995 ? "%5.2f%% " : "%5.1f%% ", 100 * r->peak_fraction);
+        else printf("%6s ", "-");
+    }
+    shape_flags(s, fl, sizeof fl);
+    printf(" %s", fl);
+    if (s->varlen) printf(" (tokens q=%lld k=%lld)", (long long)r->tokens_q, (long long)r->tokens_k);
     printf("\n");
+    fflush(stdout);
+}
+
+/* The peak a row is judged by: the HBM bandwidth for decode rows, the dtype's dense tensor TFLOPS
+ * otherwise; no percentage (and why) for an unknown device or a metric the table lacks. */
+static void assign_peak(const opts *o, row *r)
+{
+    snprintf(r->peak_metric, sizeof r->peak_metric, "%s", r->decode ? "hbm_TBps"
+             : r->s.dtype == PORTATTN_DTYPE_BF16 ? "bf16_tflops" : r->s.dtype == PORTATTN_DTYPE_F16 ? "fp16_tflops"
+             : "fp32_tflops");
+    if (!o->have_table) snprintf(r->peak_note, sizeof r->peak_note, "no device table");
+    else if (!o->dev) snprintf(r->peak_note, sizeof r->peak_note, "unknown device");
+    else if (!(r->peak = dt_peak_of(o->dev, r->peak_metric, o->prefer_measured)))
+        snprintf(r->peak_note, sizeof r->peak_note, "no %s peak for %s in the device table", r->peak_metric, o->dev->name);
+    else r->peak_fraction = (r->decode ? r->kv_Bps * 1e-12 : r->tflops) / r->peak->value;
 }
 
 /* Allocates, fills, times and (optionally) checks one shape. Returns 0 on success, 1 on failure. */
@@ -453,10 +798,12 @@ static int run_shape(const opts *o, const shape *s, dm_kind kind, rng *gen, row 
     memset(r, 0, sizeof *r);
     r->s = *s;
     r->check = "none";
-    r->ms = r->tflops = -1;
+    r->ms = r->tflops = r->kv_Bps = -1;
+    r->kv_copies = 1;
+    r->decode = !s->varlen && s->sq == 1;
     snprintf(r->backend, sizeof r->backend, "?");
     int fail = 1;
-    double flops = 0, macs = 0;
+    double flops = 0, macs = 0, keys = 0;
     /* the int64 and size_t products below must not overflow: refuse absurd shapes first */
     double elems = (double)s->b * (double)(s->sq > s->sk ? s->sq : s->sk) *
                    (double)(s->hq > s->hkv ? s->hq : s->hkv) * (double)(s->d > s->dv ? s->d : s->dv);
@@ -479,21 +826,30 @@ static int run_shape(const opts *o, const shape *s, dm_kind kind, rng *gen, row 
             maxq = lq > maxq ? lq : maxq; maxk = lk > maxk ? lk : maxk;
             b.hcu_q[i + 1] = (int32_t)tq; b.hcu_k[i + 1] = (int32_t)tk;
             flops += seq_flops(s, lq, lk);
+            keys += seq_keys(s, lq, lk);
             macs += (double)s->hq * (double)lq * (double)lk * (double)(s->d + s->dv);
         }
     } else {
         flops = (double)s->b * seq_flops(s, s->sq, s->sk);
+        keys = (double)s->b * seq_keys(s, s->sq, s->sk);
         macs = (double)s->b * (double)s->hq * (double)s->sq * (double)s->sk * (double)(s->d + s->dv);
     }
     r->tokens_q = tq; r->tokens_k = tk; r->flops = flops;
+    size_t es = (size_t)dtype_size(s->dtype), cub = sizeof(int32_t) * (size_t)(s->b + 1);
+    r->kv_bytes = keys * (double)s->hkv * (double)(s->d + s->dv) * (double)es;
 
     b.nq = (size_t)(tq * s->hq * s->d); b.nk = (size_t)(tk * s->hkv * s->d);
     b.nv = (size_t)(tk * s->hkv * s->dv); b.no = (size_t)(tq * s->hq * s->dv);
     b.nlse = s->lse ? (size_t)(tq * s->hq) : 0;
-    size_t es = (size_t)dtype_size(s->dtype), cub = sizeof(int32_t) * (size_t)(s->b + 1);
+    if (r->decode) { /* enough copies of K and V that no timed call finds them in L2 */
+        double all = (double)(b.nk + b.nv) * (double)es;
+        r->kv_copies = all <= 0 ? 1 : (int)fmin(MAX_COPIES, ceil(ROTATE_BYTES / all));
+    }
+    size_t copies = (size_t)r->kv_copies;
     b.hq = malloc(b.nq * es + 1); b.hk = malloc(b.nk * es + 1); b.hv = malloc(b.nv * es + 1);
     b.ho = malloc(b.no * es + 1); b.hlse = (float *)malloc(b.nlse * sizeof(float) + 4);
-    b.dq = dm_alloc(kind, b.nq * es); b.dk = dm_alloc(kind, b.nk * es); b.dv = dm_alloc(kind, b.nv * es);
+    b.dq = dm_alloc(kind, b.nq * es); b.dk = dm_alloc(kind, copies * b.nk * es);
+    b.dv = dm_alloc(kind, copies * b.nv * es);
     b.dout = dm_alloc(kind, b.no * es); b.dlse = (float *)dm_alloc(kind, b.nlse * sizeof(float));
     if (s->varlen) { b.dcu_q = (int32_t *)dm_alloc(kind, cub); b.dcu_k = (int32_t *)dm_alloc(kind, cub); }
     if (!b.hq || !b.hk || !b.hv || !b.ho || !b.hlse || !b.dq || !b.dk || !b.dv || !b.dout || !b.dlse ||
@@ -503,43 +859,51 @@ static int run_shape(const opts *o, const shape *s, dm_kind kind, rng *gen, row 
     fill_random(b.hq, s->dtype, b.nq, gen, o->normal);
     fill_random(b.hk, s->dtype, b.nk, gen, o->normal);
     fill_random(b.hv, s->dtype, b.nv, gen, o->normal);
-    if (dm_upload(kind, b.dq, b.hq, b.nq * es) || dm_upload(kind, b.dk, b.hk, b.nk * es) ||
-        dm_upload(kind, b.dv, b.hv, b.nv * es) ||
+    if (dm_upload(kind, b.dq, b.hq, b.nq * es) ||
         (s->varlen && (dm_upload(kind, b.dcu_q, b.hcu_q, cub) || dm_upload(kind, b.dcu_k, b.hcu_k, cub))))
         BAIL("upload failed");
+    for (size_t i = 0; i < copies; i++)
+        if (dm_upload(kind, (char *)b.dk + i * b.nk * es, b.hk, b.nk * es) ||
+            dm_upload(kind, (char *)b.dv + i * b.nv * es, b.hv, b.nv * es))
+            BAIL("upload failed");
 
-    portattn_fwd_params_t p;
-    portattn_fwd_params_init(&p);
-    p.dtype = s->dtype;
-    p.batch = s->b;
-    p.seqlen_q = s->varlen ? tq : s->sq;
-    p.seqlen_k = s->varlen ? tk : s->sk;
-    p.heads_q = s->hq; p.heads_kv = s->hkv;
-    p.head_dim_qk = s->d; p.head_dim_v = s->dv;
+    call c;
+    memset(&c, 0, sizeof c);
+    portattn_fwd_params_t *p = &c.p;
+    portattn_fwd_params_init(p);
+    p->dtype = s->dtype;
+    p->batch = s->b;
+    p->seqlen_q = s->varlen ? tq : s->sq;
+    p->seqlen_k = s->varlen ? tk : s->sk;
+    p->heads_q = s->hq; p->heads_kv = s->hkv;
+    p->head_dim_qk = s->d; p->head_dim_v = s->dv;
     {
         portattn_tensor_t (*mk)(void *, int64_t, int64_t, int64_t) = s->bhsd ? portattn_tensor_bhsd : portattn_tensor_bshd;
-        p.q = mk(b.dq, p.seqlen_q, s->hq, s->d);
-        p.k = mk(b.dk, p.seqlen_k, s->hkv, s->d);
-        p.v = mk(b.dv, p.seqlen_k, s->hkv, s->dv);
-        p.o = mk(b.dout, p.seqlen_q, s->hq, s->dv);
+        p->q = mk(b.dq, p->seqlen_q, s->hq, s->d);
+        p->k = mk(b.dk, p->seqlen_k, s->hkv, s->d);
+        p->v = mk(b.dv, p->seqlen_k, s->hkv, s->dv);
+        p->o = mk(b.dout, p->seqlen_q, s->hq, s->dv);
     }
     if (s->lse) {
-        p.lse = b.dlse;
-        p.lse_stride[0] = s->varlen ? 0 : s->hq * p.seqlen_q; /* varlen: (head, packed token) */
-        p.lse_stride[1] = p.seqlen_q;
-        p.lse_stride[2] = 1;
+        p->lse = b.dlse;
+        p->lse_stride[0] = s->varlen ? 0 : s->hq * p->seqlen_q; /* varlen: (head, packed token) */
+        p->lse_stride[1] = p->seqlen_q;
+        p->lse_stride[2] = 1;
     }
     if (s->varlen) {
-        p.cu_seqlens_q = b.dcu_q; p.cu_seqlens_k = b.dcu_k;
-        p.max_seqlen_q = maxq; p.max_seqlen_k = maxk;
+        p->cu_seqlens_q = b.dcu_q; p->cu_seqlens_k = b.dcu_k;
+        p->max_seqlen_q = maxq; p->max_seqlen_k = maxk;
     }
-    p.softcap = s->softcap;
-    p.causal = s->causal;
-    p.window_left = s->wl; p.window_right = s->wr;
-    p.backend = o->backend;
+    p->softcap = s->softcap;
+    p->causal = s->causal;
+    p->window_left = s->wl; p->window_right = s->wr;
+    p->backend = o->backend;
+    c.k0 = (char *)b.dk; c.v0 = (char *)b.dv;
+    c.kbytes = b.nk * es; c.vbytes = b.nv * es;
+    c.copies = r->kv_copies;
 
     portattn_selection_t sel;
-    portattn_status_t st = portattn_forward_query(&p, &sel);
+    portattn_status_t st = portattn_forward_query(p, &sel);
     if (st != PORTATTN_SUCCESS) BAIL_API("portattn_forward_query", st);
     snprintf(r->backend, sizeof r->backend, "%s", sel.backend_name);
     snprintf(r->kernel, sizeof r->kernel, "%s", sel.kernel);
@@ -548,21 +912,22 @@ static int run_shape(const opts *o, const shape *s, dm_kind kind, rng *gen, row 
 
     int warmup = o->warmup >= 0 ? o->warmup : kind == DM_HOST ? 1 : 5;
     int reps = o->reps >= 1 ? o->reps : kind == DM_HOST ? 3 : 20;
-    call c = {&p, PORTATTN_SUCCESS};
     r->ms = dm_time_ms(kind, warmup, reps, call_forward, &c);
     if (r->ms < 0 && c.st != PORTATTN_SUCCESS) BAIL_API("portattn_forward", c.st);
     if (r->ms < 0) BAIL("timing failed (device error or event failure)");
     r->tflops = r->ms > 0 ? flops / (r->ms * 1e-3) / 1e12 : 0;
+    if (r->decode) r->kv_Bps = r->ms > 0 ? r->kv_bytes / (r->ms * 1e-3) : 0;
+    assign_peak(o, r);
     print_row(r);
     fail = 0;
-    if (o->check > 0) fail = check_row(o, s, kind, &p, sel.backend, &b, macs, r);
+    if (o->check > 0) fail = check_row(o, s, kind, p, sel.backend, &b, macs, r);
 bail:
     if (fail && r->ms < 0) { print_row(r); printf("  error: %s\n", r->msg); }
     free_bufs(&b, kind);
     return fail;
 }
 
-/* ---- JSON -------------------------------------------------------------------------------- */
+/* ---- JSON and CSV ------------------------------------------------------------------------ */
 
 static void json_str(FILE *f, const char *s)
 {
@@ -579,24 +944,51 @@ static void json_str(FILE *f, const char *s)
 
 static void json_num(FILE *f, double x) /* JSON has no NaN/inf: null */
 {
-    if (isfinite(x)) fprintf(f, "%.6g", x);
+    if (isfinite(x)) fprintf(f, "%.10g", x);
     else fputs("null", f);
 }
 
-static int write_json(const char *path, const char *device, const row *rows, int n)
+/* What the run was: the device, its table entry and the command line. */
+typedef struct run_info {
+    const char *device, *entry, *table, *sweep, *date;
+    char command[2048];
+} run_info;
+
+/* The numbers of one row that may be absent: NAN, written as null (JSON) or an empty field (CSV). */
+typedef struct row_nums { double ms, us, tflops, kv_Bps, peak_value, peak_fraction; } row_nums;
+
+static row_nums nums_of(const row *r)
+{
+    int ran = r->ms >= 0;
+    row_nums n = {ran ? r->ms : NAN, ran ? r->ms * 1e3 : NAN, ran ? r->tflops : NAN,
+                  ran && r->decode ? r->kv_Bps : NAN, r->peak ? r->peak->value : NAN,
+                  ran && r->peak ? r->peak_fraction : NAN};
+    return n;
+}
+
+static int write_json(const char *path, const run_info *ri, const row *rows, int n)
 {
     FILE *f = fopen(path, "w");
     if (!f) return -1;
     int v = portattn_version();
-    fprintf(f, "{\"tool\":\"portattn-bench\",\"version\":\"%d.%d.%d\",\"device\":", v / 10000, v / 100 % 100, v % 100);
-    json_str(f, device);
-    fputs(",\"rows\":[", f);
+    fprintf(f, "{\"tool\":\"portattn-bench\",\"format\":2,\"version\":\"%d.%d.%d\"", v / 10000, v / 100 % 100, v % 100);
 #define JS(key, val) (fprintf(f, ",\"%s\":", key), json_str(f, val))
 #define JN(key, val) (fprintf(f, ",\"%s\":", key), json_num(f, val))
+    JS("device", ri->device);
+    JS("device_entry", ri->entry);
+    JS("devices_file", ri->table);
+    JS("sweep", ri->sweep);
+    JS("date", ri->date);
+    JS("command", ri->command);
+    fputs(",\"rows\":[", f);
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
         const shape *s = &r->s;
-        fprintf(f, "%s\n{\"dtype\":\"%s\"", i ? "," : "", dtype_name(s->dtype));
+        row_nums x = nums_of(r);
+        char fl[160];
+        shape_flags(s, fl, sizeof fl);
+        fprintf(f, "%s\n{\"mode\":\"%s\",\"dtype\":\"%s\"", i ? "," : "", r->decode ? "decode" : "prefill",
+                dtype_name(s->dtype));
         JS("backend", r->backend);
         JS("kernel", r->kernel);
         fprintf(f, ",\"batch\":%lld,\"seqlen_q\":%lld,\"seqlen_k\":%lld,\"tokens_q\":%lld,\"tokens_k\":%lld,"
@@ -606,9 +998,22 @@ static int write_json(const char *path, const char *device, const row *rows, int
                 (long long)s->hq, (long long)s->hkv, (long long)s->d, (long long)s->dv, s->causal ? "true" : "false",
                 (long long)s->wl, (long long)s->wr, s->softcap, s->varlen ? "true" : "false",
                 s->lse ? "true" : "false", s->bhsd ? "bhsd" : "bshd");
-        JN("ms", r->ms >= 0 ? r->ms : NAN); /* null when the row did not run */
+        JS("flags", fl);
+        JN("time_ms", x.ms); /* null when the row did not run */
+        JN("time_us", x.us);
         JN("flops", r->flops);
-        JN("tflops", r->ms >= 0 ? r->tflops : NAN);
+        JN("tflops", x.tflops);
+        JN("kv_bytes", r->kv_bytes);
+        JN("kv_bytes_per_s", x.kv_Bps); /* decode rows */
+        fprintf(f, ",\"kv_copies\":%d", r->kv_copies);
+        JS("peak_name", r->peak_metric);
+        JN("peak_value", x.peak_value);
+        JS("peak_unit", r->decode ? "TB/s" : "TFLOPS");
+        JS("peak_kind", r->peak ? r->peak->kind : "");
+        JS("peak_date", r->peak ? r->peak->date : "");
+        JS("peak_source", r->peak ? r->peak->source : "");
+        JN("peak_fraction", x.peak_fraction);
+        JS("peak_note", r->peak_note);
         JS("check", r->check);
         if (r->check_ref[0]) { /* something was compared */
             JS("check_ref", r->check_ref);
@@ -622,6 +1027,61 @@ static int write_json(const char *path, const char *device, const row *rows, int
 #undef JS
 #undef JN
     fputs("\n]}\n", f);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+static void csv_str(FILE *f, const char *s) /* RFC 4180: quoted when it holds , " or a line break */
+{
+    if (!strpbrk(s, ",\"\r\n")) { fputs(s, f); return; }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void csv_num(FILE *f, double x)
+{
+    if (isfinite(x)) fprintf(f, "%.10g", x);
+}
+
+static int write_csv(const char *path, const run_info *ri, const row *rows, int n)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fputs("device,device_entry,sweep,mode,backend,kernel,dtype,batch,seqlen_q,seqlen_k,tokens_q,tokens_k,heads_q,"
+          "heads_kv,head_dim_qk,head_dim_v,causal,window_left,window_right,softcap,varlen,lse,layout,flags,time_ms,"
+          "time_us,flops,tflops,kv_bytes,kv_bytes_per_s,kv_copies,peak_name,peak_value,peak_unit,peak_kind,"
+          "peak_date,peak_source,peak_fraction,peak_note,check,check_ref,o_max_abs,o_rel_l2,lse_max_abs,lse_rel_l2,"
+          "message\n", f);
+    for (int i = 0; i < n; i++) {
+        const row *r = &rows[i];
+        const shape *s = &r->s;
+        row_nums x = nums_of(r);
+        char fl[160];
+        shape_flags(s, fl, sizeof fl);
+#define S(val) (csv_str(f, val), fputc(',', f))
+#define N(val) (csv_num(f, val), fputc(',', f))
+        S(ri->device); S(ri->entry); S(ri->sweep); S(r->decode ? "decode" : "prefill"); S(r->backend);
+        S(r->kernel); S(dtype_name(s->dtype));
+        fprintf(f, "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%lld,%lld,%g,%d,%d,%s,", (long long)s->b,
+                (long long)s->sq, (long long)s->sk, (long long)r->tokens_q, (long long)r->tokens_k, (long long)s->hq,
+                (long long)s->hkv, (long long)s->d, (long long)s->dv, s->causal, (long long)s->wl, (long long)s->wr,
+                s->softcap, s->varlen, s->lse, s->bhsd ? "bhsd" : "bshd");
+        S(fl);
+        N(x.ms); N(x.us); N(r->flops); N(x.tflops); N(r->kv_bytes); N(x.kv_Bps);
+        fprintf(f, "%d,", r->kv_copies);
+        S(r->peak_metric); N(x.peak_value); S(r->decode ? "TB/s" : "TFLOPS");
+        S(r->peak ? r->peak->kind : ""); S(r->peak ? r->peak->date : ""); S(r->peak ? r->peak->source : "");
+        N(x.peak_fraction); S(r->peak_note); S(r->check); S(r->check_ref);
+        if (r->check_ref[0]) { N(r->o_maxabs); N(r->o_rel); } else fputs(",,", f);
+        if (r->check_ref[0] && s->lse) { N(r->lse_maxabs); N(r->lse_rel); } else fputs(",,", f);
+        csv_str(f, r->msg);
+        fputc('\n', f);
+#undef S
+#undef N
+    }
     return fclose(f) == 0 ? 0 : -1;
 }
 
@@ -671,14 +1131,55 @@ static int choose_kind(portattn_backend_t forced, dm_kind *kind, char *why, size
     return 0;
 }
 
+
+/* Reads the device table and finds this device in it; prints what it found. 0, or 2 when a table
+ * given with --devices cannot be read. */
+static int find_device(opts *o, dt_table *tab, run_info *ri)
+{
+    char why[600];
+    ri->entry = "unknown device";
+    ri->table = "";
+    if (dt_load(o->devices, tab, why, sizeof why)) {
+        fprintf(stderr, "portattn-bench: %s\n", why);
+        if (o->devices || o->device_entry) return 2;
+        printf("# device table: none (%s): no percentage of peak\n", why);
+        return 0;
+    }
+    o->have_table = 1;
+    ri->table = tab->path;
+    for (int i = 0; o->device_entry && i < tab->n; i++)
+        if (!strcasecmp(tab->dev[i].name, o->device_entry)) o->dev = &tab->dev[i];
+    if (o->device_entry && !o->dev) {
+        fprintf(stderr, "portattn-bench: --device-entry '%s' is not in %s; its entries:", o->device_entry, tab->path);
+        for (int i = 0; i < tab->n; i++) fprintf(stderr, "%s '%s'", i ? "," : "", tab->dev[i].name);
+        fprintf(stderr, "\n");
+        return 2;
+    }
+    if (!o->dev && !(o->dev = dt_match(tab, o->device))) {
+        printf("# device table %s: '%s' is an unknown device: no percentage of peak\n", tab->path, o->device);
+        return 0;
+    }
+    ri->entry = o->dev->name;
+    printf("# device table %s: %s; %%peak of", tab->path, o->dev->name);
+    static const char *const metrics[] = {"bf16_tflops", "fp16_tflops", "hbm_TBps"};
+    for (size_t i = 0; i < sizeof metrics / sizeof metrics[0]; i++) {
+        const dt_peak *p = dt_peak_of(o->dev, metrics[i], o->prefer_measured);
+        if (p) printf("%s %s %g (%s%s%s)", i ? "," : "", metrics[i], p->value, p->kind, p->date[0] ? " " : "", p->date);
+    }
+    printf("\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    static dt_table tab; /* large: not on the stack */
     opts o;
     memset(&o, 0, sizeof o);
+    shape_in_init(&o.in);
     o.backend = PORTATTN_BACKEND_AUTO;
     o.check = -1;
     o.check_limit = 2e10; /* ~10-30 s of the double-precision CPU reference */
-    o.s.wl = o.s.wr = -1;
+    o.prefer_measured = 1;
     int list = 0, rc = parse_args(argc, argv, &o, &list);
     if (rc) return rc == 1 ? 0 : 2;
     if (list) return list_backends();
@@ -689,65 +1190,74 @@ int main(int argc, char **argv)
         fprintf(stderr, "portattn-bench: %s\n", why);
         return 1;
     }
-    if (o.sweep && kind == DM_HOST && !o.force) {
-        fprintf(stderr, "portattn-bench: the sweep on the CPU backend would take hours; pass --force to run it anyway\n");
+    if ((o.sweep == SWEEP_PREFILL || o.sweep == SWEEP_DECODE) && kind == DM_HOST && !o.force) {
+        fprintf(stderr, "portattn-bench: the %s sweep on the CPU backend would take %s; pass --force to run it "
+                        "anyway (with short --sweep-seqlens for a quick one)\n", sweep_names[o.sweep],
+                o.sweep == SWEEP_PREFILL ? "hours" : "many minutes and 17 GB of memory");
         return 2;
     }
-    shape *s = &o.s;
-    if (!o.sweep && !o.shape_given) { /* the default "main job": seconds on a CPU, a real load on a GPU,
-                                        * both small enough for the CPU reference check */
-        if (kind == DM_HOST) { s->b = 1; s->sq = s->sk = 1024; s->hq = 8; s->d = 64; }
-        else { s->b = 1; s->sq = s->sk = 2048; s->hq = 16; s->d = 128; }
+    shape_in *si = &o.in;
+    if (o.sweep == SWEEP_NONE && !shape_dims_given(si)) { /* the default "main job": seconds on a CPU, a
+                                                          * real load on a GPU, both small enough for the CPU
+                                                          * reference check */
+        si->b = 1;
+        if (kind == DM_HOST) { si->sq = si->sk = 1024; si->hq = 8; si->d = 64; }
+        else { si->sq = si->sk = 2048; si->hq = 16; si->d = 128; }
         if (o.check < 0) o.check = 1;
     }
-    if (s->b < 0) s->b = 1;
-    if (s->sq < 0) s->sq = s->sk = 1024;
-    if (s->hq < 0) s->hq = s->hkv > 0 ? s->hkv : 16;
-    if (s->hkv < 0) s->hkv = s->hq;
-    if (s->d < 0) s->d = s->dv > 0 ? s->dv : 128;
-    if (s->dv < 0) s->dv = s->d;
+    shape one;
+    finish_shape(si, o.dtypes[0], &one); /* validated by parse_args */
+    plan pl = {NULL, 0, 0};
+    if ((rc = make_plan(&o, &one, &pl))) { free(pl.s); return rc; }
 
     int v = portattn_version();
-    const char *device = dm_device_name(kind);
+    run_info ri;
+    memset(&ri, 0, sizeof ri);
+    o.device = ri.device = dm_device_name(kind);
+    ri.sweep = sweep_names[o.sweep];
+    char date[32];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    ri.date = date;
+    for (int i = 0, k = 0; i < argc; i++) /* the command line, for the record */
+        k += snprintf(ri.command + k, k < (int)sizeof ri.command ? sizeof ri.command - (size_t)k : 0, "%s%s",
+                      i ? " " : "", argv[i]);
     printf("# portattn-bench: portattn %d.%d.%d, device: %s, memory: %s%s%s\n", v / 10000, v / 100 % 100, v % 100,
-           device, kind == DM_HOST ? "host" : "cuda", getenv("PORTATTN_BACKEND") ? ", PORTATTN_BACKEND=" : "",
+           ri.device, kind == DM_HOST ? "host" : "cuda", getenv("PORTATTN_BACKEND") ? ", PORTATTN_BACKEND=" : "",
            getenv("PORTATTN_BACKEND") ? getenv("PORTATTN_BACKEND") : "");
-    printf("%-13s %-24s %-4s %4s %6s %6s %4s %4s %4s %4s %10s %8s  flags\n", "backend", "kernel", "type", "B", "Sq",
-           "Sk", "Hq", "Hkv", "D", "Dv", "ms", "TFLOPS");
+    if ((rc = find_device(&o, &tab, &ri))) { free(pl.s); return rc; }
+    print_header();
+    fflush(stdout); /* before the progress line on stderr, which may go to the same log */
 
-    /* the rows to run: one shape, or the sweep */
-    static const int64_t def_seqlens[] = {512, 1024, 2048, 4096, 8192, 16384}, def_dims[] = {64, 128, 256};
-    const int64_t *seqlens = o.nseqlens ? o.seqlens : def_seqlens, *dims = o.ndims ? o.dims : def_dims;
-    int nseq = o.nseqlens ? o.nseqlens : 6, ndim = o.ndims ? o.ndims : 3;
-    int ncausal = o.sweep && !s->causal ? 2 : 1; /* --causal with --sweep: causal rows only */
-    int nrows = o.sweep ? o.ndtypes * ndim * ncausal * nseq : 1;
-    row *rows = (row *)calloc((size_t)nrows, sizeof(row));
-    if (!rows) { fprintf(stderr, "portattn-bench: out of host memory\n"); return 1; }
+    row *rows = (row *)calloc((size_t)pl.n, sizeof(row));
+    if (!rows) { fprintf(stderr, "portattn-bench: out of host memory\n"); free(pl.s); return 1; }
     rng gen = {o.seed};
-    int failed = 0, n = 0;
-    for (int t = 0; t < (o.sweep ? o.ndtypes : 1); t++)
-        for (int di = 0; di < (o.sweep ? ndim : 1); di++)
-            for (int c = 0; c < ncausal; c++)
-                for (int si = 0; si < (o.sweep ? nseq : 1); si++) {
-                    shape sh = *s;
-                    if (o.sweep) { /* 16384 tokens and 2048 = heads * head_dim, as FlashAttention's benchmark */
-                        sh.dtype = o.dtypes[t];
-                        sh.d = sh.dv = dims[di];
-                        sh.hq = sh.hkv = 2048 / dims[di] > 0 ? 2048 / dims[di] : 1;
-                        sh.sq = sh.sk = seqlens[si];
-                        sh.b = 16384 / seqlens[si] > 0 ? 16384 / seqlens[si] : 1;
-                        sh.causal = s->causal || c == 1;
-                    }
-                    failed |= run_shape(&o, &sh, kind, &gen, &rows[n++]);
-                }
-    if (o.json) {
-        if (write_json(o.json, device, rows, n)) {
-            fprintf(stderr, "portattn-bench: cannot write %s\n", o.json);
+    int failed = 0, nfailed = 0;
+    progress.on = o.sweep != SWEEP_NONE;
+    progress.tty = isatty(fileno(stderr));
+    progress.t0 = now_s();
+    for (int i = 0; i < pl.n; i++) {
+        progress_show(i, pl.n, &pl.s[i]);
+        int f = run_shape(&o, &pl.s[i], kind, &gen, &rows[i]);
+        fflush(stdout); /* the check line too, before the next progress line */
+        failed |= f;
+        nfailed += f;
+    }
+    progress_clear();
+    if (progress.on)
+        fprintf(stderr, "portattn-bench: %d rows in %.1f s, %d failed\n", pl.n, now_s() - progress.t0, nfailed);
+    const struct { const char *path; int (*write)(const char *, const run_info *, const row *, int); } outs[] = {
+        {o.json, write_json}, {o.csv, write_csv}};
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
+        if (!outs[i].path) continue;
+        if (outs[i].write(outs[i].path, &ri, rows, pl.n)) {
+            fprintf(stderr, "portattn-bench: cannot write %s\n", outs[i].path);
             failed = 1;
         } else {
-            printf("# wrote %s\n", o.json);
+            printf("# wrote %s\n", outs[i].path);
         }
     }
     free(rows);
+    free(pl.s);
     return failed ? 1 : 0;
 }

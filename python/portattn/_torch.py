@@ -1,0 +1,197 @@
+"""FlashAttention-style entry points on PyTorch tensors: no copies (data_ptr and element strides),
+launched on the current CUDA stream (CPU tensors run synchronously on the CPU backend)."""
+
+from ._core import backends, forward, make_params, query
+from ._lib import DType, PortattnError, Status, library_path
+
+__all__ = ["flash_attn_func", "flash_attn_varlen_func", "which"]
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        raise ImportError("portattn.flash_attn_func needs PyTorch; without it use portattn.forward_raw") from None
+    return torch
+
+
+def _dtype(torch, t):
+    m = {torch.float16: DType.F16, torch.bfloat16: DType.BF16, torch.float32: DType.F32}
+    if t.dtype not in m:
+        raise TypeError("portattn takes float16, bfloat16 or float32 tensors, not %s" % t.dtype)
+    return m[t.dtype]
+
+
+def _check_tensors(torch, dim, **tensors):
+    """Same kind, dtype and device for all; `dim` dimensions each. Returns (DType, device)."""
+    first = None
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError("%s must be a torch.Tensor, not %s" % (name, type(t).__name__))
+        if t.layout != torch.strided:
+            raise TypeError("%s must be a strided (dense) tensor, not %s" % (name, t.layout))
+        if t.dim() != dim:
+            raise ValueError("%s must have %d dimensions, got shape %s" % (name, dim, tuple(t.shape)))
+        if first is None:
+            first = (name, t)
+            if t.device.type not in ("cuda", "cpu"):
+                raise TypeError("portattn runs on CPU and CUDA/ROCm tensors, not on %s" % t.device)
+        elif t.dtype != first[1].dtype or t.device != first[1].device:
+            raise ValueError("%s is %s on %s but %s is %s on %s" % (name, t.dtype, t.device, first[0],
+                                                                  first[1].dtype, first[1].device))
+    return _dtype(torch, first[1]), first[1].device
+
+
+def _check_flash_args(dropout_p, alibi_slopes, return_attn_probs):
+    if float(dropout_p) != 0.0:
+        raise ValueError("portattn has no dropout: dropout_p must be 0.0, got %r" % (dropout_p,))
+    if alibi_slopes is not None:
+        raise NotImplementedError("portattn has no ALiBi: alibi_slopes must be None")
+    if return_attn_probs:
+        raise NotImplementedError("portattn does not return attention probabilities (use return_lse=True)")
+
+
+def _output(torch, out, shape, like, name="out"):
+    if out is None:
+        return torch.empty(shape, dtype=like.dtype, device=like.device)
+    if not isinstance(out, torch.Tensor) or out.layout != torch.strided:
+        raise TypeError("%s must be a strided torch.Tensor" % name)
+    if tuple(out.shape) != tuple(shape) or out.dtype != like.dtype or out.device != like.device:
+        raise ValueError("%s is %s %s on %s, expected %s %s on %s" % (name, tuple(out.shape), out.dtype, out.device,
+                                                                     tuple(shape), like.dtype, like.device))
+    return out
+
+
+_GPU_BUILD = {}  # library path -> has a GPU backend compiled in
+
+
+def _check_gpu_build(device):
+    """A library without GPU backends cannot tell device pointers from host ones: refuse here."""
+    path = library_path()
+    if path not in _GPU_BUILD:
+        _GPU_BUILD[path] = any(b["compiled"] and b["name"].startswith(("cuda", "hip")) for b in backends())
+    if not _GPU_BUILD[path]:
+        raise PortattnError(Status.ERROR_BACKEND_UNAVAILABLE,
+                            "%s has no GPU backend compiled in, so it cannot take tensors on %s (use a CUDA "
+                            "build of portattn, e.g. through PORTATTN_LIBRARY)" % (path, device))
+
+
+def _launch(torch, params, device, query_only):
+    if device.type == "cuda":
+        _check_gpu_build(device)
+        with torch.cuda.device(device):
+            if query_only:
+                return query(params)
+            forward(params, torch.cuda.current_stream(device).cuda_stream)
+    else:
+        if query_only:
+            return query(params)
+        forward(params, None)
+    return None
+
+
+def _dense(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, *,
+           alibi_slopes=None, deterministic=False, return_attn_probs=False, return_lse=False, backend=None,
+           out=None, _query=False):
+    torch = _torch()
+    _check_flash_args(dropout_p, alibi_slopes, return_attn_probs)
+    dtype, device = _check_tensors(torch, 4, q=q, k=k, v=v)
+    B, Sq, H, D = q.shape
+    _, Sk, Hk, _ = k.shape
+    Dv = v.shape[3]
+    if k.shape[0] != B or k.shape[3] != D or tuple(v.shape[:3]) != tuple(k.shape[:3]):
+        raise ValueError("shapes q %s, k %s, v %s do not fit q (B, Sq, H, D), k (B, Sk, Hk, D), v (B, Sk, Hk, Dv)"
+                         % (tuple(q.shape), tuple(k.shape), tuple(v.shape)))
+    out = _output(torch, out, (B, Sq, H, Dv), q)
+    lse = torch.empty((B, H, Sq), dtype=torch.float32, device=device) if return_lse else None
+    params = make_params(
+        q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), dtype=dtype, batch=B, seqlen_q=Sq,
+        seqlen_k=Sk, heads_q=H, heads_kv=Hk, head_dim_qk=D, head_dim_v=Dv, q_stride=q.stride(),
+        k_stride=k.stride(), v_stride=v.stride(), o_stride=out.stride(),
+        lse=lse.data_ptr() if lse is not None else None, lse_stride=lse.stride() if lse is not None else None,
+        softmax_scale=softmax_scale, softcap=softcap, causal=causal, window_size=window_size, backend=backend)
+    sel = _launch(torch, params, device, _query)
+    if _query:
+        return sel
+    return (out, lse) if return_lse else out
+
+
+def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0, softmax_scale=None,
+            causal=False, window_size=(-1, -1), softcap=0.0, *, alibi_slopes=None, deterministic=False,
+            return_attn_probs=False, return_lse=False, backend=None, out=None, block_table=None, _query=False):
+    torch = _torch()
+    _check_flash_args(dropout_p, alibi_slopes, return_attn_probs)
+    if block_table is not None:
+        raise NotImplementedError("portattn has no paged KV cache yet: block_table must be None")
+    dtype, device = _check_tensors(torch, 3, q=q, k=k, v=v)
+    Tq, H, D = q.shape
+    Tk, Hk, _ = k.shape
+    Dv = v.shape[2]
+    if k.shape[2] != D or tuple(v.shape[:2]) != tuple(k.shape[:2]):
+        raise ValueError("shapes q %s, k %s, v %s do not fit q (total_q, H, D), k (total_k, Hk, D), "
+                         "v (total_k, Hk, Dv)" % (tuple(q.shape), tuple(k.shape), tuple(v.shape)))
+    cus = []
+    for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        if not isinstance(cu, torch.Tensor) or cu.dtype != torch.int32 or cu.dim() != 1 or cu.numel() < 1:
+            raise TypeError("%s must be a 1-D torch.int32 tensor of batch + 1 offsets" % name)
+        if cu.device != device:
+            raise ValueError("%s is on %s but q is on %s" % (name, cu.device, device))
+        cus.append(cu.contiguous())
+    if cus[0].numel() != cus[1].numel():
+        raise ValueError("cu_seqlens_q has %d entries, cu_seqlens_k %d" % (cus[0].numel(), cus[1].numel()))
+    out = _output(torch, out, (Tq, H, Dv), q)
+    lse = torch.empty((H, Tq), dtype=torch.float32, device=device) if return_lse else None
+    params = make_params(
+        q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), dtype=dtype, batch=cus[0].numel() - 1,
+        seqlen_q=Tq, seqlen_k=Tk, heads_q=H, heads_kv=Hk, head_dim_qk=D, head_dim_v=Dv,
+        q_stride=(0,) + q.stride(), k_stride=(0,) + k.stride(), v_stride=(0,) + v.stride(),
+        o_stride=(0,) + out.stride(), lse=lse.data_ptr() if lse is not None else None,
+        lse_stride=(0,) + lse.stride() if lse is not None else None,
+        cu_seqlens_q=cus[0].data_ptr(), cu_seqlens_k=cus[1].data_ptr(),
+        # No sequence is longer than the packed total: clamping keeps flash_attn's generous bounds valid.
+        max_seqlen_q=min(int(max_seqlen_q), Tq), max_seqlen_k=min(int(max_seqlen_k), Tk),
+        softmax_scale=softmax_scale, softcap=softcap, causal=causal, window_size=window_size, backend=backend)
+    sel = _launch(torch, params, device, _query)
+    if _query:
+        return sel
+    return (out, lse) if return_lse else out
+
+
+def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                    *, alibi_slopes=None, deterministic=False, return_attn_probs=False, return_lse=False,
+                    backend=None, out=None):
+    """Attention forward like flash_attn.flash_attn_func, on q (B, Sq, H, D), k (B, Sk, Hk, D),
+    v (B, Sk, Hk, Dv) of one dtype (float16, bfloat16, float32) and device, any strides; H a
+    multiple of Hk (GQA/MQA). Causal and windows are aligned bottom-right; window_size (-1 =
+    unbounded); softcap 0 = off. dropout_p must be 0 (portattn has no dropout) and alibi_slopes
+    None; deterministic is accepted and ignored (the forward is deterministic). Forward only: the
+    result carries no autograd history.
+
+    backend: None/"auto", or a name ("cpu", "cuda-generic", ...) to force one. out: optional
+    (B, Sq, H, Dv) tensor to write into. Returns out, or (out, lse) with return_lse, lse float32
+    (B, H, Sq) as flash_attn's softmax_lse. Raises PortattnError when portattn refuses the call."""
+    return _dense(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes=alibi_slopes,
+                  deterministic=deterministic, return_attn_probs=return_attn_probs, return_lse=return_lse,
+                  backend=backend, out=out)
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
+                           softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, *,
+                           alibi_slopes=None, deterministic=False, return_attn_probs=False, return_lse=False,
+                           backend=None, out=None, block_table=None):
+    """Variable-length attention like flash_attn.flash_attn_varlen_func: packed q (total_q, H, D),
+    k (total_k, Hk, D), v (total_k, Hk, Dv); cu_seqlens_q/k int32 (batch + 1) offsets on the same
+    device; max_seqlen_q/k bound the sequence lengths. Returns out (total_q, H, Dv), or (out, lse)
+    with return_lse, lse float32 (H, total_q) as flash_attn's varlen softmax_lse."""
+    return _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p, softmax_scale,
+                   causal, window_size, softcap, alibi_slopes=alibi_slopes, deterministic=deterministic,
+                   return_attn_probs=return_attn_probs, return_lse=return_lse, backend=backend, out=out,
+                   block_table=block_table)
+
+
+def which(q, k, v, *args, **kwargs):
+    """Which backend and kernel flash_attn_func (4-D q) or flash_attn_varlen_func (3-D q, or
+    cu_seqlens_q given) would run with these arguments, and why faster backends were passed over:
+    dict(backend, backend_id, kernel, reason). Launches nothing (allocates out/lse if needed)."""
+    varlen = "cu_seqlens_q" in kwargs or getattr(q, "dim", lambda: 0)() == 3
+    return (_varlen if varlen else _dense)(q, k, v, *args, _query=True, **kwargs)

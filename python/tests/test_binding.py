@@ -1,0 +1,607 @@
+#!/usr/bin/env python3
+"""Tests of the portattn Python binding; no pytest needed.
+
+  PORTATTN_LIBRARY=build/libportattn.so python3 python/tests/test_binding.py [-v]
+
+Without PyTorch: the raw path (forward_raw on ctypes/array buffers, CPU backend) against a
+pure-Python reference, errors, struct layout, backends(). With PyTorch: flash_attn_func and
+flash_attn_varlen_func on CPU tensors against a float64 reference; with a CUDA device, on GPU
+tensors too. Exit 0 = pass, 1 = fail, 77 = skipped (no library found, or a sanitizer build).
+"""
+import array
+import ctypes
+import math
+import os
+import random
+import struct
+import sys
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import portattn  # noqa: E402
+from portattn import Backend, DType, PortattnError, Status  # noqa: E402
+
+VERBOSE = "-v" in sys.argv
+INF = float("inf")
+NAN = float("nan")
+RESULTS = {"pass": 0, "fail": 0, "skip": 0}
+
+
+def run_test(fn):
+    """Runs fn, counting and printing the outcome (a Skip exception skips it)."""
+    try:
+        fn()
+        RESULTS["pass"] += 1
+        print("PASS %s" % fn.__name__, flush=True)
+    except Skip as e:
+        RESULTS["skip"] += 1
+        print("SKIP %s: %s" % (fn.__name__, e), flush=True)
+    except Exception:
+        RESULTS["fail"] += 1
+        print("FAIL %s\n%s" % (fn.__name__, traceback.format_exc()), flush=True)
+    return fn
+
+
+class Skip(Exception):
+    pass
+
+
+def expect_raises(exc, fn, *contains):
+    try:
+        fn()
+    except exc as e:
+        for c in contains:
+            assert c in str(e), "%r not in %r" % (c, str(e))
+        return e
+    raise AssertionError("%s not raised" % exc.__name__)
+
+
+# ---- the pure-Python reference and dtype codecs ----------------------------------------------
+
+def ref_seq(Q, K, V, H, Hk, Dv, scale, causal, window, softcap):
+    """One sequence: Q[i][h][d], K[j][hk][d], V[j][hk][e] -> O[i][h][e], L[h][i] (bottom-right masks)."""
+    sq, sk, g = len(Q), len(K), H // Hk
+    wl, wr = window[0], 0 if causal else window[1]
+    O = [[[0.0] * Dv for _ in range(H)] for _ in range(sq)]
+    L = [[-INF] * sq for _ in range(H)]
+    for h in range(H):
+        hk = h // g
+        for i in range(sq):
+            lo = 0 if wl < 0 else max(0, i + sk - sq - wl)
+            hi = sk - 1 if wr < 0 else min(sk - 1, i + sk - sq + wr)
+            if lo > hi:
+                continue
+            s = []
+            for j in range(lo, hi + 1):
+                x = sum(a * b for a, b in zip(Q[i][h], K[j][hk])) * scale
+                s.append(softcap * math.tanh(x / softcap) if softcap else x)
+            m = max(s)
+            w = [math.exp(x - m) for x in s]
+            tot = sum(w)
+            O[i][h] = [sum(w[j - lo] * V[j][hk][e] for j in range(lo, hi + 1)) / tot for e in range(Dv)]
+            L[h][i] = m + math.log(tot)
+    return O, L
+
+
+def f32_round(x):
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def enc(dtype, x):
+    """Python float -> the stored element (float for F32, uint16 bits for F16/BF16)."""
+    if dtype == DType.F32:
+        return x
+    if dtype == DType.F16:
+        return struct.unpack("<H", struct.pack("<e", x))[0]
+    bits = struct.unpack("<I", struct.pack("<f", x))[0]
+    if math.isnan(x):
+        return 0x7FC0
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def dec(dtype, x):
+    if dtype == DType.F32:
+        return x
+    if dtype == DType.F16:
+        return struct.unpack("<e", struct.pack("<H", x))[0]
+    return struct.unpack("<f", struct.pack("<I", x << 16))[0]
+
+
+def buffer(dtype, n, fill=NAN, kind="ctypes"):
+    if dtype == DType.F32:
+        return array.array("f", [fill] * n) if kind == "array" else (ctypes.c_float * n)(*([fill] * n))
+    return (ctypes.c_uint16 * n)(*([enc(dtype, fill)] * n))
+
+
+def rand4(rnd, d0, d1, d2, d3, dtype):
+    """Random nested list [d0][d1][d2][d3] of values exactly representable in dtype."""
+    return [[[[dec(dtype, enc(dtype, rnd.gauss(0, 1))) for _ in range(d3)] for _ in range(d2)] for _ in range(d1)]
+            for _ in range(d0)]
+
+
+def extent(dims, strides):
+    return 1 + sum((n - 1) * s for n, s in zip(dims, strides)) if all(dims) else 0
+
+
+def store(buf, dtype, T, strides):
+    for b, x0 in enumerate(T):
+        for s, x1 in enumerate(x0):
+            for h, x2 in enumerate(x1):
+                for d, x in enumerate(x2):
+                    buf[b * strides[0] + s * strides[1] + h * strides[2] + d * strides[3]] = enc(dtype, x)
+
+
+def load4(buf, dtype, dims, strides):
+    return [[[[dec(dtype, buf[b * strides[0] + s * strides[1] + h * strides[2] + d * strides[3]])
+               for d in range(dims[3])] for h in range(dims[2])] for s in range(dims[1])] for b in range(dims[0])]
+
+
+def close(got, want, atol, rtol):
+    if math.isinf(want) or math.isnan(want):
+        return got == want or (math.isnan(got) and math.isnan(want))
+    return abs(got - want) <= atol + rtol * abs(want)
+
+
+def flat(x):
+    if isinstance(x, list):
+        for y in x:
+            yield from flat(y)
+    else:
+        yield x
+
+
+# ---- library, structs, backends --------------------------------------------------------------
+
+def load_library():
+    os.environ.pop("PORTATTN_BACKEND", None)  # the tests force backends explicitly
+    try:
+        portattn.load()
+    except portattn.PortattnLoadError as e:
+        if "sanitizer" in str(e):
+            print("SKIP: %s" % e)
+            sys.exit(77)
+        if os.environ.get("PORTATTN_LIBRARY"):
+            print("FAIL: %s" % e)
+            sys.exit(1)
+        print("SKIP: %s" % e)
+        sys.exit(77)
+    print("library %s, version %s" % (portattn.library_path(), portattn.version()), flush=True)
+
+
+def test_struct_layout():
+    lib = portattn.load()
+    p = portattn.FwdParams()
+    lib.portattn_fwd_params_init(ctypes.byref(p))
+    assert p.struct_size == ctypes.sizeof(portattn.FwdParams), (p.struct_size, ctypes.sizeof(portattn.FwdParams))
+    assert (p.dtype, p.window_left, p.window_right, p.backend, p.softmax_scale) == (DType.BF16, -1, -1, 0, 0.0)
+    if ctypes.sizeof(ctypes.c_void_p) == 8:  # LP64: the offsets the C compiler gives (offsetof)
+        want = {"dtype": 8, "batch": 16, "q": 72, "k": 112, "v": 152, "o": 192, "lse": 232, "lse_stride": 240,
+                "cu_seqlens_q": 264, "cu_seqlens_k": 272, "max_seqlen_q": 280, "softmax_scale": 296,
+                "softcap": 300, "causal": 304, "window_left": 312, "window_right": 320, "backend": 328}
+        got = {f: getattr(portattn.FwdParams, f).offset for f in want}
+        assert got == want, got
+        sizes = [ctypes.sizeof(t) for t in (portattn.FwdParams, portattn.Tensor, portattn.Selection,
+                                            portattn.BackendInfo)]
+        assert sizes == [336, 40, 644, 184], sizes
+    t = lib.portattn_tensor_bhsd(ctypes.c_void_p(64), 3, 5, 7)
+    assert t.data == 64 and list(t.stride) == [105, 7, 21, 1], list(t.stride)
+    expect_raises(portattn.PortattnLoadError, lambda: portattn.load("/nonexistent/libportattn.so"), "does not exist")
+    assert portattn.load() is lib  # a failed explicit load keeps the loaded library
+
+
+def test_backends_and_version():
+    v = portattn.version()
+    assert len(v.split(".")) == 3 and v.startswith("0."), v
+    bes = portattn.backends()
+    assert [b["id"] for b in bes] == list(range(1, 8)), bes
+    names = [b["name"] for b in bes]
+    assert names == ["cuda-sm100", "cuda-sm90", "cuda-sm80", "hip-cdna", "hip-rdna3", "cuda-generic", "cpu"], names
+    cpu = bes[-1]
+    assert cpu["compiled"] and cpu["available"] and cpu["detail"], cpu
+    for b in bes:
+        assert not b["available"] or b["compiled"], b
+        assert b["detail"], b
+    assert portattn.backend_id("cpu") == Backend.CPU and portattn.backend_id(None) == Backend.AUTO
+    assert portattn.backend_id("auto") == Backend.AUTO and portattn.backend_id(6) == Backend.CUDA_GENERIC
+    expect_raises(ValueError, lambda: portattn.backend_id("tpu"), "unknown portattn backend", "cpu")
+    if VERBOSE:
+        for b in bes:
+            print("   ", b)
+
+
+def run_raw_case(rnd, dtype=DType.F32, B=2, Sq=5, Sk=7, H=4, Hk=2, D=8, Dv=None, causal=False, window=(-1, -1),
+                 softcap=0.0, scale=None, layout="bshd", with_lse=True, kind="ctypes"):
+    Dv = D if Dv is None else Dv
+    dtype = portattn.dtype_id(dtype)
+    Q, K, V = rand4(rnd, B, Sq, H, D, dtype), rand4(rnd, B, Sk, Hk, D, dtype), rand4(rnd, B, Sk, Hk, Dv, dtype)
+    if layout == "bshd":
+        st = lambda s, h, d: (s * h * d, h * d, d, 1)  # noqa: E731
+    elif layout == "bhsd":
+        st = lambda s, h, d: (h * s * d, d, s * d, 1)  # noqa: E731
+    else:  # padded: gaps between heads and rows, reversed-order batch stride
+        st = lambda s, h, d: ((s + 1) * h * (d + 3) + 5, h * (d + 3) + 1, d + 3, 1)  # noqa: E731
+    sq_, sk_, sv_, so_ = st(Sq, H, D), st(Sk, Hk, D), st(Sk, Hk, Dv), st(Sq, H, Dv)
+    bufs = []
+    for T, dims, strides in ((Q, (B, Sq, H, D), sq_), (K, (B, Sk, Hk, D), sk_), (V, (B, Sk, Hk, Dv), sv_)):
+        buf = buffer(dtype, extent(dims, strides), 0.0, kind)
+        store(buf, dtype, T, strides)
+        bufs.append(buf)
+    n_o = extent((B, Sq, H, Dv), so_)
+    o = buffer(dtype, n_o, NAN, kind)
+    lse_stride = (H * (Sq + 2), Sq + 2, 1)
+    lse = (ctypes.c_float * (B * H * (Sq + 2)))(*([NAN] * (B * H * (Sq + 2)))) if with_lse else None
+    portattn.forward_raw(bufs[0], bufs[1], bufs[2], o, dtype=dtype, batch=B, seqlen_q=Sq, seqlen_k=Sk, heads_q=H,
+                         heads_kv=Hk, head_dim_qk=D, head_dim_v=Dv, q_stride=sq_, k_stride=sk_, v_stride=sv_,
+                         o_stride=so_, lse=lse, lse_stride=lse_stride if with_lse else None, softmax_scale=scale,
+                         softcap=softcap, causal=causal, window_size=window, backend="cpu")
+    sc = scale if scale is not None else 1.0 / math.sqrt(D)
+    tol = {DType.F32: 2e-6, DType.F16: 2e-3, DType.BF16: 1.6e-2}[dtype]
+    got = load4(o, dtype, (B, Sq, H, Dv), so_)
+    for b in range(B):
+        O, L = ref_seq(Q[b], K[b], V[b], H, Hk, Dv, sc, causal, window, softcap)
+        for i in range(Sq):
+            for h in range(H):
+                for e in range(Dv):
+                    assert close(got[b][i][h][e], O[i][h][e], tol, tol), (b, i, h, e, got[b][i][h][e], O[i][h][e])
+                if with_lse:
+                    g = lse[b * lse_stride[0] + h * lse_stride[1] + i]
+                    assert close(g, L[h][i], 1e-5, 1e-5), ("lse", b, h, i, g, L[h][i])
+    # Elements outside the strided output (padding) stay poisoned.
+    touched = {b * so_[0] + s * so_[1] + h * so_[2] + e for b in range(B) for s in range(Sq) for h in range(H)
+               for e in range(Dv)}
+    for idx in range(n_o):
+        if idx not in touched:
+            assert math.isnan(dec(dtype, o[idx])), ("padding written", idx)
+    if with_lse:
+        for b in range(B):
+            for h in range(H):
+                for i in range(Sq, Sq + 2):
+                    assert math.isnan(lse[b * lse_stride[0] + h * lse_stride[1] + i]), "lse padding written"
+
+
+def test_raw_cpu_f32():
+    rnd = random.Random(1)
+    run_raw_case(rnd)  # GQA 4/2, Sq != Sk
+    run_raw_case(rnd, kind="array", with_lse=False)
+    run_raw_case(rnd, Sq=7, Sk=5, causal=True)  # bottom-right: rows 0 and 1 see no key -> 0, -inf
+    run_raw_case(rnd, B=1, Sq=9, Sk=9, H=3, Hk=1, window=(2, 1))  # MQA, sliding window
+    run_raw_case(rnd, D=8, Dv=5, softcap=5.0, scale=0.3, layout="bhsd")
+    run_raw_case(rnd, Sq=6, Sk=6, causal=True, window=(3, -1), layout="padded")
+
+
+def test_raw_cpu_f16_bf16():
+    rnd = random.Random(2)
+    run_raw_case(rnd, dtype=DType.F16, causal=True, Sq=5, Sk=7)
+    run_raw_case(rnd, dtype=DType.BF16, layout="bhsd", window=(1, 1))
+    run_raw_case(rnd, dtype="bfloat16", layout="padded", with_lse=False)
+
+
+def test_raw_varlen():
+    rnd = random.Random(3)
+    cu_q, cu_k = [0, 3, 3, 8, 10], [0, 4, 6, 6, 9]  # seq 1 has no queries, seq 2 no keys
+    H, Hk, D = 4, 1, 6
+    Tq, Tk = cu_q[-1], cu_k[-1]
+    Q, K, V = rand4(rnd, 1, Tq, H, D, DType.F32)[0], rand4(rnd, 1, Tk, Hk, D, DType.F32)[0], \
+        rand4(rnd, 1, Tk, Hk, D, DType.F32)[0]
+    q, k, v = (buffer(DType.F32, n * h * D, 0.0) for n, h in ((Tq, H), (Tk, Hk), (Tk, Hk)))
+    for buf, T in ((q, Q), (k, K), (v, V)):
+        store(buf, DType.F32, [T], (0, len(T[0]) * D, D, 1))
+    o = buffer(DType.F32, Tq * H * D)
+    lse = (ctypes.c_float * (H * Tq))(*([NAN] * (H * Tq)))
+    cq, ck = (ctypes.c_int32 * 5)(*cu_q), (ctypes.c_int32 * 5)(*cu_k)
+    for causal in (False, True):
+        portattn.forward_raw(q, k, v, o, dtype="f32", batch=4, seqlen_q=Tq, seqlen_k=Tk, heads_q=H, heads_kv=Hk,
+                             head_dim_qk=D, lse=lse, cu_seqlens_q=cq, cu_seqlens_k=ck, max_seqlen_q=5,
+                             max_seqlen_k=4, causal=causal, backend=Backend.CPU)
+        got = load4(o, DType.F32, (1, Tq, H, D), (0, H * D, D, 1))[0]
+        for b in range(4):
+            O, L = ref_seq(Q[cu_q[b]:cu_q[b + 1]], K[cu_k[b]:cu_k[b + 1]], V[cu_k[b]:cu_k[b + 1]], H, Hk, D,
+                           1 / math.sqrt(D), causal, (-1, -1), 0.0)
+            for i in range(cu_q[b + 1] - cu_q[b]):
+                t = cu_q[b] + i
+                for h in range(H):
+                    assert all(close(x, y, 2e-6, 2e-6) for x, y in zip(got[t][h], O[i][h])), (b, i, h)
+                    assert close(lse[h * Tq + t], L[h][i], 1e-5, 1e-5), (b, i, h, lse[h * Tq + t], L[h][i])
+    assert all(x == 0.0 for x in flat(got[3:8])) and all(lse[h * Tq + t] == -INF for h in range(H) for t in range(3, 8))
+
+
+def small_call(**over):
+    """Arguments of a valid 1x3x3 (H 2) f32 call on fresh buffers, with overrides."""
+    n = 1 * 3 * 2 * 4
+    bufs = [buffer(DType.F32, n, 0.5) for _ in range(4)]
+    kw = dict(dtype="f32", batch=1, seqlen_q=3, seqlen_k=3, heads_q=2, heads_kv=2, head_dim_qk=4, backend="cpu")
+    kw.update(over)
+    return bufs, kw
+
+
+def test_raw_errors():
+    bufs, kw = small_call(heads_q=3, heads_kv=2)
+    e = expect_raises(PortattnError, lambda: portattn.forward_raw(*bufs, **kw), "PORTATTN_ERROR_INVALID_ARGUMENT",
+                      "heads_q = 3 is not a multiple of heads_kv = 2")
+    assert e.status == Status.ERROR_INVALID_ARGUMENT and e.status_name == "PORTATTN_ERROR_INVALID_ARGUMENT"
+    assert "heads_q = 3" in e.message and e.message == portattn.last_error()
+    bufs, kw = small_call()
+    expect_raises(PortattnError, lambda: portattn.forward_raw(bufs[0], bufs[1], bufs[2], bufs[0], **kw),
+                  "o overlaps q")
+    bufs, kw = small_call(q_stride=(24, 8, 4, -1))
+    expect_raises(PortattnError, lambda: portattn.forward_raw(*bufs, **kw), "q.stride[3] = -1 is negative")
+    bufs, kw = small_call()
+    portattn.forward_raw(*bufs, **kw)
+    assert portattn.last_error() == ""
+    expect_raises(ValueError, lambda: portattn.forward_raw(*bufs, **dict(kw, backend="gpu9000")), "unknown")
+    expect_raises(ValueError, lambda: portattn.forward_raw(*bufs, **dict(kw, softmax_scale=0.0)), "softmax_scale")
+    expect_raises(TypeError, lambda: portattn.forward_raw(*bufs, **dict(kw, dtype="int8")), "not supported")
+    expect_raises(TypeError, lambda: portattn.forward_raw(*bufs[:3], "oops", **kw), "address")
+    absent = [b for b in portattn.backends() if not b["available"]]
+    if absent:
+        e = expect_raises(PortattnError, lambda: portattn.forward_raw(*bufs, **dict(kw, backend=absent[0]["name"])),
+                          absent[0]["name"])
+        assert e.status == Status.ERROR_BACKEND_UNAVAILABLE, e
+    gen = [b for b in portattn.backends() if b["name"] == "cuda-generic" and b["available"]]
+    if gen:  # host buffers cannot run on a GPU backend: refused, never a silent fallback
+        e = expect_raises(PortattnError, lambda: portattn.forward_raw(*bufs, **dict(kw, backend="cuda-generic")),
+                          "host memory")
+        assert e.status == Status.ERROR_NOT_SUPPORTED
+
+
+def test_query_raw():
+    bufs, kw = small_call(backend=None)
+    sel = portattn.query_raw(*bufs, **kw)
+    assert sel["backend"] == "cpu" and sel["backend_id"] == Backend.CPU and sel["kernel"] == "cpu-ref<f32>", sel
+    assert "cuda-sm100" in sel["reason"], sel  # every faster backend says why it was passed over
+    sel = portattn.query_raw(*bufs, **dict(kw, backend="cpu"))
+    assert sel["backend"] == "cpu" and "forced" in sel["reason"], sel
+    p = portattn.make_params(*bufs, **kw)
+    assert portattn.query(p)["backend"] == "cpu"
+    portattn.forward(p)
+    if VERBOSE:
+        print("   ", sel)
+
+
+# ---- PyTorch ---------------------------------------------------------------------------------
+
+def torch_ref(torch, q, k, v, causal=False, window=(-1, -1), softcap=0.0, scale=None):
+    """float64 reference on (B, S, H, D) tensors: (out (B, Sq, H, Dv), lse (B, H, Sq))."""
+    q, k, v = (t.detach().to("cpu", torch.float64) for t in (q, k, v))
+    B, Sq, H, D = q.shape
+    Sk, Hk = k.shape[1], k.shape[2]
+    k, v = k.repeat_interleave(H // Hk, dim=2), v.repeat_interleave(H // Hk, dim=2)
+    s = torch.einsum("bqhd,bkhd->bhqk", q, k) * (scale if scale is not None else D ** -0.5)
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    i = torch.arange(Sq).view(-1, 1)
+    j = torch.arange(Sk).view(1, -1)
+    wl, wr = window[0], 0 if causal else window[1]
+    ok = torch.ones(Sq, Sk, dtype=torch.bool)
+    if wl >= 0:
+        ok &= j >= i + Sk - Sq - wl
+    if wr >= 0:
+        ok &= j <= i + Sk - Sq + wr
+    s = s.masked_fill(~ok, -INF)
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.nan_to_num(torch.exp(s - lse.unsqueeze(-1)), nan=0.0)
+    return torch.einsum("bhqk,bkhd->bqhd", p, v), lse
+
+
+def rel_l2(torch, got, want):
+    got, want = got.detach().to("cpu", torch.float64), want.to(torch.float64)
+    if not torch.isfinite(got).all():
+        return INF
+    return ((got - want).norm() / want.norm().clamp_min(1e-30)).item()
+
+
+def check_lse(torch, got, want, tol):
+    got = got.detach().to("cpu", torch.float64)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    inf = torch.isinf(want)
+    assert torch.equal(torch.isinf(got), inf), "lse -inf rows differ"
+    assert torch.equal(got[inf], want[inf])
+    err = ((got - want).abs() / (1 + want.abs()))[~inf]
+    assert err.numel() == 0 or err.max().item() <= tol, err.max().item()
+
+
+TOL = {"float32": 1e-5, "float16": 5e-3, "bfloat16": 1.5e-2}
+
+
+def unsupported(e, backend):
+    """A forced backend may refuse a shape or dtype (NOT_SUPPORTED): the case is skipped, not failed."""
+    return backend is not None and e.status in (Status.ERROR_NOT_SUPPORTED, Status.ERROR_BACKEND_UNAVAILABLE)
+
+
+DENSE_CASES = [dict(B=2, Sq=37, Sk=53, H=4, Hk=2, D=32),
+               dict(B=1, Sq=53, Sk=37, H=6, Hk=1, D=64, causal=True),  # MQA; rows with no key
+               dict(B=3, Sq=64, Sk=64, H=2, Hk=2, D=16, window=(5, 3)),
+               dict(B=2, Sq=19, Sk=29, H=4, Hk=4, D=40, Dv=24, softcap=7.5, scale=0.2, causal=True, window=(7, -1)),
+               dict(B=2, Sq=33, Sk=33, H=8, Hk=2, D=64, layout="bhsd", causal=True),
+               dict(B=2, Sq=130, Sk=70, H=4, Hk=2, D=128, causal=True, softcap=10.0),
+               dict(B=1, Sq=17, Sk=40, H=2, Hk=1, D=24, layout="sliced")]
+
+
+def dense_cases(torch, device, dtypes, backend):
+    """flash_attn_func on `device`: GQA, causal/window/softcap, LSE, strided views, out=.
+    Returns (cases run, cases the forced backend refused)."""
+    g = torch.Generator().manual_seed(4)
+    ran = refused = 0
+    for dt in dtypes:
+        dtype = getattr(torch, dt)
+        for c in DENSE_CASES:
+            B, Sq, Sk, H, Hk, D = (c[x] for x in ("B", "Sq", "Sk", "H", "Hk", "D"))
+            Dv = c.get("Dv", D)
+            layout = c.get("layout", "bshd")
+
+            def make(S, Hh, Dd):
+                if layout == "bhsd":  # (B, H, S, D) storage, transposed view
+                    return torch.randn(B, Hh, S, Dd, generator=g).to(device, dtype).transpose(1, 2)
+                if layout == "sliced":  # a view into a wider tensor: every stride is unusual
+                    return torch.randn(B, S, Hh + 1, Dd + 8, generator=g).to(device, dtype)[:, :, 1:, 3:3 + Dd]
+                return torch.randn(B, S, Hh, Dd, generator=g).to(device, dtype)
+
+            q, k, v = make(Sq, H, D), make(Sk, Hk, D), make(Sk, Hk, Dv)
+            kw = dict(causal=c.get("causal", False), window_size=c.get("window", (-1, -1)),
+                      softcap=c.get("softcap", 0.0), softmax_scale=c.get("scale"))
+            try:
+                out, lse = portattn.flash_attn_func(q, k, v, return_lse=True, backend=backend, **kw)
+            except PortattnError as e:
+                if not unsupported(e, backend):
+                    raise
+                refused += 1
+                continue
+            want, want_lse = torch_ref(torch, q, k, v, kw["causal"], kw["window_size"], kw["softcap"],
+                                       kw["softmax_scale"])
+            assert out.shape == (B, Sq, H, Dv) and out.dtype == dtype and out.device == q.device, out.shape
+            assert lse.shape == (B, H, Sq) and lse.dtype == torch.float32, lse.shape
+            err = rel_l2(torch, out, want)
+            assert err <= TOL[dt], (backend, dt, c, err)
+            check_lse(torch, lse, want_lse, 1e-4 if dt == "float32" else 1e-3)
+            # out= into a strided buffer, no LSE
+            buf = torch.full((B, H, Sq, Dv + 2), NAN, dtype=dtype, device=device)
+            o2 = buf[..., :Dv].transpose(1, 2)
+            r = portattn.flash_attn_func(q, k, v, out=o2, backend=backend, **kw)
+            assert r is o2
+            assert rel_l2(torch, o2, want) <= TOL[dt], (backend, dt, c, "out=")
+            assert torch.isnan(buf[..., Dv:]).all(), "padding of out= written"
+            ran += 1
+    return ran, refused
+
+
+def varlen_cases(torch, device, dtypes, backend):
+    """flash_attn_varlen_func with empty sequences, causal and window, LSE. Returns (ran, refused)."""
+    g = torch.Generator().manual_seed(5)
+    cu_q_l, cu_k_l = [0, 17, 17, 40, 41], [0, 30, 35, 35, 70]  # an empty query seq and an empty key seq
+    H, Hk = 4, 2
+    ran = refused = 0
+    for D in (32, 128):
+        for dt in dtypes:
+            dtype = getattr(torch, dt)
+            q = torch.randn(cu_q_l[-1], H, D, generator=g).to(device, dtype)
+            k = torch.randn(cu_k_l[-1], Hk, D, generator=g).to(device, dtype)
+            v = torch.randn(cu_k_l[-1], Hk, D, generator=g).to(device, dtype)
+            cu_q = torch.tensor(cu_q_l, dtype=torch.int32, device=device)
+            cu_k = torch.tensor(cu_k_l, dtype=torch.int32, device=device)
+            for causal, window in ((False, (-1, -1)), (True, (-1, -1)), (False, (4, 2))):
+                try:
+                    out, lse = portattn.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 23, 35, causal=causal,
+                                                               window_size=window, return_lse=True, backend=backend)
+                except PortattnError as e:
+                    if not unsupported(e, backend):
+                        raise
+                    refused += 1
+                    continue
+                assert out.shape == q.shape and lse.shape == (H, cu_q_l[-1]) and lse.dtype == torch.float32
+                for b in range(4):
+                    a, z, ka, kz = cu_q_l[b], cu_q_l[b + 1], cu_k_l[b], cu_k_l[b + 1]
+                    if a == z:
+                        continue
+                    if kz == ka:  # no keys: zeros and -inf
+                        assert (out[a:z].float() == 0).all() and torch.isinf(lse[:, a:z]).all()
+                        continue
+                    want, want_lse = torch_ref(torch, q[None, a:z], k[None, ka:kz], v[None, ka:kz], causal, window)
+                    assert rel_l2(torch, out[None, a:z], want) <= TOL[dt], (backend, dt, D, b, causal, window)
+                    check_lse(torch, lse[:, a:z], want_lse[0], 1e-4 if dt == "float32" else 1e-3)
+                ran += 1
+            if ran:
+                # max_seqlen above the totals (flash_attn allows generous bounds) is clamped, not refused
+                portattn.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 10 ** 6, 10 ** 6, backend=backend)
+                # a batch of zero sequences is a no-op
+                z = torch.zeros(1, dtype=torch.int32, device=device)
+                portattn.flash_attn_varlen_func(q, k, v, z, z, 0, 0, backend=backend)
+    return ran, refused
+
+
+def torch_error_cases(torch, device):
+    q = torch.randn(1, 8, 4, 16, device=device)
+    k = torch.randn(1, 8, 2, 16, device=device)
+    expect_raises(ValueError, lambda: portattn.flash_attn_func(q, k, k, dropout_p=0.1), "dropout")
+    expect_raises(NotImplementedError, lambda: portattn.flash_attn_func(q, k, k, alibi_slopes=q), "ALiBi")
+    expect_raises(ValueError, lambda: portattn.flash_attn_func(q, k[:, :, :, :8], k), "shapes")
+    expect_raises(ValueError, lambda: portattn.flash_attn_func(q, torch.randn(2, 8, 2, 16, device=device), k), "shapes")
+    expect_raises(ValueError, lambda: portattn.flash_attn_func(q, k.half(), k), "float16")
+    expect_raises(TypeError, lambda: portattn.flash_attn_func(q.double(), k.double(), k.double()), "float64")
+    expect_raises(TypeError, lambda: portattn.flash_attn_func(q.int(), k.int(), k.int()), "int32")
+    expect_raises(ValueError, lambda: portattn.flash_attn_func(q[0], k, k), "4 dimensions")
+    expect_raises(ValueError, lambda: portattn.flash_attn_func(q, k, k, out=torch.empty(1, 8, 4, 8, device=device)),
+                  "out is")
+    k3 = torch.randn(1, 8, 3, 16, device=device)
+    e = expect_raises(PortattnError, lambda: portattn.flash_attn_func(q, k3, k3), "not a multiple of heads_kv")
+    assert e.status == Status.ERROR_INVALID_ARGUMENT
+    expect_raises(PortattnError, lambda: portattn.flash_attn_func(q, k, k, out=q), "o overlaps q")
+    qv, kv = q[0], k[0]
+    cu = torch.tensor([0, 8], dtype=torch.int32, device=device)
+    expect_raises(TypeError, lambda: portattn.flash_attn_varlen_func(qv, kv, kv, cu.long(), cu, 8, 8), "int32")
+    expect_raises(ValueError, lambda: portattn.flash_attn_varlen_func(
+        qv, kv, kv, cu, torch.tensor([0, 4, 8], dtype=torch.int32, device=device), 8, 8), "entries")
+    if device == "cpu":  # host cu_seqlens are validated in full by the library
+        bad = torch.tensor([0, 9], dtype=torch.int32)
+        expect_raises(PortattnError, lambda: portattn.flash_attn_varlen_func(qv, kv, kv, bad, cu, 8, 8), "exceeds")
+
+
+def test_torch_cpu():
+    try:
+        import torch
+    except ImportError:
+        raise Skip("PyTorch not installed")
+    n, _ = dense_cases(torch, "cpu", ["float32", "bfloat16", "float16"], "cpu")
+    varlen_cases(torch, "cpu", ["float32", "bfloat16"], "cpu")
+    torch_error_cases(torch, "cpu")
+    q = torch.randn(2, 16, 4, 32)
+    sel = portattn.which(q, q, q, causal=True)
+    assert sel["backend"] == "cpu" and sel["kernel"] == "cpu-ref<f32>", sel
+    cu = torch.tensor([0, 16, 32], dtype=torch.int32)
+    sel = portattn.which(q.view(32, 4, 32), q.view(32, 4, 32), q.view(32, 4, 32), cu_seqlens_q=cu, cu_seqlens_k=cu,
+                         max_seqlen_q=16, max_seqlen_k=16)
+    assert sel["backend"] == "cpu", sel
+    out = portattn.flash_attn_func(q, q, q)  # auto picks the CPU for host tensors, on GPU machines too
+    assert rel_l2(torch, out, torch_ref(torch, q, q, q)[0]) <= 1e-5
+    assert n == 3 * len(DENSE_CASES), n
+
+
+def test_torch_cuda():
+    try:
+        import torch
+    except ImportError:
+        raise Skip("PyTorch not installed")
+    if not torch.cuda.is_available():
+        raise Skip("no CUDA device visible to PyTorch")
+    gpu = [b["name"] for b in portattn.backends() if b["available"] and b["name"].startswith(("cuda", "hip"))]
+    if not gpu:
+        raise Skip("no GPU backend available in this library: %s" % portattn.library_path())
+    q = torch.randn(2, 128, 8, 64, device="cuda", dtype=torch.bfloat16)
+    sel = portattn.which(q, q, q, causal=True)
+    assert sel["backend"] in gpu, sel
+    print("    auto on %s: %s %s" % (torch.cuda.get_device_name(), sel["backend"], sel["kernel"]), flush=True)
+    for be in [None] + gpu:
+        dense = dense_cases(torch, "cuda", ["bfloat16", "float16", "float32"], be)
+        varlen = varlen_cases(torch, "cuda", ["bfloat16", "float16", "float32"], be)
+        print("    %s: dense %d ran, %d refused; varlen %d ran, %d refused"
+              % (be or "auto", dense[0], dense[1], varlen[0], varlen[1]), flush=True)
+        assert be is not None or (dense[0] and varlen[0]), "auto ran no case"
+        torch.cuda.synchronize()
+    torch_error_cases(torch, "cuda")
+    # A side stream: the launch goes on the current stream, ordered after the inputs were written.
+    s = torch.cuda.Stream()
+    x = torch.randn(4, 256, 8, 64, device="cuda", dtype=torch.bfloat16)
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        y = x * 2
+        out = portattn.flash_attn_func(y, y, y, causal=True)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    assert rel_l2(torch, out, torch_ref(torch, y, y, y, causal=True)[0]) <= TOL["bfloat16"]
+    if torch.cuda.device_count() > 1:  # a tensor on another device than the current one
+        x1 = x.to("cuda:1")
+        out = portattn.flash_attn_func(x1, x1, x1)
+        torch.cuda.synchronize(1)
+        assert out.device == x1.device and rel_l2(torch, out, torch_ref(torch, x1, x1, x1)[0]) <= TOL["bfloat16"]
+
+
+def main():
+    load_library()
+    for fn in (test_struct_layout, test_backends_and_version, test_raw_cpu_f32, test_raw_cpu_f16_bf16,
+               test_raw_varlen, test_raw_errors, test_query_raw, test_torch_cpu, test_torch_cuda):
+        run_test(fn)
+    print("%(pass)d passed, %(fail)d failed, %(skip)d skipped" % RESULTS, flush=True)
+    return 1 if RESULTS["fail"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
