@@ -12,6 +12,8 @@
 #   CTEST=all run the whole CTest suite (default: the cuda-labelled tests only)
 #   BENCH_SRC a portattn-bench source to build and time with instead of tools/ (pins the bench)
 #   SKIP_SANITIZER=1, SKIP_BENCH=1 leave those steps out; the sanitizer runs last (it is the slowest)
+#   REPORT=1  also the decode sweep + peers, tools/report.py over everything, python/compare_sdpa.py;
+#             JSON/CSV/report go into one report.tgz (the device returns at most 8 files)
 #   NCU="args"  profile one forward call with Nsight Compute: stall reasons, shared-memory bank
 #             conflicts, tensor pipe use (args: portattn-bench shape flags; the first backend)
 set -uo pipefail
@@ -76,6 +78,21 @@ for be in $BACKENDS; do
 done
 rm -f "$OUT/peers_f16.tmp"
 cat "$OUT/summary.md"
+fi
+
+if [ -n "${REPORT:-}" ]; then # the porting-study flow of docs/porting-study.md, plus the Python comparison
+  echo "== decode sweep and peers $(t)"
+  $BENCH --sweep decode --no-check --json "$OUT/bench_decode.json" --csv "$OUT/bench_decode.csv" >> "$OUT/bench.log" 2>&1
+  PYTHONUNBUFFERED=1 python3 .anchors/sdpa.py --decode --json "$OUT/peers_decode.json" >> "$OUT/bench.log" 2>&1
+  for be in $BACKENDS; do $BENCH --backend "$be" --sweep --sweep-dims "$DIMS" --sweep-seqlens "$SEQS" --dtype "$DTYPES" \
+    --reps 5 --warmup 2 --no-check --csv "$OUT/bench_$be.csv" > /dev/null 2>&1; done # the CSV form of the same sweep
+  python3 tools/report.py $OUT/bench_*.json "$OUT/peers.json" "$OUT/peers_decode.json" --out "$OUT/report" \
+    >> "$OUT/bench.log" 2>&1; echo "report.py exit $?"
+  echo "== python compare_sdpa $(t)"
+  PYTHONUNBUFFERED=1 PORTATTN_LIBRARY=$B/libportattn.so python3 python/compare_sdpa.py --json "$OUT/compare_sdpa.json" \
+    > "$OUT/compare_sdpa.log" 2>&1; echo "compare_sdpa exit $?"
+  tail -25 "$OUT/compare_sdpa.log"; cat "$OUT/compare_sdpa.log" >> "$OUT/bench.log"; rm -f "$OUT/compare_sdpa.log"
+  tar czf "$OUT/report.tgz" -C "$OUT" report $(cd "$OUT" && ls *.json *.csv 2>/dev/null) && rm -rf "$OUT/report" "$OUT"/*.json "$OUT"/*.csv
 fi
 
 if [ -z "${SKIP_SANITIZER:-}" ]; then
