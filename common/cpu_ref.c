@@ -121,6 +121,11 @@ static portattn_status_t cpu_run(const pa_problem *pb, void *stream, char *err, 
     atomic_init(&jb.failed, 0);
     if (jb.items == 0) return PORTATTN_SUCCESS;
 
+    /* Each worker keeps the scores of one row: refuse sizes whose buffer cannot even be expressed
+     * (Sk may be huge with a zero key stride, which validation accepts). */
+    if ((uint64_t)pb->max_seqlen_k >= SIZE_MAX / sizeof(double) / 2)
+        return pa_fmt(err, err_len, PORTATTN_ERROR_OUT_OF_MEMORY, "a %lld-key score buffer does not fit in memory",
+                      (long long)pb->max_seqlen_k);
     int n = thread_count();
     if (n > jb.items) n = (int)jb.items;
     pthread_t tid[MAX_THREADS];

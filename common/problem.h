@@ -27,10 +27,11 @@ typedef struct pa_problem {
 PA_HD void pa_key_range(int64_t i, int64_t sq, int64_t sk, int64_t wl, int64_t wr,
                         int64_t *lo, int64_t *hi)
 {
-    int64_t diag = i + sk - sq;
-    int64_t l = wl < 0 ? 0 : diag - wl;
-    int64_t h = wr < 0 ? sk - 1 : diag + wr;
-    *lo = l < 0 ? 0 : l;
+    /* Saturating: a window side may be any int64 (INT64_MAX is a legal "everything"). */
+    int64_t diag = (i - sq) + sk; /* i < sq, so no overflow */
+    int64_t l = (wl < 0 || wl >= diag) ? 0 : diag - wl;
+    int64_t h = (wr < 0 || (diag > 0 && wr > INT64_MAX - diag)) ? sk - 1 : diag + wr;
+    *lo = l;
     *hi = h > sk - 1 ? sk - 1 : h;
 }
 

@@ -9,6 +9,11 @@ command -v ninja >/dev/null || need+=(ninja-build)
 command -v cc >/dev/null || need+=(gcc)
 command -v c++ >/dev/null || need+=(g++)
 command -v pkg-config >/dev/null || need+=(pkg-config)
+# clang with libFuzzer and its sanitizer runtimes (Debian 12: clang 14 + libclang-rt-14-dev)
+if ! command -v clang >/dev/null || ! echo 'int LLVMFuzzerTestOneInput(const char*d,long n){(void)d;(void)n;return 0;}' |
+     clang -x c -fsanitize=fuzzer,address - -o /dev/null 2>/dev/null; then
+  need+=(clang libclang-rt-14-dev)
+fi
 if ((${#need[@]})); then
   echo "deps: installing ${need[*]}"
   sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"

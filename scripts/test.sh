@@ -13,3 +13,7 @@ ctest --test-dir build --output-on-failure -j "$JOBS"
 cmake --preset asan                       # CMakePresets.json: CPU only, build-asan/
 cmake --build --preset asan -j "$JOBS"
 ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j "$JOBS"
+
+cmake --preset fuzz                       # clang + libFuzzer + ASan/UBSan over the public API, build-fuzz/
+cmake --build --preset fuzz -j "$JOBS"
+ctest --preset fuzz

@@ -74,6 +74,7 @@ int main(void)
     CASE("head_dim_v -1", p.head_dim_v = -1, INV, "head_dim_v");
     CASE("window_left -2", p.window_left = -2, INV, "window");
     CASE("window_right -7", p.window_right = -7, INV, "window");
+    CASE("window sides INT64_MAX", (p.window_left = INT64_MAX, p.window_right = INT64_MAX), PORTATTN_SUCCESS, "");
     CASE("softcap negative", p.softcap = -1, INV, "softcap");
     CASE("softcap NaN", p.softcap = NAN, INV, "softcap");
     CASE("scale inf", p.softmax_scale = INFINITY, INV, "softmax_scale");
