@@ -1,0 +1,123 @@
+/* Several host threads calling portattn_forward at once give the same bits as the same calls made
+ * one after another, and repeated runs are bitwise identical (determinism). Each thread has its own
+ * buffers and its own problem. test_concurrency <backend>: exit 77 when the backend is absent. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devmem.h"
+#include "half.h"
+#include "harness.h"
+
+enum { THREADS = 6, REPS = 3 };
+
+typedef struct job {
+    portattn_backend_t backend;
+    dm_kind kind;
+    int id;
+    int64_t s, h, d;
+    void *q, *k, *v, *o; /* memory of `kind` */
+    float *lse;
+    size_t bytes;
+    portattn_status_t status;
+    char err[256];
+} job;
+
+static void run_job(job *j)
+{
+    portattn_fwd_params_t p;
+    portattn_fwd_params_init(&p);
+    p.dtype = PORTATTN_DTYPE_BF16, p.backend = j->backend;
+    p.batch = 1, p.seqlen_q = p.seqlen_k = j->s, p.heads_q = p.heads_kv = j->h, p.head_dim_qk = p.head_dim_v = j->d;
+    p.q = portattn_tensor_bshd(j->q, j->s, j->h, j->d), p.k = portattn_tensor_bshd(j->k, j->s, j->h, j->d);
+    p.v = portattn_tensor_bshd(j->v, j->s, j->h, j->d), p.o = portattn_tensor_bshd(j->o, j->s, j->h, j->d);
+    p.lse = j->lse, p.lse_stride[0] = j->h * j->s, p.lse_stride[1] = j->s, p.lse_stride[2] = 1;
+    p.causal = j->id & 1, p.window_left = j->id % 3 == 0 ? 37 : -1;
+    j->status = portattn_forward(&p, NULL);
+    if (j->status) snprintf(j->err, sizeof j->err, "%s", portattn_last_error());
+    else if (dm_sync(j->kind)) j->status = PORTATTN_ERROR_DEVICE;
+}
+
+static void *thread_main(void *arg)
+{
+    run_job(arg);
+    return NULL;
+}
+
+/* Output and LSE of a job, downloaded to the host. */
+static int fetch(const job *j, unsigned char *out)
+{
+    size_t lse_bytes = (size_t)(j->h * j->s) * 4;
+    return dm_download(j->kind, out, j->o, j->bytes) || dm_download(j->kind, out + j->bytes, j->lse, lse_bytes);
+}
+
+int main(int argc, char **argv)
+{
+    int ok;
+    portattn_backend_t be = portattn_backend_from_name(argc > 1 ? argv[1] : "cpu", &ok);
+    portattn_backend_info_t info;
+    char why[256];
+    if (!ok || be == PORTATTN_BACKEND_AUTO || portattn_backend_get_info(be, &info)) return 2;
+    if (!info.available || !dm_available(dm_kind_of(be), why, sizeof why)) {
+        printf("SKIP %s: %s\n", info.name, info.available ? why : info.detail);
+        return 77;
+    }
+    uint64_t rng = test_seed();
+    job jobs[THREADS];
+    unsigned char *serial[THREADS], *got = NULL;
+    int failures = 0, checks = 0;
+    for (int t = 0; t < THREADS; t++) {
+        job *j = &jobs[t];
+        memset(j, 0, sizeof *j);
+        j->backend = be, j->kind = dm_kind_of(be), j->id = t;
+        j->s = 150 + 37 * t, j->h = 2 + t % 3, j->d = t % 2 ? 64 : 128;
+        j->bytes = (size_t)(j->s * j->h * j->d) * 2;
+        uint16_t *host = malloc(j->bytes);
+        void **bufs[3] = {&j->q, &j->k, &j->v};
+        for (int b = 0; b < 3; b++) {
+            for (size_t e = 0; e < j->bytes / 2; e++) host[e] = pa_f32_to_bf16((float)urand(&rng));
+            *bufs[b] = dm_alloc(j->kind, j->bytes);
+            if (!*bufs[b] || dm_upload(j->kind, *bufs[b], host, j->bytes)) return printf("allocation failed\n"), 1;
+        }
+        free(host);
+        j->o = dm_alloc(j->kind, j->bytes), j->lse = dm_alloc(j->kind, (size_t)(j->h * j->s) * 4);
+        serial[t] = malloc(j->bytes + (size_t)(j->h * j->s) * 4);
+        if (!j->o || !j->lse || !serial[t]) return printf("allocation failed\n"), 1;
+        run_job(j); /* the serial reference */
+        checks++;
+        if (j->status || fetch(j, serial[t])) {
+            failures++;
+            printf("FAIL serial job %d: %s %s\n", t, portattn_status_string(j->status), j->err);
+        }
+    }
+    size_t most = 0;
+    for (int t = 0; t < THREADS; t++)
+        if (jobs[t].bytes + (size_t)(jobs[t].h * jobs[t].s) * 4 > most) most = jobs[t].bytes + (size_t)(jobs[t].h * jobs[t].s) * 4;
+    got = malloc(most);
+    if (!got) return printf("allocation failed\n"), 1;
+    for (int rep = 0; rep < REPS; rep++) {
+        pthread_t tid[THREADS];
+        for (int t = 0; t < THREADS; t++) pthread_create(&tid[t], NULL, thread_main, &jobs[t]);
+        for (int t = 0; t < THREADS; t++) pthread_join(tid[t], NULL);
+        for (int t = 0; t < THREADS; t++) {
+            const job *j = &jobs[t];
+            checks++;
+            int same = !j->status && !fetch(j, got) && !memcmp(got, serial[t], j->bytes + (size_t)(j->h * j->s) * 4);
+            if (!same) {
+                failures++;
+                printf("FAIL rep %d job %d: %s\n", rep, t, j->status ? j->err : "bits differ from the serial run");
+            }
+        }
+    }
+    printf("%s: %d threads x %d reps, results bitwise equal to the serial run: %s\n", info.name, THREADS, REPS,
+           failures ? "NO" : "yes");
+    for (int t = 0; t < THREADS; t++) {
+        dm_free(jobs[t].kind, jobs[t].q), dm_free(jobs[t].kind, jobs[t].k), dm_free(jobs[t].kind, jobs[t].v);
+        dm_free(jobs[t].kind, jobs[t].o), dm_free(jobs[t].kind, jobs[t].lse);
+        free(serial[t]);
+    }
+    free(got);
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures ? 1 : 0;
+}
