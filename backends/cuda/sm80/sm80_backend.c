@@ -60,9 +60,11 @@ static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
         (void)cudaGetLastError();
         return REFUSE("cannot read the device's shared memory limit");
     }
-    if (optin < PA_SM80_SMEM_BYTES((int)d))
+    if (optin < PA_SM80_MIN_SMEM_BYTES((int)d))
         return REFUSE("d%lld instance needs %d bytes of shared memory, device allows %d per block", (long long)d,
-                      PA_SM80_SMEM_BYTES((int)d), optin);
+                      PA_SM80_MIN_SMEM_BYTES((int)d), optin);
+    const int bm = pa_sm80_block_rows((int)d);
+    if (bm == 0) return REFUSE("cannot read the device's shared memory per SM");
 
     const int needs_kv = p->seqlen_k > 0, run = p->batch > 0 && pb->max_seqlen_q > 0;
     if (run) {
@@ -82,7 +84,7 @@ static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     }
     if (kernel && kernel_len)
         pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80<%s,d%lld,%dx%d>", dt, (long long)d,
-               PA_SM80_BM((int)d), PA_SM80_BN((int)d));
+               bm, PA_SM80_BN((int)d));
     return 1;
 }
 

@@ -44,21 +44,24 @@ __device__ __forceinline__ uint32_t sm80_swz(int row, int ch)
 
 /* ROWS x D tile from global rows [row0, row0 + ROWS) (zeros from row `limit` on) into shared.
  * Each thread keeps one column chunk and steps down the rows with a pointer increment (far fewer
- * registers than per-chunk index math); with padded rows (d96) the pad chunks' threads idle. */
+ * registers than per-chunk index math); with padded rows (d96) the pad chunks' threads idle. A
+ * pass of RS rows keeps the swizzle phase when RS % 8 == 0; with RS % 8 == 4 (d256, 4 warps) odd
+ * passes take the other phase, one precomputed address each. */
 template <typename T, int ROWS, int D, int NT>
 __device__ __forceinline__ void sm80_load_tile(uint32_t sdst, const T *g, int64_t rstride, int row0, int limit,
                                                int tid)
 {
     constexpr int CH = D / 8, PITCH = (CH + 7) / 8 * 8, RS = NT / PITCH; /* rows per pass */
-    static_assert(NT % PITCH == 0 && RS % 8 == 0 && ROWS % RS == 0, "load shape");
+    static_assert(NT % PITCH == 0 && RS % 4 == 0 && ROWS % RS == 0, "load shape");
     const int r = tid / PITCH, c = tid % PITCH;
     if (CH == PITCH || c < CH) {
         const T *src = g + (int64_t)(row0 + r) * rstride + c * 8;
-        const uint32_t dst = sdst + sm80_swz<PITCH>(r, c); /* RS % 8 == 0: same swizzle phase each pass */
+        const uint32_t dst0 = sdst + sm80_swz<PITCH>(r, c);
+        const uint32_t dst1 = RS % 8 == 0 ? dst0 : sdst + sm80_swz<PITCH>(r + RS, c) - RS * PITCH * 16;
 #pragma unroll
         for (int k = 0; k < ROWS / RS; ++k) {
             const bool ok = row0 + r + k * RS < limit;
-            sm80_cp_async16(dst + k * RS * PITCH * 16, ok ? src : g, ok);
+            sm80_cp_async16(((k & 1) ? dst1 : dst0) + k * RS * PITCH * 16, ok ? src : g, ok);
             src += RS * rstride;
         }
     }
@@ -86,8 +89,8 @@ __device__ __forceinline__ void sm80_keys(int i, int sq, int sk, int wl, int wr,
     *hi = (int)h;
 }
 
-template <typename T, int D, int MT, int BN, int NW, int STAGES>
-__global__ void __launch_bounds__(NW * 32, PA_SM80_MIN_CTAS(D)) sm80_fwd(const sm80_args a)
+template <typename T, int D, int MT, int BN, int NW, int STAGES, int MINB>
+__global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a)
 {
     constexpr int NT = NW * 32, CH = D / 8, PITCH = (CH + 7) / 8 * 8;
     constexpr int WR = 16 * MT, BM = WR * NW;                  /* query rows per warp, per CTA */
@@ -96,8 +99,8 @@ __global__ void __launch_bounds__(NW * 32, PA_SM80_MIN_CTAS(D)) sm80_fwd(const s
     static_assert(D % 16 == 0 && BN % 16 == 0, "tile shape");
     /* Fully unrolled, the Q K^T loop of d96..d256 runs out of registers next to the O accumulator. */
     constexpr int QK_UNROLL = D > 64 ? 2 : D / 16;
-    static_assert(BM == PA_SM80_BM(D) && BN == PA_SM80_BN(D) && NW == PA_SM80_WARPS(D), "instance shape");
-    static_assert(QB + 2 * STAGES * KVB == PA_SM80_SMEM_BYTES(D), "smem size");
+    static_assert(BN == PA_SM80_BN(D) && STAGES == PA_SM80_STAGES(D), "instance shape");
+    static_assert(QB + 2 * STAGES * KVB == PA_SM80_SMEM_SHAPE(D, BM, BN, STAGES), "smem size");
 
     extern __shared__ __align__(128) uint8_t smem[];
     const uint32_t sq_base = sm80_smem_u32(smem);
@@ -107,10 +110,25 @@ __global__ void __launch_bounds__(NW * 32, PA_SM80_MIN_CTAS(D)) sm80_fwd(const s
     T *og = (T *)a.o;
     const T tag = T(); /* picks the f16 or bf16 mma/pack overload */
 
-    /* One (batch, head) pair per (y, z) block, no loop over them: loop state live across the main
-     * loop made the d256 instance spill. */
-    const int64_t bh = (int64_t)blockIdx.z * gridDim.y + blockIdx.y;
-    if (bh >= (int64_t)a.batch * a.heads) return;
+    /* One (batch, head) pair and row block per CTA, no loop over pairs: loop state live across the
+     * main loop made the d256 instance spill. Without a right bound every row block sees the same
+     * keys and the pairs go in (y, z) order, so that CTAs running together share K/V in L2. With a
+     * right bound (causal) later row blocks see more keys: the linear block index is taken row
+     * block major, longest first over all pairs, so that the last CTAs of the grid are the
+     * shortest and no long one starts near the end (longest-processing-time-first). */
+    const int64_t nbh = (int64_t)a.batch * a.heads;
+    int64_t bh;
+    int tfirst;
+    if (a.wr >= 0) {
+        const int64_t lin = blockIdx.x + (int64_t)gridDim.x * ((int64_t)blockIdx.z * gridDim.y + blockIdx.y);
+        bh = lin % nbh;
+        tfirst = (int)(lin / nbh);
+        if (tfirst >= (int)gridDim.x) return;
+    } else {
+        bh = (int64_t)blockIdx.z * gridDim.y + blockIdx.y;
+        tfirst = blockIdx.x;
+        if (bh >= nbh) return;
+    }
     const int b = (int)(bh / a.heads), h = (int)(bh % a.heads);
     int q0 = 0, k0 = 0, sq = a.seqlen_q, sk = a.seqlen_k;
     int64_t qb, kb, vb, ob;
@@ -129,7 +147,7 @@ __global__ void __launch_bounds__(NW * 32, PA_SM80_MIN_CTAS(D)) sm80_fwd(const s
 
     /* Bound by this sequence's own length, so a low max_seqlen still covers every row. With a
      * right-bounded mask later row blocks see more keys: hand those out first. */
-    for (int t = blockIdx.x; t < nmb; t += gridDim.x) {
+    for (int t = tfirst; t < nmb; t += gridDim.x) {
         const int m0 = (a.wr >= 0 ? nmb - 1 - t : t) * BM;
         const int mlast = (m0 + BM < sq ? m0 + BM : sq) - 1;
         __syncthreads(); /* the previous work item is done with shared memory */
@@ -350,13 +368,14 @@ __global__ void __launch_bounds__(NW * 32, PA_SM80_MIN_CTAS(D)) sm80_fwd(const s
 }
 
 /* Launches one instance; shared memory above 48 KB needs the opt-in attribute on every device. */
-template <typename T, int D>
+template <typename T, int D, int BM = PA_SM80_BM(D), int NW = PA_SM80_WARPS(D), int MINB = PA_SM80_MIN_CTAS(D)>
 static cudaError_t sm80_launch_instance(const sm80_args *a, int64_t max_sq, cudaStream_t stream)
 {
-    constexpr int BM = PA_SM80_BM(D), BN = PA_SM80_BN(D), NW = PA_SM80_WARPS(D), ST = PA_SM80_STAGES(D);
+    constexpr int BN = PA_SM80_BN(D), ST = PA_SM80_STAGES(D);
     constexpr int MT = BM / (16 * NW);
-    const size_t smem = PA_SM80_SMEM_BYTES(D);
-    auto kern = sm80_fwd<T, D, MT, BN, NW, ST>;
+    static_assert(MT * 16 * NW == BM, "rows per warp");
+    const size_t smem = PA_SM80_SMEM_SHAPE(D, BM, BN, ST);
+    auto kern = sm80_fwd<T, D, MT, BN, NW, ST, MINB>;
     cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return e;
     const int64_t mb = (max_sq + BM - 1) / BM, bh = (int64_t)a->batch * a->heads;
@@ -379,5 +398,6 @@ cudaError_t sm80_launch_d64(const sm80_args *a, int bf16, int64_t max_sq, cudaSt
 cudaError_t sm80_launch_d96(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);
 cudaError_t sm80_launch_d128(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);
 cudaError_t sm80_launch_d256(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);
+cudaError_t sm80_launch_d256_small(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);
 
 #endif

@@ -12,6 +12,22 @@
  * that what remains fits the kernel's int32 row arithmetic. */
 static int sm80_window(int64_t w, int64_t sq, int64_t sk) { return w < 0 || w >= sq + sk ? -1 : (int)w; }
 
+/* d256: the 64-row shape where two of its CTAs (plus the 1 KB the runtime reserves for each) fit
+ * one SM's shared memory, or where the 128-row shape does not fit a block; else the 128-row one. */
+extern "C" int pa_sm80_block_rows(int d)
+{
+    if (d != 256) return PA_SM80_BM(d);
+    int dev = 0, per_sm = 0, optin = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return per_sm >= 2 * (PA_SM80_D256_SMALL_SMEM + 1024) || optin < PA_SM80_SMEM_BYTES(256) ? PA_SM80_D256_SMALL_BM
+                                                                                             : PA_SM80_BM(256);
+}
+
 extern "C" portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
@@ -55,7 +71,13 @@ extern "C" portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *str
     case 64: e = sm80_launch_d64(&a, bf16, pb->max_seqlen_q, st); break;
     case 96: e = sm80_launch_d96(&a, bf16, pb->max_seqlen_q, st); break;
     case 128: e = sm80_launch_d128(&a, bf16, pb->max_seqlen_q, st); break;
-    default: e = sm80_launch_d256(&a, bf16, pb->max_seqlen_q, st); break;
+    default: {
+        const int bm = pa_sm80_block_rows(256);
+        if (bm == 0) return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm80: cannot read the device");
+        e = bm == PA_SM80_BM(256) ? sm80_launch_d256(&a, bf16, pb->max_seqlen_q, st)
+                                  : sm80_launch_d256_small(&a, bf16, pb->max_seqlen_q, st);
+        break;
+    }
     }
     if (e != cudaSuccess) {
         (void)cudaGetLastError(); /* clear the runtime's slot; the status carries the error */

@@ -5,13 +5,16 @@
 
 #include "backend.h"
 
-/* Instances: head dim (Dqk == Dv) x {f16, bf16}. Warps split the CTA's BM = 128 query rows; each
- * warp owns its rows in full. For d <= 128 that is two 16-row MMA tiles per warp (4 warps), so each
- * K and V fragment read from shared memory feeds two MMAs; d256 has one tile per warp and 8 warps
- * (its O accumulator alone is 128 registers). K/V tiles of BN keys stream through a cp.async ring
- * of STAGES slots each; d256 has one slot (FlashAttention-2's order: V_j lands during Q K_j^T,
- * K_{j+1} during P V_j), which keeps it within the A100's 163 KB per block. d96 takes 32-key tiles,
- * the largest that leave ptxas no spills next to its padded rows. */
+/* Instances: head dim (Dqk == Dv) x {f16, bf16}. Warps split the CTA's BM query rows; each warp
+ * owns its rows in full. For d <= 128 that is BM = 128 and two 16-row MMA tiles per warp (4 warps),
+ * so each K and V fragment read from shared memory feeds two MMAs. d256 has one tile per warp (its
+ * O accumulator alone is 128 registers) and two shapes, picked per device at run time as
+ * FlashAttention-2 does: 128 x 64 with 8 warps (128 KB, one CTA per SM: the A100) and 64 x 64 with
+ * 4 warps (96 KB: two CTAs per SM where an SM holds 2 x 97 KB, H100/H200; also the only d256 shape
+ * within sm_86/89's 99 KB). K/V tiles of BN keys stream through a cp.async ring of STAGES slots
+ * each; d256 has one slot (FlashAttention-2's order: V_j lands during Q K_j^T, K_{j+1} during
+ * P V_j). d96 takes 32-key tiles, the largest that leave ptxas no spills next to its padded rows.
+ * PA_SM80_BM/WARPS/MIN_CTAS/SMEM_BYTES name the default (largest) shape of each head dim. */
 #define PA_SM80_HAS_DIM(d) ((d) == 64 || (d) == 96 || (d) == 128 || (d) == 256)
 #define PA_SM80_WARPS(d) ((d) == 256 ? 8 : 4)
 #define PA_SM80_BM(d) 128
@@ -19,12 +22,21 @@
 /* CTAs per SM that __launch_bounds__ asks ptxas to fit (caps registers at 65536 / (CTAs x threads)). */
 #define PA_SM80_MIN_CTAS(d) ((d) == 256 ? 1 : 2)
 #define PA_SM80_STAGES(d) ((d) == 256 ? 1 : 2)
+/* d256's second shape: 64 rows, 4 warps, two CTAs per SM. */
+#define PA_SM80_D256_SMALL_BM 64
+#define PA_SM80_D256_SMALL_WARPS 4
+#define PA_SM80_D256_SMALL_MIN_CTAS 2
 /* Dynamic shared memory: the Q tile and STAGES K and V tiles, rows padded to 128-byte multiples
  * (the swizzle works on groups of eight 16-byte chunks): d64 48 KB, d96 64 KB, d128 96 KB,
- * d256 128 KB. All fit the A100's 163 KB per block; sm_86/89 (99 KB) take d64..d128. */
+ * d256 128 KB (64-row shape 96 KB). All fit the A100's 163 KB per block; sm_86/89 (99 KB) take
+ * d64..d128 and d256's 64-row shape. */
 #define PA_SM80_PITCH_BYTES(d) (((d) * 2 + 127) / 128 * 128)
-#define PA_SM80_SMEM_BYTES(d) \
-    ((PA_SM80_BM(d) + 2 * PA_SM80_STAGES(d) * PA_SM80_BN(d)) * PA_SM80_PITCH_BYTES(d))
+#define PA_SM80_SMEM_SHAPE(d, bm, bn, st) (((bm) + 2 * (st) * (bn)) * PA_SM80_PITCH_BYTES(d))
+#define PA_SM80_SMEM_BYTES(d) PA_SM80_SMEM_SHAPE(d, PA_SM80_BM(d), PA_SM80_BN(d), PA_SM80_STAGES(d))
+#define PA_SM80_D256_SMALL_SMEM \
+    PA_SM80_SMEM_SHAPE(256, PA_SM80_D256_SMALL_BM, PA_SM80_BN(256), PA_SM80_STAGES(256))
+/* The fewest bytes of shared memory per block that some shape of head dim d needs. */
+#define PA_SM80_MIN_SMEM_BYTES(d) ((d) == 256 ? PA_SM80_D256_SMALL_SMEM : PA_SM80_SMEM_BYTES(d))
 /* Sequence lengths, windows and row/key indices are int32 inside the kernel (pointer offsets are
  * int64); longer calls go to cuda-generic. */
 #define PA_SM80_MAX_SEQ ((1 << 30) - 1)
@@ -36,6 +48,9 @@ extern "C" {
 #endif
 
 portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *stream, char *err, size_t err_len);
+/* Query rows per CTA of head dim d's shape on the current device (d256: 64 where two 64-row CTAs
+ * fit an SM or the 128-row one does not fit a block, else 128); 0 if the device cannot be read. */
+int pa_sm80_block_rows(int d);
 
 #ifdef __cplusplus
 }
