@@ -12,6 +12,7 @@
 #   CTEST=all run the whole CTest suite (default: the cuda-labelled tests only)
 #   BENCH_SRC a portattn-bench source to build and time with instead of tools/ (pins the bench)
 #   SKIP_SANITIZER=1, SKIP_BENCH=1 leave those steps out; the sanitizer runs last (it is the slowest)
+#   SANITIZE_CASES  space-separated tool:case entries, e.g. "racecheck:d256_causal memcheck:varlen"
 #   REPORT=1  also the decode sweep + peers, tools/report.py over everything, python/compare_sdpa.py;
 #             JSON/CSV/report go into one report.tgz (the device returns at most 8 files)
 #   NCU="args"  profile one forward call with Nsight Compute: stall reasons, shared-memory bank
@@ -99,9 +100,9 @@ if [ -z "${SKIP_SANITIZER:-}" ]; then
   echo "== compute-sanitizer $(t)"
   : > "$OUT/sanitizer.log"
   for be in $BACKENDS; do
-    for tc in ${SANITIZE_CASES:-"memcheck varlen_causal" "memcheck window_all" "racecheck sq7_sk17" \
-              "racecheck s127_d128_causal" "racecheck d256_causal" "synccheck sk1"}; do
-      set -- $tc
+    for tc in ${SANITIZE_CASES:-memcheck:varlen_causal memcheck:window_all racecheck:sq7_sk17 \
+              racecheck:s127_d128_causal racecheck:d256_causal synccheck:sk1}; do
+      set -- "${tc%%:*}" "${tc#*:}" # entries are tool:case
       echo "### $be $1 $2" >> "$OUT/sanitizer.log"
       timeout ${SANITIZE_TIMEOUT:-60} compute-sanitizer --tool $1 --error-exitcode 9 $B/tests/test_cases "$be" $2 > "$OUT/san.tmp" 2>&1
       rc=$?; cat "$OUT/san.tmp" >> "$OUT/sanitizer.log"
