@@ -194,6 +194,18 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
         (st = check_view(&lse, 1, why, why_len)))
         return st;
 
+    /* A tensor with no elements is never addressed, so its strides were not checked: zero them in the
+     * problem the backends see, so that no backend even computes an offset from them. */
+    portattn_tensor_t *tens[4] = {&pb->p.q, &pb->p.k, &pb->p.v, &pb->p.o};
+    const view *views[4] = {&q, &k, &v, &o};
+    for (int i = 0; i < 4; i++)
+        if (!views[i]->count) memset(tens[i]->stride, 0, sizeof tens[i]->stride);
+    if (!lse.count) memset(pb->p.lse_stride, 0, sizeof pb->p.lse_stride);
+    if (varlen) { /* ignored stride[0]s, likewise never used */
+        for (int i = 0; i < 4; i++) tens[i]->stride[0] = 0;
+        pb->p.lse_stride[0] = 0;
+    }
+
     const view *inputs[3] = {&q, &k, &v};
     for (int i = 0; i < 3; i++) {
         if (views_overlap(&o, inputs[i])) return INVALID("o overlaps %s in memory", inputs[i]->name);
