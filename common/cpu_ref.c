@@ -38,14 +38,23 @@ typedef struct job {
     atomic_int failed;    /* a worker could not allocate its scratch */
 } job;
 
+/* Element offset of key/value row j of sequence b (k0: packed start for varlen): contiguous, or
+ * through the page table. */
+static int64_t kv_row(const pa_problem *pb, const portattn_tensor_t *t, int64_t b, int64_t k0, int64_t j)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    if (!p->block_table) return (pb->varlen ? 0 : b * t->stride[0]) + (k0 + j) * t->stride[1];
+    int64_t page = p->block_table[b * p->block_table_stride + j / p->page_size];
+    return page * t->stride[0] + (j % p->page_size) * t->stride[1];
+}
+
 /* One query row: two passes over the visible keys, in double. */
 static void row(const pa_problem *pb, int64_t b, int64_t h, int64_t i, int64_t sq, int64_t sk, int64_t q0,
                 int64_t k0, double *s, double *acc)
 {
     const portattn_fwd_params_t *p = &pb->p;
     const int64_t hk = h / pb->group, dqk = p->head_dim_qk, dv = p->head_dim_v;
-    const int64_t bq = pb->varlen ? 0 : b * p->q.stride[0], bk = pb->varlen ? 0 : b * p->k.stride[0];
-    const int64_t bv = pb->varlen ? 0 : b * p->v.stride[0], bo = pb->varlen ? 0 : b * p->o.stride[0];
+    const int64_t bq = pb->varlen ? 0 : b * p->q.stride[0], bo = pb->varlen ? 0 : b * p->o.stride[0];
     const int64_t qoff = bq + (q0 + i) * p->q.stride[1] + h * p->q.stride[2];
     const int64_t ooff = bo + (q0 + i) * p->o.stride[1] + h * p->o.stride[2];
     int64_t lo, hi;
@@ -53,7 +62,7 @@ static void row(const pa_problem *pb, int64_t b, int64_t h, int64_t i, int64_t s
 
     double mx = -INFINITY, sum = 0.0;
     for (int64_t j = lo; j <= hi; j++) {
-        const int64_t koff = bk + (k0 + j) * p->k.stride[1] + hk * p->k.stride[2];
+        const int64_t koff = kv_row(pb, &p->k, b, k0, j) + hk * p->k.stride[2];
         double dot = 0.0;
         for (int64_t d = 0; d < dqk; d++)
             dot += load(p->dtype, p->q.data, qoff + d * p->q.stride[3]) *
@@ -65,7 +74,7 @@ static void row(const pa_problem *pb, int64_t b, int64_t h, int64_t i, int64_t s
     }
     for (int64_t d = 0; d < dv; d++) acc[d] = 0.0;
     for (int64_t j = lo; j <= hi; j++) {
-        const int64_t voff = bv + (k0 + j) * p->v.stride[1] + hk * p->v.stride[2];
+        const int64_t voff = kv_row(pb, &p->v, b, k0, j) + hk * p->v.stride[2];
         double w = exp(s[j - lo] - mx);
         sum += w;
         for (int64_t d = 0; d < dv; d++) acc[d] += w * load(p->dtype, p->v.data, voff + d * p->v.stride[3]);
@@ -95,6 +104,7 @@ static void *worker(void *arg)
             q0 = p->cu_seqlens_q[b], sq = p->cu_seqlens_q[b + 1] - q0;
             k0 = p->cu_seqlens_k[b], sk = p->cu_seqlens_k[b + 1] - k0;
         }
+        if (p->seqused_k) sk = p->seqused_k[b]; /* validated: within [0, seqlen_k] */
         for (int64_t i = blk * ROWS_PER_ITEM; i < sq && i < (blk + 1) * ROWS_PER_ITEM; i++)
             row(pb, b, h, i, sq, sk, q0, k0, s, acc);
     }
@@ -151,7 +161,8 @@ static int cpu_supports(const pa_problem *pb, char *kernel, size_t kernel_len, c
     const portattn_fwd_params_t *p = &pb->p;
     const struct { const char *name; const void *ptr; } ptrs[] = {
         {"q.data", p->q.data}, {"k.data", p->k.data}, {"v.data", p->v.data}, {"o.data", p->o.data},
-        {"lse", p->lse}, {"cu_seqlens_q", p->cu_seqlens_q}, {"cu_seqlens_k", p->cu_seqlens_k}};
+        {"lse", p->lse}, {"cu_seqlens_q", p->cu_seqlens_q}, {"cu_seqlens_k", p->cu_seqlens_k},
+        {"seqused_k", p->seqused_k}, {"block_table", p->block_table}};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (ptrs[i].ptr && !pa_host_accessible(ptrs[i].ptr)) {
             snprintf(why, why_len, "%s is device memory", ptrs[i].name);

@@ -124,6 +124,30 @@ static portattn_status_t check_cu_seqlens(const char *name, const int32_t *cu, i
     return PORTATTN_SUCCESS;
 }
 
+/* seqused_k and block_table contents, when the host can read them: lengths within the capacity,
+ * and every page a sequence uses inside the pool. */
+static portattn_status_t check_kv_cache(const portattn_fwd_params_t *p, int64_t pages_per_seq, char *why,
+                                        size_t why_len)
+{
+    for (int64_t b = 0; b < p->batch; b++) {
+        int64_t used = p->seqlen_k;
+        if (p->seqused_k && pa_host_accessible(p->seqused_k)) {
+            used = p->seqused_k[b];
+            if (used < 0 || used > p->seqlen_k)
+                return INVALID("seqused_k[%lld] = %lld is outside [0, seqlen_k = %lld]", (long long)b, (long long)used,
+                               (long long)p->seqlen_k);
+        }
+        if (!p->block_table || !pa_host_accessible(p->block_table)) continue;
+        for (int64_t g = 0; g < pages_per_seq && g * p->page_size < used; g++) {
+            int32_t page = p->block_table[b * p->block_table_stride + g];
+            if (page < 0 || page >= p->num_pages)
+                return INVALID("block_table[%lld][%lld] = %d is outside [0, num_pages = %lld)", (long long)b,
+                               (long long)g, page, (long long)p->num_pages);
+        }
+    }
+    return PORTATTN_SUCCESS;
+}
+
 portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, char *why, size_t why_len)
 {
     if (!in) return INVALID("params is NULL");
@@ -180,11 +204,29 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
         if (p->max_seqlen_k) pb->max_seqlen_k = p->max_seqlen_k;
     }
 
-    /* The tensors. Varlen tensors are packed [1, total, H, D]. */
+    /* KV cache: seqused_k and/or a page table, with per-sequence (not packed) queries. */
+    int paged = p->block_table != NULL;
+    int64_t pages_per_seq = 0;
+    if ((paged || p->seqused_k) && varlen)
+        return INVALID("seqused_k/block_table cannot be combined with cu_seqlens (key lengths come from seqused_k)");
+    if (paged) {
+        if (p->page_size < 1 || p->page_size > (1 << 20) || (p->page_size & (p->page_size - 1)))
+            return INVALID("page_size = %lld is not a power of two in [1, 2^20]", (long long)p->page_size);
+        if (p->num_pages < 1) return INVALID("num_pages = %lld must be >= 1", (long long)p->num_pages);
+        pages_per_seq = (p->seqlen_k + p->page_size - 1) / p->page_size;
+        if (p->block_table_stride < pages_per_seq)
+            return INVALID("block_table_stride = %lld is below the %lld pages of seqlen_k = %lld",
+                           (long long)p->block_table_stride, (long long)pages_per_seq, (long long)p->seqlen_k);
+    } else if (p->page_size || p->num_pages || p->block_table_stride) {
+        return INVALID("page_size/num_pages/block_table_stride are set but block_table is NULL");
+    }
+
+    /* The tensors. Varlen tensors are packed [1, total, H, D]; paged K/V are page pools. */
     int64_t nb = varlen ? (p->batch ? 1 : 0) : p->batch;
     view q = make_view("q", &p->q, nb, p->seqlen_q, p->heads_q, p->head_dim_qk, elem, varlen);
-    view k = make_view("k", &p->k, nb, p->seqlen_k, p->heads_kv, p->head_dim_qk, elem, varlen);
-    view v = make_view("v", &p->v, nb, p->seqlen_k, p->heads_kv, p->head_dim_v, elem, varlen);
+    int64_t kv_n = paged ? p->num_pages : nb, kv_s = paged ? p->page_size : p->seqlen_k;
+    view k = make_view("k", &p->k, kv_n, kv_s, p->heads_kv, p->head_dim_qk, elem, varlen);
+    view v = make_view("v", &p->v, kv_n, kv_s, p->heads_kv, p->head_dim_v, elem, varlen);
     view o = make_view("o", &p->o, nb, p->seqlen_q, p->heads_q, p->head_dim_v, elem, varlen);
     portattn_tensor_t lse_t = {p->lse, {p->lse_stride[0], p->lse_stride[2], p->lse_stride[1], 0}};
     view lse = make_view("lse", &lse_t, p->lse ? nb : 0, p->seqlen_q, p->heads_q, 1, 4, varlen);
@@ -212,6 +254,14 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
         if (views_overlap(&lse, inputs[i])) return INVALID("lse overlaps %s in memory", inputs[i]->name);
     }
     if (views_overlap(&lse, &o)) return INVALID("lse overlaps o in memory");
+    if ((paged || p->seqused_k) && p->batch > 0 && p->seqlen_q > 0) {
+        view bt = {"block_table", p->block_table, {p->batch, pages_per_seq, 1, 1}, {p->block_table_stride, 1, 0, 0}, 4, 0, 0, 0};
+        view su = {"seqused_k", p->seqused_k, {p->seqused_k ? p->batch : 0, 1, 1, 1}, {1, 0, 0, 0}, 4, 0, 0, 0};
+        if ((st = check_view(&bt, 0, why, why_len)) || (st = check_view(&su, 0, why, why_len))) return st;
+        if (views_overlap(&bt, &o) || views_overlap(&su, &o) || views_overlap(&bt, &lse) || views_overlap(&su, &lse))
+            return INVALID("block_table or seqused_k overlaps an output (o or lse)");
+        if ((st = check_kv_cache(p, pages_per_seq, why, why_len))) return st;
+    }
     if (varlen && p->batch > 0) {
         view cq = {"cu_seqlens_q", p->cu_seqlens_q, {p->batch + 1, 1, 1, 1}, {1, 0, 0, 0}, 4, 0, 0, 0};
         view ck = {"cu_seqlens_k", p->cu_seqlens_k, {p->batch + 1, 1, 1, 1}, {1, 0, 0, 0}, 4, 0, 0, 0};

@@ -129,6 +129,21 @@ typedef struct portattn_fwd_params {
     int64_t window_right; /* -1 = unbounded */
 
     portattn_backend_t backend; /* AUTO = best available; anything else forces that backend */
+
+    /* KV cache (decode). Optional, all zero/NULL = contiguous K/V as above.
+     * seqused_k: int32 [batch], keys actually present per sequence (the cache length, <= seqlen_k,
+     *   which is then the capacity); queries align bottom-right with it. Not with cu_seqlens_k.
+     * block_table: int32 [batch, >= ceil(seqlen_k / page_size)] with row stride block_table_stride:
+     *   K and V are then page pools [num_pages, page_size, Hkv, D] (stride[0] between pages,
+     *   stride[1] between tokens of a page) and key j of sequence b is row j % page_size of page
+     *   block_table[b * block_table_stride + j / page_size]. page_size: a power of two. Entries of
+     *   pages a sequence uses must lie in [0, num_pages). Not with cu_seqlens_k.
+     * Same memory as the tensors. Backends that do not take them refuse the call (NOT_SUPPORTED). */
+    const int32_t *seqused_k;
+    const int32_t *block_table;
+    int64_t block_table_stride;
+    int64_t page_size;
+    int64_t num_pages;
 } portattn_fwd_params_t;
 
 /* Sets struct_size, windows to -1, backend AUTO, every other field 0. */

@@ -144,8 +144,24 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
     }
     const int64_t SQ = c->varlen ? cuq[B] : c->sq, SK = c->varlen ? cuk[B] : c->sk;
 
-    tens tq = make_tens(c->layout, nb, SQ, c->hq, c->dqk), tk = make_tens(c->layout, nb, SK, c->hkv, c->dqk);
-    tens tv = make_tens(c->layout, nb, SK, c->hkv, c->dv), to = make_tens(c->layout, nb, SQ, c->hq, c->dv);
+    /* KV cache cases: ragged cache lengths (the first full, then 0 and 1) and/or a page pool with
+     * the pages of all sequences shuffled (two pages unused). */
+    const int kvc = c->page > 0 || c->used;
+    const int64_t pps = c->page ? (SK + c->page - 1) / c->page : 0, npages = B * pps + 2;
+    int32_t *used = calloc((size_t)B + 1, 4), *bt = calloc((size_t)(B * pps + 2), 4);
+    for (int64_t b = 0; used && b < B; b++)
+        used[b] = (int32_t)(!c->used || b == 0 ? SK : b == 1 ? 0 : b == 2 ? 1
+                                     : (int64_t)((urand(&rng) + 1) * 0.5 * (double)(SK + 1)) % (SK + 1));
+    for (int64_t g = 0; bt && g < npages - 2; g++) bt[g] = (int32_t)g;
+    for (int64_t g = npages - 3; bt && g > 0; g--) { /* Fisher-Yates over the used pages */
+        int64_t r = (int64_t)((urand(&rng) + 1) * 0.5 * (double)(g + 1)) % (g + 1);
+        int32_t x = bt[g]; bt[g] = bt[r]; bt[r] = x;
+    }
+    for (int64_t g = 0; bt && g < npages - 2; g++) bt[g] += bt[g] >= 1; /* page 1 stays unused */
+
+    tens tq = make_tens(c->layout, nb, SQ, c->hq, c->dqk), to = make_tens(c->layout, nb, SQ, c->hq, c->dv);
+    tens tk = c->page ? make_tens(c->layout, npages, c->page, c->hkv, c->dqk) : make_tens(c->layout, nb, SK, c->hkv, c->dqk);
+    tens tv = c->page ? make_tens(c->layout, npages, c->page, c->hkv, c->dv) : make_tens(c->layout, nb, SK, c->hkv, c->dv);
     /* LSE [B, Hq, Sq] (varlen: [Hq, total]); the padded layout pads its rows too. */
     int64_t lpad = c->layout == LAYOUT_PADDED ? 3 : 0;
     int64_t ls[3] = {c->hq * (SQ + lpad), SQ + lpad, 1};
@@ -165,7 +181,8 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
     void *dv = dm_alloc(kind, (size_t)tv.elems * esz), *dout = dm_alloc(kind, (size_t)to.elems * esz);
     void *dl = dm_alloc(kind, (size_t)lse_elems * 4);
     void *dcq = dm_alloc(kind, (size_t)(B + 1) * 4), *dck = dm_alloc(kind, (size_t)(B + 1) * 4);
-    if (!cuq || !cuk || !hq_ || !hk_ || !hv_ || !ho_ || !hl || !fq || !fk || !fv || !fo || !fl || !no || !sbuf ||
+    void *dused = dm_alloc(kind, (size_t)(B + 1) * 4), *dbt = dm_alloc(kind, (size_t)(B * pps + 2) * 4);
+    if (!used || !bt || !dused || !dbt || !cuq || !cuk || !hq_ || !hk_ || !hv_ || !ho_ || !hl || !fq || !fk || !fv || !fo || !fl || !no || !sbuf ||
         !dq || !dk || !dv || !dout || !dl || !dcq || !dck) {
         snprintf(note, sizeof note, "allocation failed");
         goto done;
@@ -182,10 +199,11 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
     for (int64_t b = 0; b < nb; b++)
         for (int64_t s = 0; s < SK; s++)
             for (int64_t h = 0; h < c->hkv; h++) {
+                int64_t pb_ = c->page ? bt[b * pps + s / c->page] : b, ps_ = c->page ? s % c->page : s;
                 for (int64_t d = 0; d < c->dqk; d++)
-                    fk[((b * SK + s) * c->hkv + h) * c->dqk + d] = ld(dt, hk_, off(&tk, b, s, h, d));
+                    fk[((b * SK + s) * c->hkv + h) * c->dqk + d] = ld(dt, hk_, off(&tk, pb_, ps_, h, d));
                 for (int64_t d = 0; d < c->dv; d++)
-                    fv[((b * SK + s) * c->hkv + h) * c->dv + d] = ld(dt, hv_, off(&tv, b, s, h, d));
+                    fv[((b * SK + s) * c->hkv + h) * c->dv + d] = ld(dt, hv_, off(&tv, pb_, ps_, h, d));
             }
 
     /* The oracle: the CPU backend in fp32 on the logical copies. */
@@ -201,17 +219,43 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
     p.softcap = c->softcap, p.softmax_scale = c->scale;
     if (c->varlen) p.cu_seqlens_q = cuq, p.cu_seqlens_k = cuk;
     p.backend = PORTATTN_BACKEND_CPU;
-    if (portattn_forward(&p, NULL) != PORTATTN_SUCCESS) {
-        snprintf(note, sizeof note, "oracle failed: %s", portattn_last_error());
-        goto done;
+    float *pk = NULL, *pv = NULL, *pl = NULL;
+    int32_t *ocq = NULL, *ock = NULL;
+    if (kvc) { /* the oracle sees the cache lengths through varlen packing, a different code path */
+        pk = malloc((size_t)(nk * c->dqk + 1) * 4), pv = malloc((size_t)(nk * c->dv + 1) * 4);
+        pl = malloc((size_t)(B * c->hq * SQ + 1) * 4);
+        ocq = calloc((size_t)B + 1, 4), ock = calloc((size_t)B + 1, 4);
+        if (!pk || !pv || !pl || !ocq || !ock) {
+            snprintf(note, sizeof note, "allocation failed");
+            goto oracle_done;
+        }
+        for (int64_t b = 0; b < B; b++) {
+            ocq[b + 1] = ocq[b] + (int32_t)SQ, ock[b + 1] = ock[b] + used[b];
+            memcpy(pk + (int64_t)ock[b] * c->hkv * c->dqk, fk + b * SK * c->hkv * c->dqk, (size_t)(used[b] * c->hkv * c->dqk) * 4);
+            memcpy(pv + (int64_t)ock[b] * c->hkv * c->dv, fv + b * SK * c->hkv * c->dv, (size_t)(used[b] * c->hkv * c->dv) * 4);
+        }
+        p.seqlen_q = B * SQ, p.seqlen_k = ock[B], p.cu_seqlens_q = ocq, p.cu_seqlens_k = ock;
+        p.k = portattn_tensor_bshd(pk, ock[B], c->hkv, c->dqk), p.v = portattn_tensor_bshd(pv, ock[B], c->hkv, c->dv);
+        p.q.stride[0] = p.o.stride[0] = 0;
+        p.lse = pl, p.lse_stride[0] = 0, p.lse_stride[1] = B * SQ, p.lse_stride[2] = 1;
     }
+    portattn_status_t ost = portattn_forward(&p, NULL);
+    if (ost != PORTATTN_SUCCESS) snprintf(note, sizeof note, "oracle failed: %s", portattn_last_error());
+    if (kvc && ost == PORTATTN_SUCCESS) /* LSE back to [B, Hq, Sq] */
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < c->hq; h++)
+                for (int64_t i = 0; i < SQ; i++) fl[(b * c->hq + h) * SQ + i] = pl[h * B * SQ + b * SQ + i];
+oracle_done:
+    free(pk), free(pv), free(pl), free(ocq), free(ock);
+    if (note[0]) goto done;
+    p.seqlen_q = SQ, p.seqlen_k = SK, p.cu_seqlens_q = p.cu_seqlens_k = NULL;
 
     /* The naive same-precision baseline that sets the error budget. */
     float scale = c->scale != 0 ? c->scale : (float)(1.0 / sqrt((double)c->dqk));
     if (dt != PORTATTN_DTYPE_F32)
         for (int64_t b = 0; b < B; b++)
             for (int64_t h = 0; h < c->hq; h++)
-                naive_lowp(dt, c, fq, fk, fv, no, cuq[b + 1] - cuq[b], cuk[b + 1] - cuk[b], c->varlen ? cuq[b] : 0,
+                naive_lowp(dt, c, fq, fk, fv, no, cuq[b + 1] - cuq[b], kvc ? used[b] : cuk[b + 1] - cuk[b], c->varlen ? cuq[b] : 0,
                            c->varlen ? cuk[b] : 0, h, c->varlen ? 0 : b * SQ, c->varlen ? 0 : b * SK, scale, sbuf, sbuf + SK + 1);
 
     /* The backend under test, on poisoned outputs. */
@@ -220,7 +264,8 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
     if (dm_upload(kind, dq, hq_, (size_t)tq.elems * esz) || dm_upload(kind, dk, hk_, (size_t)tk.elems * esz) ||
         dm_upload(kind, dv, hv_, (size_t)tv.elems * esz) || dm_upload(kind, dout, ho_, (size_t)to.elems * esz) ||
         dm_upload(kind, dl, hl, (size_t)lse_elems * 4) || dm_upload(kind, dcq, cuq, (size_t)(B + 1) * 4) ||
-        dm_upload(kind, dck, cuk, (size_t)(B + 1) * 4)) {
+        dm_upload(kind, dck, cuk, (size_t)(B + 1) * 4) || dm_upload(kind, dused, used, (size_t)(B + 1) * 4) ||
+        dm_upload(kind, dbt, bt, (size_t)(B * pps + 2) * 4)) {
         snprintf(note, sizeof note, "upload failed");
         goto done;
     }
@@ -231,6 +276,8 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
     p.o = (portattn_tensor_t){dout, {to.stride[0], to.stride[1], to.stride[2], to.stride[3]}};
     p.lse = c->lse ? dl : NULL, p.lse_stride[0] = ls[0], p.lse_stride[1] = ls[1], p.lse_stride[2] = ls[2];
     if (c->varlen) p.cu_seqlens_q = dcq, p.cu_seqlens_k = dck, p.max_seqlen_q = c->sq, p.max_seqlen_k = c->sk;
+    if (c->used) p.seqused_k = dused;
+    if (c->page) p.block_table = dbt, p.block_table_stride = pps, p.page_size = c->page, p.num_pages = npages;
     p.backend = backend;
     portattn_status_t s = portattn_forward(&p, NULL);
     if (s == PORTATTN_ERROR_NOT_SUPPORTED) {
@@ -302,7 +349,8 @@ done:
            note);
     fflush(stdout);
     dm_free(kind, dq), dm_free(kind, dk), dm_free(kind, dv), dm_free(kind, dout), dm_free(kind, dl);
-    dm_free(kind, dcq), dm_free(kind, dck);
+    dm_free(kind, dcq), dm_free(kind, dck), dm_free(kind, dused), dm_free(kind, dbt);
+    free(used), free(bt);
     free(cuq), free(cuk), free(hq_), free(hk_), free(hv_), free(ho_), free(hl);
     free(fq), free(fk), free(fv), free(fo), free(fl), free(no), free(sbuf);
     return res;

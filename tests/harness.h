@@ -19,6 +19,8 @@ typedef struct tcase {
     int varlen;           /* random per-sequence lengths in [0, sq] x [0, sk], some empty */
     int lse;
     float amp;            /* amplitude of q and k (0 = 1): large values stress the softmax */
+    int64_t page;         /* KV cache: page size of a shuffled page pool (0 = contiguous K/V) */
+    int used;             /* KV cache: ragged seqused_k per sequence (some 0 and 1) */
 } tcase;
 
 extern const tcase test_cases[];

@@ -110,6 +110,23 @@ int main(void)
     CASE("varlen beyond total", (p.cu_seqlens_q = over, p.cu_seqlens_k = cu), INV, "exceeds");
     CASE("varlen cu overlaps o", (p.cu_seqlens_q = (const int32_t *)o, p.cu_seqlens_k = cu), INV, "overlap");
 
+    /* KV cache: pools of 4 pages x 4 tokens over the k/v buffers, two sequences of up to 8 keys */
+    int32_t bt[4] = {3, 1, 0, 2}, bt_bad[4] = {3, 1, 4, 2}, su[2] = {8, 5}, su_bad[2] = {9, 5};
+#define PAGED (p.block_table = bt, p.block_table_stride = 2, p.page_size = 4, p.num_pages = 4, \
+               p.k.stride[0] = p.v.stride[0] = 4 * HKV * D)
+    CASE("paged valid", PAGED, PORTATTN_SUCCESS, "");
+    CASE("paged + seqused_k valid", (PAGED, p.seqused_k = su), PORTATTN_SUCCESS, "");
+    CASE("seqused_k alone valid", p.seqused_k = su, PORTATTN_SUCCESS, "");
+    CASE("page_size 3", (PAGED, p.page_size = 3), INV, "power of two");
+    CASE("num_pages 0", (PAGED, p.num_pages = 0), INV, "num_pages");
+    CASE("block_table_stride 1", (PAGED, p.block_table_stride = 1), INV, "block_table_stride");
+    CASE("page fields without table", p.page_size = 16, INV, "block_table is NULL");
+    CASE("block_table entry out of range", (PAGED, p.block_table = bt_bad), INV, "num_pages");
+    CASE("seqused_k above seqlen_k", p.seqused_k = su_bad, INV, "seqused_k[0]");
+    CASE("seqused_k with cu_seqlens", (p.seqused_k = su, p.cu_seqlens_q = cu, p.cu_seqlens_k = cu), INV, "cu_seqlens");
+    CASE("pool larger than k", (PAGED, p.num_pages = 1 << 20, p.k.stride[0] = -1), INV, "negative");
+    CASE("block_table overlaps o", (PAGED, p.block_table = (const int32_t *)o), INV, "overlaps");
+
     /* no-ops: nothing to compute is success, even with no buffers */
     CASE("batch 0", (p.batch = 0, p.q.data = p.k.data = p.v.data = p.o.data = NULL, p.lse = NULL), PORTATTN_SUCCESS, "");
     CASE("seqlen_q 0", (p.seqlen_q = 0, p.q.data = p.o.data = NULL, p.lse = NULL), PORTATTN_SUCCESS, "");

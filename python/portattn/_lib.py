@@ -80,6 +80,11 @@ class FwdParams(ctypes.Structure):
         ("window_left", ctypes.c_int64),
         ("window_right", ctypes.c_int64),
         ("backend", ctypes.c_int),
+        ("seqused_k", ctypes.c_void_p),
+        ("block_table", ctypes.c_void_p),
+        ("block_table_stride", ctypes.c_int64),
+        ("page_size", ctypes.c_int64),
+        ("num_pages", ctypes.c_int64),
     ]
 
 

@@ -8,6 +8,10 @@
 static int generic_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
+    if (p->seqused_k || p->block_table) {
+        pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, "no KV-cache path yet (seqused_k/block_table: issue 7)");
+        return 0;
+    }
     const char *dt = p->dtype == PORTATTN_DTYPE_F16    ? "f16"
                      : p->dtype == PORTATTN_DTYPE_BF16 ? "bf16"
                      : p->dtype == PORTATTN_DTYPE_F32  ? "f32"

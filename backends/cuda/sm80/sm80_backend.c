@@ -38,6 +38,7 @@ static int sm80_layout_ok(const portattn_tensor_t *t, const char *name, int varl
 static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
+    if (p->seqused_k || p->block_table) return REFUSE("no KV-cache path yet (seqused_k/block_table: issue 7)");
     int major = 0, minor = 0;
     char dev[96];
     if (!pa_cuda_device_info(&major, &minor, NULL, dev, sizeof dev)) return REFUSE("%s", dev);
