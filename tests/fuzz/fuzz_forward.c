@@ -97,11 +97,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         p.max_seqlen_k = take(&b, 1) > 200 ? take_dim(&b, 24) : 0;
     }
 
+    /* KV cache: seqused_k and/or a page table, arrays of exactly batch (x stride) entries with
+     * contents that may be out of range; K/V then become page pools. */
+    int32_t *kvc[2] = {NULL, NULL};
+    int64_t kv_n = nb, kv_s = p.seqlen_k;
+    uint8_t kf = (uint8_t)take(&b, 1);
+    if ((kf & 1) && p.batch > 0 && p.batch <= 64 && p.seqlen_k >= 0 && p.seqlen_k <= 64) {
+        kvc[0] = malloc(sizeof(int32_t) * (size_t)p.batch);
+        for (int64_t i = 0; i < p.batch; i++) kvc[0][i] = (int32_t)(take(&b, 1) % (uint64_t)(p.seqlen_k + 3)) - 1;
+        p.seqused_k = kvc[0];
+    }
+    if ((kf & 2) && p.batch > 0 && p.batch <= 64 && p.seqlen_k >= 0 && p.seqlen_k <= 64) {
+        p.page_size = take(&b, 1) > 240 ? 3 : (int64_t)1 << (take(&b, 1) % 6);
+        p.num_pages = (int64_t)(take(&b, 1) % 12);
+        int64_t pps = (p.seqlen_k + (p.page_size > 0 ? p.page_size : 1) - 1) / (p.page_size > 0 ? p.page_size : 1);
+        p.block_table_stride = pps + (int64_t)(take(&b, 1) % 3) - (take(&b, 1) > 240);
+        int64_t n = p.batch * (p.block_table_stride > 0 ? p.block_table_stride : 1);
+        kvc[1] = malloc(sizeof(int32_t) * (size_t)n);
+        for (int64_t i = 0; i < n; i++) kvc[1][i] = (int32_t)(take(&b, 1) % (uint64_t)(p.num_pages + 2)) - (take(&b, 1) > 250);
+        p.block_table = kvc[1];
+        kv_n = p.num_pages, kv_s = p.page_size;
+    }
+
     /* The four tensors and LSE, each backed by exactly its extent (or passed only if invalid). */
     int64_t esz = p.dtype == PORTATTN_DTYPE_F32 ? 4 : 2;
     portattn_tensor_t *t[4] = {&p.q, &p.k, &p.v, &p.o};
-    int64_t dims[4][4] = {{nb, p.seqlen_q, p.heads_q, p.head_dim_qk}, {nb, p.seqlen_k, p.heads_kv, p.head_dim_qk},
-                          {nb, p.seqlen_k, p.heads_kv, p.head_dim_v}, {nb, p.seqlen_q, p.heads_q, p.head_dim_v}};
+    int64_t dims[4][4] = {{nb, p.seqlen_q, p.heads_q, p.head_dim_qk}, {kv_n, kv_s, p.heads_kv, p.head_dim_qk},
+                          {kv_n, kv_s, p.heads_kv, p.head_dim_v}, {nb, p.seqlen_q, p.heads_q, p.head_dim_v}};
     void *mem[5] = {NULL};
     int must_fail = 0, skip = 0;
     for (int i = 0; i < 4; i++) {
@@ -147,6 +169,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fprintf(stderr, "undocumented status %d or message '%s'\n", (int)s, msg);
             abort(); /* a finding: the fuzzer reports it */
         }
+        static long calls, ok_paged, ok_used, ok_any; /* PORTATTN_FUZZ_STATS=1: are the paths reached? */
+        calls++, ok_any += s == PORTATTN_SUCCESS;
+        ok_paged += s == PORTATTN_SUCCESS && p.block_table && p.batch > 0 && p.seqlen_q > 0;
+        ok_used += s == PORTATTN_SUCCESS && p.seqused_k && p.batch > 0 && p.seqlen_q > 0;
+        if (calls % 100000 == 0 && getenv("PORTATTN_FUZZ_STATS"))
+            fprintf(stderr, "calls %ld: success %ld, paged success %ld, seqused_k success %ld\n", calls, ok_any,
+                    ok_paged, ok_used);
         if (must_fail && s == PORTATTN_SUCCESS) {
             fprintf(stderr, "a call that must fail succeeded: dtype %d b %lld sq %lld sk %lld hq %lld hkv %lld d %lld/%lld "
                     "varlen %d\n", (int)p.dtype, (long long)p.batch, (long long)p.seqlen_q, (long long)p.seqlen_k,
@@ -158,6 +187,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     for (int i = 0; i < 5; i++) free(mem[i]);
-    free(cu[0]), free(cu[1]);
+    free(cu[0]), free(cu[1]), free(kvc[0]), free(kvc[1]);
     return 0;
 }
