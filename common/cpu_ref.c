@@ -12,24 +12,6 @@
 
 enum { ROWS_PER_ITEM = 16, MAX_THREADS = 64 };
 
-static double load(portattn_dtype_t t, const void *base, int64_t i)
-{
-    switch (t) {
-    case PORTATTN_DTYPE_F16: return pa_f16_to_f32(((const uint16_t *)base)[i]);
-    case PORTATTN_DTYPE_BF16: return pa_bf16_to_f32(((const uint16_t *)base)[i]);
-    default: return ((const float *)base)[i];
-    }
-}
-
-static void store(portattn_dtype_t t, void *base, int64_t i, double x)
-{
-    switch (t) {
-    case PORTATTN_DTYPE_F16: ((uint16_t *)base)[i] = pa_f32_to_f16((float)x); break;
-    case PORTATTN_DTYPE_BF16: ((uint16_t *)base)[i] = pa_f32_to_bf16((float)x); break;
-    default: ((float *)base)[i] = (float)x; break;
-    }
-}
-
 typedef struct job {
     const pa_problem *pb;
     int64_t qblocks;      /* blocks of query rows per (batch, head) */
@@ -65,8 +47,8 @@ static void row(const pa_problem *pb, int64_t b, int64_t h, int64_t i, int64_t s
         const int64_t koff = kv_row(pb, &p->k, b, k0, j) + hk * p->k.stride[2];
         double dot = 0.0;
         for (int64_t d = 0; d < dqk; d++)
-            dot += load(p->dtype, p->q.data, qoff + d * p->q.stride[3]) *
-                   load(p->dtype, p->k.data, koff + d * p->k.stride[3]);
+            dot += pa_load_elem(p->dtype, p->q.data, qoff + d * p->q.stride[3]) *
+                   pa_load_elem(p->dtype, p->k.data, koff + d * p->k.stride[3]);
         double x = dot * (double)pb->scale;
         if (p->softcap > 0) x = (double)p->softcap * tanh(x / (double)p->softcap);
         s[j - lo] = x;
@@ -77,10 +59,10 @@ static void row(const pa_problem *pb, int64_t b, int64_t h, int64_t i, int64_t s
         const int64_t voff = kv_row(pb, &p->v, b, k0, j) + hk * p->v.stride[2];
         double w = exp(s[j - lo] - mx);
         sum += w;
-        for (int64_t d = 0; d < dv; d++) acc[d] += w * load(p->dtype, p->v.data, voff + d * p->v.stride[3]);
+        for (int64_t d = 0; d < dv; d++) acc[d] += w * pa_load_elem(p->dtype, p->v.data, voff + d * p->v.stride[3]);
     }
     /* A row with no visible key writes O = 0 and LSE = -inf. NaN inputs propagate to this row. */
-    for (int64_t d = 0; d < dv; d++) store(p->dtype, p->o.data, ooff + d * p->o.stride[3], lo > hi ? 0.0 : acc[d] / sum);
+    for (int64_t d = 0; d < dv; d++) pa_store_elem(p->dtype, p->o.data, ooff + d * p->o.stride[3], lo > hi ? 0.0f : (float)(acc[d] / sum));
     if (p->lse) {
         const int64_t l = (pb->varlen ? 0 : b * p->lse_stride[0]) + h * p->lse_stride[1] + (q0 + i) * p->lse_stride[2];
         p->lse[l] = lo > hi ? -INFINITY : (float)(mx + log(sum));
@@ -168,8 +150,7 @@ static int cpu_supports(const pa_problem *pb, char *kernel, size_t kernel_len, c
             snprintf(why, why_len, "%s is device memory", ptrs[i].name);
             return 0;
         }
-    static const char *const dt[] = {"?", "f16", "bf16", "f32"};
-    snprintf(kernel, kernel_len, "cpu-ref<%s>", dt[p->dtype]);
+    snprintf(kernel, kernel_len, "cpu-ref<%s>", pa_dtype_name(p->dtype));
     return 1;
 }
 

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "portattn.h"
+
 static inline float pa_bits_to_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline uint32_t pa_f32_to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 
@@ -46,6 +48,21 @@ static inline uint16_t pa_f32_to_f16(float f)
     uint32_t h = (e << 10) | (man >> 13), rest = man & 0x1fffu;
     if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h++; /* carry into the exponent is correct */
     return (uint16_t)(sign | h);
+}
+
+/* Element i of a buffer of dtype t, read as fp32 / written from fp32 (round to nearest even). */
+static inline float pa_load_elem(portattn_dtype_t t, const void *base, int64_t i)
+{
+    return t == PORTATTN_DTYPE_F32 ? ((const float *)base)[i]
+         : t == PORTATTN_DTYPE_F16 ? pa_f16_to_f32(((const uint16_t *)base)[i])
+                                   : pa_bf16_to_f32(((const uint16_t *)base)[i]);
+}
+
+static inline void pa_store_elem(portattn_dtype_t t, void *base, int64_t i, float x)
+{
+    if (t == PORTATTN_DTYPE_F32) ((float *)base)[i] = x;
+    else if (t == PORTATTN_DTYPE_F16) ((uint16_t *)base)[i] = pa_f32_to_f16(x);
+    else ((uint16_t *)base)[i] = pa_f32_to_bf16(x);
 }
 
 #endif

@@ -35,6 +35,12 @@ PA_HD void pa_key_range(int64_t i, int64_t sq, int64_t sk, int64_t wl, int64_t w
     *hi = h > sk - 1 ? sk - 1 : h;
 }
 
+/* Short name of a dtype ("f16", "bf16", "f32"; "?" for an invalid one). */
+PA_HD const char *pa_dtype_name(portattn_dtype_t t)
+{
+    return t == PORTATTN_DTYPE_F16 ? "f16" : t == PORTATTN_DTYPE_BF16 ? "bf16" : t == PORTATTN_DTYPE_F32 ? "f32" : "?";
+}
+
 /* Bytes per element of a dtype (0 for an invalid one). */
 PA_HD int pa_dtype_size(portattn_dtype_t t)
 {

@@ -8,6 +8,7 @@
 
 #include "devmem.h"
 #include "half.h"
+#include "problem.h"
 
 #define POISON 0xFF /* every byte: a NaN in f16, bf16 and f32 */
 
@@ -26,20 +27,6 @@ uint64_t test_seed(void)
     printf("seed %llu (rerun with PORTATTN_TEST_SEED=%llu)\n", (unsigned long long)seed, (unsigned long long)seed);
     fflush(stdout); /* printed even if the run then crashes */
     return seed ? seed : 1;
-}
-
-static float ld(portattn_dtype_t t, const void *b, int64_t i)
-{
-    return t == PORTATTN_DTYPE_F32 ? ((const float *)b)[i]
-         : t == PORTATTN_DTYPE_F16 ? pa_f16_to_f32(((const uint16_t *)b)[i])
-                                   : pa_bf16_to_f32(((const uint16_t *)b)[i]);
-}
-
-static void st(portattn_dtype_t t, void *b, int64_t i, float x)
-{
-    if (t == PORTATTN_DTYPE_F32) ((float *)b)[i] = x;
-    else if (t == PORTATTN_DTYPE_F16) ((uint16_t *)b)[i] = pa_f32_to_f16(x);
-    else ((uint16_t *)b)[i] = pa_f32_to_bf16(x);
 }
 
 static float round_to(portattn_dtype_t t, float x)
@@ -113,11 +100,6 @@ static void naive_lowp(portattn_dtype_t dt, const tcase *c, const float *q, cons
     }
 }
 
-static const char *dtname(portattn_dtype_t t)
-{
-    return t == PORTATTN_DTYPE_F16 ? "f16" : t == PORTATTN_DTYPE_BF16 ? "bf16" : "f32";
-}
-
 run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t backend, uint64_t seed)
 {
     uint64_t rng = seed ^ ((uint64_t)dt << 40);
@@ -188,22 +170,22 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
         goto done;
     }
     const float amp = c->amp > 0 ? c->amp : 1.0f;
-    for (int64_t i = 0; i < tq.elems; i++) st(dt, hq_, i, (float)urand(&rng) * amp);
-    for (int64_t i = 0; i < tk.elems; i++) st(dt, hk_, i, (float)urand(&rng) * amp);
-    for (int64_t i = 0; i < tv.elems; i++) st(dt, hv_, i, (float)urand(&rng));
+    for (int64_t i = 0; i < tq.elems; i++) pa_store_elem(dt, hq_, i, (float)urand(&rng) * amp);
+    for (int64_t i = 0; i < tk.elems; i++) pa_store_elem(dt, hk_, i, (float)urand(&rng) * amp);
+    for (int64_t i = 0; i < tv.elems; i++) pa_store_elem(dt, hv_, i, (float)urand(&rng));
     for (int64_t b = 0; b < nb; b++)
         for (int64_t s = 0; s < SQ; s++)
             for (int64_t h = 0; h < c->hq; h++)
                 for (int64_t d = 0; d < c->dqk; d++)
-                    fq[((b * SQ + s) * c->hq + h) * c->dqk + d] = ld(dt, hq_, off(&tq, b, s, h, d));
+                    fq[((b * SQ + s) * c->hq + h) * c->dqk + d] = pa_load_elem(dt, hq_, off(&tq, b, s, h, d));
     for (int64_t b = 0; b < nb; b++)
         for (int64_t s = 0; s < SK; s++)
             for (int64_t h = 0; h < c->hkv; h++) {
                 int64_t pb_ = c->page ? bt[b * pps + s / c->page] : b, ps_ = c->page ? s % c->page : s;
                 for (int64_t d = 0; d < c->dqk; d++)
-                    fk[((b * SK + s) * c->hkv + h) * c->dqk + d] = ld(dt, hk_, off(&tk, pb_, ps_, h, d));
+                    fk[((b * SK + s) * c->hkv + h) * c->dqk + d] = pa_load_elem(dt, hk_, off(&tk, pb_, ps_, h, d));
                 for (int64_t d = 0; d < c->dv; d++)
-                    fv[((b * SK + s) * c->hkv + h) * c->dv + d] = ld(dt, hv_, off(&tv, pb_, ps_, h, d));
+                    fv[((b * SK + s) * c->hkv + h) * c->dv + d] = pa_load_elem(dt, hv_, off(&tv, pb_, ps_, h, d));
             }
 
     /* The oracle: the CPU backend in fp32 on the logical copies. */
@@ -301,7 +283,7 @@ oracle_done:
                 for (int64_t d = 0; d < c->dv; d++) {
                     int64_t lo = ((b * SQ + i) * c->hq + h) * c->dv + d, o = off(&to, b, i, h, d);
                     if (covered) covered[o] = 1;
-                    double got = ld(dt, ho_, o), ref = fo[lo], e = fabs(got - ref);
+                    double got = pa_load_elem(dt, ho_, o), ref = fo[lo], e = fabs(got - ref);
                     if (!isfinite(got)) { bad++; continue; }
                     se += e * e, sr += ref * ref;
                     if (e > max_err) max_err = e;
@@ -345,7 +327,7 @@ oracle_done:
     res = pass ? RUN_PASS : RUN_FAIL;
 
 done:
-    printf("%-4s %-28s %-4s %s\n", res == RUN_PASS ? "ok" : res == RUN_FAIL ? "FAIL" : "n/a", c->name, dtname(dt),
+    printf("%-4s %-28s %-4s %s\n", res == RUN_PASS ? "ok" : res == RUN_FAIL ? "FAIL" : "n/a", c->name, pa_dtype_name(dt),
            note);
     fflush(stdout);
     dm_free(kind, dq), dm_free(kind, dk), dm_free(kind, dv), dm_free(kind, dout), dm_free(kind, dl);

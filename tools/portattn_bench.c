@@ -16,6 +16,7 @@
 #include "bench_devices.h"
 #include "devmem.h"
 #include "half.h"
+#include "problem.h"
 #include "portattn.h"
 
 #define MAX_LIST 16
@@ -28,18 +29,6 @@
 /* dtype conversions: common/half.h, the same round-to-nearest-even code as the CPU backend. */
 
 static int dtype_size(portattn_dtype_t t) { return t == PORTATTN_DTYPE_F32 ? 4 : 2; }
-static const char *dtype_name(portattn_dtype_t t)
-{
-    return t == PORTATTN_DTYPE_F32 ? "f32" : t == PORTATTN_DTYPE_F16 ? "f16" : "bf16";
-}
-
-static double load_elem(const void *p, portattn_dtype_t t, size_t i)
-{
-    if (t == PORTATTN_DTYPE_F32) return ((const float *)p)[i];
-    uint16_t h = ((const uint16_t *)p)[i];
-    return t == PORTATTN_DTYPE_F16 ? pa_f16_to_f32(h) : pa_bf16_to_f32(h);
-}
-
 /* ---- random inputs: splitmix64, uniform [-1, 1) or standard normal ----------------------- */
 
 typedef struct rng { uint64_t s; } rng;
@@ -59,9 +48,7 @@ static void fill_random(void *dst, portattn_dtype_t t, size_t n, rng *r, int nor
     for (size_t i = 0; i < n; i++) {
         double x = 2.0 * rng_unit(r) - 1.0;
         if (normal) x = sqrt(-2.0 * log(1.0 - rng_unit(r))) * cos(6.283185307179586 * rng_unit(r));
-        float f = (float)x;
-        if (t == PORTATTN_DTYPE_F32) ((float *)dst)[i] = f;
-        else ((uint16_t *)dst)[i] = t == PORTATTN_DTYPE_F16 ? pa_f32_to_f16(f) : pa_f32_to_bf16(f);
+        pa_store_elem(t, dst, (int64_t)i, (float)x);
     }
 }
 
@@ -568,7 +555,7 @@ static double seq_keys(const shape *s, int64_t sq, int64_t sk)
 static float *upcast(const void *src, portattn_dtype_t t, size_t n)
 {
     float *f = malloc(n * sizeof(float) + 4);
-    for (size_t i = 0; f && i < n; i++) f[i] = (float)load_elem(src, t, i);
+    for (size_t i = 0; f && i < n; i++) f[i] = pa_load_elem(t, src, (int64_t)i);
     return f;
 }
 
@@ -581,7 +568,7 @@ static err compare(const void *out, portattn_dtype_t t, const void *ref, portatt
     err e = {0, 0, 0};
     double num = 0, den = 0;
     for (size_t i = 0; i < n; i++) {
-        double x = load_elem(out, t, i), y = load_elem(ref, tref, i);
+        double x = pa_load_elem(t, out, (int64_t)i), y = pa_load_elem(tref, ref, (int64_t)i);
         if (isnan(x) || isnan(y) || ((isinf(x) || isinf(y)) && x != y)) { e.bad++; continue; }
         if (isinf(x)) continue;
         double dd = fabs(x - y);
@@ -732,7 +719,7 @@ static void progress_show(int i, int n, const shape *s)
     char fl[160];
     shape_flags(s, fl, sizeof fl);
     fprintf(stderr, "%s[%d/%d] %s B=%lld Sq=%lld Sk=%lld Hq=%lld Hkv=%lld D=%lld%s%s  (%.1f s elapsed)%s",
-            progress.tty ? "\r\033[K" : "", i + 1, n, dtype_name(s->dtype), (long long)s->b, (long long)s->sq,
+            progress.tty ? "\r\033[K" : "", i + 1, n, pa_dtype_name(s->dtype), (long long)s->b, (long long)s->sq,
             (long long)s->sk, (long long)s->hq, (long long)s->hkv, (long long)s->d, fl[0] ? " " : "", fl,
             now_s() - progress.t0, progress.tty ? "" : "\n");
     fflush(stderr);
@@ -756,7 +743,7 @@ static void print_row(const row *r)
     const shape *s = &r->s;
     char fl[160];
     progress_clear();
-    printf("%-13s %-24s %-4s %4lld %6lld %6lld %4lld %4lld %4lld %4lld ", r->backend, r->kernel, dtype_name(s->dtype),
+    printf("%-13s %-24s %-4s %4lld %6lld %6lld %4lld %4lld %4lld %4lld ", r->backend, r->kernel, pa_dtype_name(s->dtype),
            (long long)s->b, (long long)s->sq, (long long)s->sk, (long long)s->hq, (long long)s->hkv,
            (long long)s->d, (long long)s->dv);
     if (r->ms < 0) printf("%12s %8s %8s %6s ", "-", "-", "-", "-");
@@ -988,7 +975,7 @@ static int write_json(const char *path, const run_info *ri, const row *rows, int
         char fl[160];
         shape_flags(s, fl, sizeof fl);
         fprintf(f, "%s\n{\"mode\":\"%s\",\"dtype\":\"%s\"", i ? "," : "", r->decode ? "decode" : "prefill",
-                dtype_name(s->dtype));
+                pa_dtype_name(s->dtype));
         JS("backend", r->backend);
         JS("kernel", r->kernel);
         fprintf(f, ",\"batch\":%lld,\"seqlen_q\":%lld,\"seqlen_k\":%lld,\"tokens_q\":%lld,\"tokens_k\":%lld,"
@@ -1064,7 +1051,7 @@ static int write_csv(const char *path, const run_info *ri, const row *rows, int 
 #define S(val) (csv_str(f, val), fputc(',', f))
 #define N(val) (csv_num(f, val), fputc(',', f))
         S(ri->device); S(ri->entry); S(ri->sweep); S(r->decode ? "decode" : "prefill"); S(r->backend);
-        S(r->kernel); S(dtype_name(s->dtype));
+        S(r->kernel); S(pa_dtype_name(s->dtype));
         fprintf(f, "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%lld,%lld,%g,%d,%d,%s,", (long long)s->b,
                 (long long)s->sq, (long long)s->sk, (long long)r->tokens_q, (long long)r->tokens_k, (long long)s->hq,
                 (long long)s->hkv, (long long)s->d, (long long)s->dv, s->causal, (long long)s->wl, (long long)s->wr,

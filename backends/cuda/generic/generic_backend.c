@@ -12,10 +12,7 @@ static int generic_supports(const pa_problem *pb, char *kernel, size_t kernel_le
         pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, "no KV-cache path yet (seqused_k/block_table: issue 7)");
         return 0;
     }
-    const char *dt = p->dtype == PORTATTN_DTYPE_F16    ? "f16"
-                     : p->dtype == PORTATTN_DTYPE_BF16 ? "bf16"
-                     : p->dtype == PORTATTN_DTYPE_F32  ? "f32"
-                                                       : NULL;
+    const char *dt = pa_dtype_size(p->dtype) ? pa_dtype_name(p->dtype) : NULL; /* f16, bf16 and f32 all run */
     if (!dt) {
         pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, "dtype %d not supported", (int)p->dtype);
         return 0;

@@ -43,7 +43,7 @@ static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     char dev[96];
     if (!pa_cuda_device_info(&major, &minor, NULL, dev, sizeof dev)) return REFUSE("%s", dev);
     if (major < 8) return REFUSE("needs compute capability 8.0+, device is %d.%d", major, minor);
-    const char *dt = p->dtype == PORTATTN_DTYPE_F16 ? "f16" : p->dtype == PORTATTN_DTYPE_BF16 ? "bf16" : NULL;
+    const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
     if (!dt) return REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
     const int64_t d = p->head_dim_qk;
     if (p->head_dim_v != d)
