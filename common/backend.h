@@ -19,6 +19,8 @@ typedef struct pa_backend {
     int (*supports)(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len);
     /* Launches on `stream`. On failure returns a status with the message in `err`. */
     portattn_status_t (*run)(const pa_problem *pb, void *stream, char *err, size_t err_len);
+    /* Optional (NULL = never needs one): workspace bytes run() uses for this problem. */
+    size_t (*workspace)(const pa_problem *pb);
 } pa_backend;
 
 /* The compiled-in backends (see registry.c). */

@@ -86,13 +86,36 @@ static void *worker(void *arg)
             q0 = p->cu_seqlens_q[b], sq = p->cu_seqlens_q[b + 1] - q0;
             k0 = p->cu_seqlens_k[b], sk = p->cu_seqlens_k[b + 1] - k0;
         }
-        if (p->seqused_k) sk = p->seqused_k[b]; /* validated: within [0, seqlen_k] */
+        if (p->seqused_k) sk = pa_cache_len(pb, p->seqused_k[b]); /* validated: within the capacity */
         for (int64_t i = blk * ROWS_PER_ITEM; i < sq && i < (blk + 1) * ROWS_PER_ITEM; i++)
             row(pb, b, h, i, sq, sk, q0, k0, s, acc);
     }
     free(s);
     free(acc);
     return NULL;
+}
+
+/* Append: new tokens go into the cache at rows seqused_k[b] + i, before any row is computed. */
+static void append_new_tokens(const pa_problem *pb)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    for (int64_t b = 0; b < p->batch; b++)
+        for (int64_t i = 0; i < pb->seqlen_new; i++) {
+            const int64_t j = (p->seqused_k[b] < 0 ? 0 : p->seqused_k[b]) + i;
+            if (j >= p->seqlen_k) break; /* validated; never write past the capacity */
+            for (int64_t h = 0; h < p->heads_kv; h++) {
+                const int64_t ko = kv_row(pb, &p->k, b, 0, j) + h * p->k.stride[2];
+                const int64_t vo = kv_row(pb, &p->v, b, 0, j) + h * p->v.stride[2];
+                const int64_t kn = b * p->k_new.stride[0] + i * p->k_new.stride[1] + h * p->k_new.stride[2];
+                const int64_t vn = b * p->v_new.stride[0] + i * p->v_new.stride[1] + h * p->v_new.stride[2];
+                for (int64_t d = 0; d < p->head_dim_qk; d++)
+                    pa_store_elem(p->dtype, p->k.data, ko + d * p->k.stride[3],
+                                  pa_load_elem(p->dtype, p->k_new.data, kn + d * p->k_new.stride[3]));
+                for (int64_t d = 0; d < p->head_dim_v; d++)
+                    pa_store_elem(p->dtype, p->v.data, vo + d * p->v.stride[3],
+                                  pa_load_elem(p->dtype, p->v_new.data, vn + d * p->v_new.stride[3]));
+            }
+        }
 }
 
 static int thread_count(void)
@@ -111,6 +134,7 @@ static portattn_status_t cpu_run(const pa_problem *pb, void *stream, char *err, 
     jb.items = pb->p.batch * pb->p.heads_q * jb.qblocks;
     atomic_init(&jb.next, 0);
     atomic_init(&jb.failed, 0);
+    if (pb->seqlen_new) append_new_tokens(pb);
     if (jb.items == 0) return PORTATTN_SUCCESS;
 
     /* Each worker keeps the scores of one row: refuse sizes whose buffer cannot even be expressed
@@ -144,7 +168,8 @@ static int cpu_supports(const pa_problem *pb, char *kernel, size_t kernel_len, c
     const struct { const char *name; const void *ptr; } ptrs[] = {
         {"q.data", p->q.data}, {"k.data", p->k.data}, {"v.data", p->v.data}, {"o.data", p->o.data},
         {"lse", p->lse}, {"cu_seqlens_q", p->cu_seqlens_q}, {"cu_seqlens_k", p->cu_seqlens_k},
-        {"seqused_k", p->seqused_k}, {"block_table", p->block_table}};
+        {"seqused_k", p->seqused_k}, {"block_table", p->block_table}, {"k_new.data", p->k_new.data},
+        {"v_new.data", p->v_new.data}};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (ptrs[i].ptr && !pa_host_accessible(ptrs[i].ptr)) {
             snprintf(why, why_len, "%s is device memory", ptrs[i].name);
@@ -154,4 +179,4 @@ static int cpu_supports(const pa_problem *pb, char *kernel, size_t kernel_len, c
     return 1;
 }
 
-const pa_backend pa_backend_cpu = {PORTATTN_BACKEND_CPU, "cpu", cpu_probe, cpu_supports, cpu_run};
+const pa_backend pa_backend_cpu = {PORTATTN_BACKEND_CPU, "cpu", cpu_probe, cpu_supports, cpu_run, NULL};

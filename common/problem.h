@@ -20,7 +20,18 @@ typedef struct pa_problem {
     int64_t max_seqlen_q;    /* bound on any sequence's query length (grid sizing) */
     int64_t max_seqlen_k;    /* bound on any sequence's key length */
     int64_t group;           /* heads_q / heads_kv */
+    int64_t seqlen_new;      /* tokens appended to the KV cache per sequence (0 = no append) */
+    int kv_cache;            /* seqused_k or block_table given */
 } pa_problem;
+
+/* Cache length of sequence b as the attention sees it: seqused_k[b] (+ appended tokens), clamped
+ * to [0, capacity] so that garbage lengths in device memory never address outside K/V. */
+PA_HD int64_t pa_cache_len(const pa_problem *pb, int64_t used)
+{
+    int64_t n = used < 0 ? 0 : used;
+    n += pb->seqlen_new;
+    return n > pb->p.seqlen_k ? pb->p.seqlen_k : n;
+}
 
 /* Keys [*lo, *hi] visible to query row i of a sequence with sq queries and sk keys (bottom-right
  * aligned window; -1 = unbounded side). The row sees nothing when *lo > *hi. */

@@ -134,6 +134,21 @@ portattn_status_t portattn_forward_query(const portattn_fwd_params_t *params, po
     return st ? pa_set_error(st, "%s", why) : pa_clear_error();
 }
 
+portattn_status_t portattn_forward_workspace_size(const portattn_fwd_params_t *params, size_t *bytes)
+{
+    char why[1024];
+    pa_problem pb;
+    const pa_backend *be = NULL;
+    portattn_selection_t sel;
+    if (!bytes) return pa_set_error(PORTATTN_ERROR_INVALID_ARGUMENT, "bytes is NULL");
+    *bytes = 0;
+    portattn_status_t st = pa_validate(params, &pb, why, sizeof why);
+    if (!st && !problem_is_empty(&pb)) st = select_backend(&pb, &be, &sel, why, sizeof why);
+    if (st) return pa_set_error(st, "%s", why);
+    if (be && be->workspace) *bytes = be->workspace(&pb);
+    return pa_clear_error();
+}
+
 portattn_status_t portattn_forward(const portattn_fwd_params_t *params, void *stream)
 {
     char why[1024];

@@ -124,18 +124,19 @@ static portattn_status_t check_cu_seqlens(const char *name, const int32_t *cu, i
     return PORTATTN_SUCCESS;
 }
 
-/* seqused_k and block_table contents, when the host can read them: lengths within the capacity,
- * and every page a sequence uses inside the pool. */
-static portattn_status_t check_kv_cache(const portattn_fwd_params_t *p, int64_t pages_per_seq, char *why,
-                                        size_t why_len)
+/* seqused_k and block_table contents, when the host can read them: lengths (plus appended tokens)
+ * within the capacity, and every page a sequence uses inside the pool. */
+static portattn_status_t check_kv_cache(const portattn_fwd_params_t *p, int64_t pages_per_seq, int64_t new_tokens,
+                                        char *why, size_t why_len)
 {
     for (int64_t b = 0; b < p->batch; b++) {
         int64_t used = p->seqlen_k;
         if (p->seqused_k && pa_host_accessible(p->seqused_k)) {
             used = p->seqused_k[b];
-            if (used < 0 || used > p->seqlen_k)
-                return INVALID("seqused_k[%lld] = %lld is outside [0, seqlen_k = %lld]", (long long)b, (long long)used,
-                               (long long)p->seqlen_k);
+            if (used < 0 || used > p->seqlen_k - new_tokens)
+                return INVALID("seqused_k[%lld] = %lld is outside [0, seqlen_k - seqlen_new = %lld]", (long long)b,
+                               (long long)used, (long long)(p->seqlen_k - new_tokens));
+            used += new_tokens;
         }
         if (!p->block_table || !pa_host_accessible(p->block_table)) continue;
         for (int64_t g = 0; g < pages_per_seq && g * p->page_size < used; g++) {
@@ -151,7 +152,7 @@ static portattn_status_t check_kv_cache(const portattn_fwd_params_t *p, int64_t 
 portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, char *why, size_t why_len)
 {
     if (!in) return INVALID("params is NULL");
-    if (in->struct_size < sizeof(portattn_fwd_params_t))
+    if (in->struct_size < sizeof(portattn_fwd_params_t) && in->struct_size != PORTATTN_FWD_PARAMS_SIZE_V1)
         return INVALID("params->struct_size = %zu, expected %zu (initialise with portattn_fwd_params_init)",
                        in->struct_size, sizeof(portattn_fwd_params_t));
     if (in->struct_size > sizeof(portattn_fwd_params_t))
@@ -159,7 +160,8 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
                       "params->struct_size = %zu is from a newer portattn than this library (%zu)",
                       in->struct_size, sizeof(portattn_fwd_params_t));
     memset(pb, 0, sizeof *pb);
-    pb->p = *in;
+    memcpy(&pb->p, in, in->struct_size); /* an older, smaller struct leaves the newer fields zero */
+    pb->p.struct_size = sizeof pb->p;
     const portattn_fwd_params_t *p = &pb->p;
 
     int64_t elem = pa_dtype_size(p->dtype);
@@ -220,6 +222,29 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
     } else if (p->page_size || p->num_pages || p->block_table_stride) {
         return INVALID("page_size/num_pages/block_table_stride are set but block_table is NULL");
     }
+    pb->kv_cache = paged || p->seqused_k;
+
+    /* Append: new K/V tokens written into the cache at seqused_k. */
+    const int append = p->k_new.data || p->v_new.data;
+    if (p->seqlen_new < 0) return INVALID("seqlen_new = %lld is negative", (long long)p->seqlen_new);
+    if (append) {
+        if (!p->k_new.data || !p->v_new.data)
+            return INVALID("k_new and v_new must be given together (%s.data is NULL)", p->k_new.data ? "v_new" : "k_new");
+        if (!p->seqused_k) return INVALID("appending k_new/v_new needs seqused_k (where the new tokens go)");
+        if (p->seqlen_new > p->seqlen_k)
+            return INVALID("seqlen_new = %lld exceeds the cache capacity seqlen_k = %lld", (long long)p->seqlen_new,
+                           (long long)p->seqlen_k);
+        if (p->batch > 0 && p->seqlen_q == 0 && p->seqlen_new > 0)
+            return INVALID("appending needs query tokens (seqlen_q = 0): it is part of an attention call");
+        pb->seqlen_new = p->seqlen_new;
+    } else if (p->seqlen_new) {
+        return INVALID("seqlen_new = %lld but k_new/v_new are NULL", (long long)p->seqlen_new);
+    }
+    if (p->num_splits < 0) return INVALID("num_splits = %d is negative (0 = heuristic)", p->num_splits);
+    if (!p->workspace && p->workspace_size)
+        return INVALID("workspace_size = %zu but workspace is NULL", p->workspace_size);
+    if ((uintptr_t)p->workspace % 256)
+        return INVALID("workspace = %p is not 256-byte aligned (cudaMalloc gives that)", p->workspace);
 
     /* The tensors. Varlen tensors are packed [1, total, H, D]; paged K/V are page pools. */
     int64_t nb = varlen ? (p->batch ? 1 : 0) : p->batch;
@@ -230,11 +255,21 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
     view o = make_view("o", &p->o, nb, p->seqlen_q, p->heads_q, p->head_dim_v, elem, varlen);
     portattn_tensor_t lse_t = {p->lse, {p->lse_stride[0], p->lse_stride[2], p->lse_stride[1], 0}};
     view lse = make_view("lse", &lse_t, p->lse ? nb : 0, p->seqlen_q, p->heads_q, 1, 4, varlen);
+    const int64_t nnew = pb->seqlen_new ? p->batch : 0;
+    view kn = make_view("k_new", &p->k_new, nnew, pb->seqlen_new, p->heads_kv, p->head_dim_qk, elem, 0);
+    view vn = make_view("v_new", &p->v_new, nnew, pb->seqlen_new, p->heads_kv, p->head_dim_v, elem, 0);
+    portattn_tensor_t ws_t = {p->workspace, {1, 0, 0, 0}};
+    view ws = make_view("workspace", &ws_t, (int64_t)(p->workspace_size > INT64_MAX ? INT64_MAX : p->workspace_size),
+                        1, 1, 1, 1, 0);
     portattn_status_t st;
-    if ((st = check_view(&q, 0, why, why_len)) || (st = check_view(&k, 0, why, why_len)) ||
-        (st = check_view(&v, 0, why, why_len)) || (st = check_view(&o, 1, why, why_len)) ||
-        (st = check_view(&lse, 1, why, why_len)))
+    /* Appending writes K and V: then they are outputs and need distinct addresses too. */
+    if ((st = check_view(&q, 0, why, why_len)) || (st = check_view(&k, nnew > 0, why, why_len)) ||
+        (st = check_view(&v, nnew > 0, why, why_len)) || (st = check_view(&o, 1, why, why_len)) ||
+        (st = check_view(&lse, 1, why, why_len)) || (st = check_view(&kn, 0, why, why_len)) ||
+        (st = check_view(&vn, 0, why, why_len)) || (st = check_view(&ws, 0, why, why_len)))
         return st;
+    if (!kn.count) memset(pb->p.k_new.stride, 0, sizeof pb->p.k_new.stride);
+    if (!vn.count) memset(pb->p.v_new.stride, 0, sizeof pb->p.v_new.stride);
 
     /* A tensor with no elements is never addressed, so its strides were not checked: zero them in the
      * problem the backends see, so that no backend even computes an offset from them. */
@@ -254,20 +289,33 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
         if (views_overlap(&lse, inputs[i])) return INVALID("lse overlaps %s in memory", inputs[i]->name);
     }
     if (views_overlap(&lse, &o)) return INVALID("lse overlaps o in memory");
+    const view *all[8] = {&q, &k, &v, &o, &lse, &kn, &vn, &ws};
+    for (int i = 0; i < 8; i++) /* the workspace is scratch: it shares memory with nothing */
+        if (i != 7 && views_overlap(&ws, all[i])) return INVALID("workspace overlaps %s in memory", all[i]->name);
+    if (nnew) { /* the written cache shares memory with nothing but the other cache tensor */
+        const view *others[5] = {&q, &o, &lse, &kn, &vn};
+        for (int i = 0; i < 5; i++) {
+            if (views_overlap(&k, others[i])) return INVALID("k (appended to) overlaps %s in memory", others[i]->name);
+            if (views_overlap(&v, others[i])) return INVALID("v (appended to) overlaps %s in memory", others[i]->name);
+        }
+    }
     if ((paged || p->seqused_k) && p->batch > 0 && p->seqlen_q > 0) {
         view bt = {"block_table", p->block_table, {p->batch, pages_per_seq, 1, 1}, {p->block_table_stride, 1, 0, 0}, 4, 0, 0, 0};
         view su = {"seqused_k", p->seqused_k, {p->seqused_k ? p->batch : 0, 1, 1, 1}, {1, 0, 0, 0}, 4, 0, 0, 0};
         if ((st = check_view(&bt, 0, why, why_len)) || (st = check_view(&su, 0, why, why_len))) return st;
-        if (views_overlap(&bt, &o) || views_overlap(&su, &o) || views_overlap(&bt, &lse) || views_overlap(&su, &lse))
-            return INVALID("block_table or seqused_k overlaps an output (o or lse)");
-        if ((st = check_kv_cache(p, pages_per_seq, why, why_len))) return st;
+        const view *outs[5] = {&o, &lse, &ws, nnew ? &k : &o, nnew ? &v : &o};
+        for (int i = 0; i < 5; i++)
+            if (views_overlap(&bt, outs[i]) || views_overlap(&su, outs[i]))
+                return INVALID("block_table or seqused_k overlaps %s, which is written", outs[i]->name);
+        if ((st = check_kv_cache(p, pages_per_seq, pb->seqlen_new, why, why_len))) return st;
     }
     if (varlen && p->batch > 0) {
         view cq = {"cu_seqlens_q", p->cu_seqlens_q, {p->batch + 1, 1, 1, 1}, {1, 0, 0, 0}, 4, 0, 0, 0};
         view ck = {"cu_seqlens_k", p->cu_seqlens_k, {p->batch + 1, 1, 1, 1}, {1, 0, 0, 0}, 4, 0, 0, 0};
         if ((st = check_view(&cq, 0, why, why_len)) || (st = check_view(&ck, 0, why, why_len))) return st;
-        if (views_overlap(&cq, &o) || views_overlap(&ck, &o) || views_overlap(&cq, &lse) || views_overlap(&ck, &lse))
-            return INVALID("cu_seqlens overlap an output (o or lse)");
+        if (views_overlap(&cq, &o) || views_overlap(&ck, &o) || views_overlap(&cq, &lse) || views_overlap(&ck, &lse) ||
+            views_overlap(&cq, &ws) || views_overlap(&ck, &ws))
+            return INVALID("cu_seqlens overlap an output (o, lse or workspace)");
         if ((st = check_cu_seqlens("cu_seqlens_q", p->cu_seqlens_q, p->batch, p->seqlen_q, &pb->max_seqlen_q,
                                    why, why_len)) ||
             (st = check_cu_seqlens("cu_seqlens_k", p->cu_seqlens_k, p->batch, p->seqlen_k, &pb->max_seqlen_k,

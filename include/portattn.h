@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define PORTATTN_VERSION_MAJOR 0
-#define PORTATTN_VERSION_MINOR 1
+#define PORTATTN_VERSION_MINOR 2
 #define PORTATTN_VERSION_PATCH 0
 #define PORTATTN_VERSION (PORTATTN_VERSION_MAJOR * 10000 + PORTATTN_VERSION_MINOR * 100 + PORTATTN_VERSION_PATCH)
 
@@ -144,7 +144,32 @@ typedef struct portattn_fwd_params {
     int64_t block_table_stride;
     int64_t page_size;
     int64_t num_pages;
+
+    /* ---- added in 0.2: older callers pass the smaller struct_size and get zeros here ---- */
+
+    /* Append (decode), needs seqused_k: k_new/v_new [batch, seqlen_new, Hkv, D] are written into
+     * the cache at rows seqused_k[b] .. seqused_k[b] + seqlen_new - 1 (through the page table when
+     * paged) before the attention, which then sees seqused_k[b] + seqlen_new keys. seqused_k is not
+     * updated (the caller advances it). K and V are then written: they must be writable, must not
+     * share elements with each other or overlap any other argument, and must have room:
+     * seqused_k[b] + seqlen_new <= seqlen_k (checked when the host can read seqused_k; on the device
+     * rows past the capacity are dropped, never written out of bounds). k_new.data NULL = none. */
+    portattn_tensor_t k_new, v_new;
+    int64_t seqlen_new;
+
+    /* Split-KV (flash-decoding) scratch for GPU backends. portattn_forward_workspace_size() gives
+     * the bytes a call needs (0 when its kernel does not split). With workspace NULL a backend that
+     * needs it allocates stream-ordered (cudaMallocAsync/cudaFreeAsync) on the call's stream; pass
+     * one to keep allocation out of a captured CUDA graph. num_splits: 0 = heuristic, 1 = never
+     * split, n > 1 = split the keys of each (sequence, KV head) into at most n parts. For a given
+     * split count the result is bitwise deterministic. */
+    void *workspace;
+    size_t workspace_size;
+    int num_splits;
 } portattn_fwd_params_t;
+
+/* struct_size of the 0.1 struct (up to num_pages), still accepted. */
+#define PORTATTN_FWD_PARAMS_SIZE_V1 offsetof(portattn_fwd_params_t, k_new)
 
 /* Sets struct_size, windows to -1, backend AUTO, every other field 0. */
 PORTATTN_API void portattn_fwd_params_init(portattn_fwd_params_t *params);
@@ -161,6 +186,10 @@ PORTATTN_API portattn_tensor_t portattn_tensor_bhsd(void *data, int64_t s, int64
  * that cannot run the call returns NOT_SUPPORTED or BACKEND_UNAVAILABLE with the reason; there is
  * no silent fallback. Asynchronous on `stream` for GPU backends; synchronous for the CPU. */
 PORTATTN_API portattn_status_t portattn_forward(const portattn_fwd_params_t *params, void *stream);
+
+/* Bytes of workspace portattn_forward would use for these params on the backend it would select
+ * (0 when it needs none). Validates like portattn_forward; launches and allocates nothing. */
+PORTATTN_API portattn_status_t portattn_forward_workspace_size(const portattn_fwd_params_t *params, size_t *bytes);
 
 /* Which backend and kernel portattn_forward would run for these params, and why the backends
  * ahead of it were passed over. Same selector as portattn_forward; launches nothing. */

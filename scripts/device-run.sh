@@ -13,6 +13,9 @@
 #   BENCH_SRC a portattn-bench source to build and time with instead of tools/ (pins the bench)
 #   SKIP_SANITIZER=1, SKIP_BENCH=1 leave those steps out; the sanitizer runs last (it is the slowest)
 #   SANITIZE_CASES  space-separated tool:case entries, e.g. "racecheck:d256_causal memcheck:varlen"
+#   DECODE=1  decode sweeps of the first backend (cold = K/V cycled through 256 MiB of copies, warm =
+#             one copy as sdpa.py, paged 16/64/256) beside sdpa.py --decode and the measured
+#             device-to-device copy bandwidth: decode.md (tools/decode_table.py) + decode.tgz
 #   REPORT=1  also the decode sweep + peers, tools/report.py over everything, python/compare_sdpa.py;
 #             JSON/CSV/report go into one report.tgz (the device returns at most 8 files)
 #   NCU="args"  profile one forward call with Nsight Compute: stall reasons, shared-memory bank
@@ -79,6 +82,27 @@ for be in $BACKENDS; do
 done
 rm -f "$OUT/peers_f16.tmp"
 cat "$OUT/summary.md"
+fi
+
+if [ -n "${DECODE:-}" ]; then # issue 7: decode latency beside sdpa.py --decode, cold and warm, contiguous and paged
+  echo "== decode sweeps and peers $(t)"
+  be=${BACKENDS%% *}
+  for v in "cold:" "warm:--kv-copies 1" "paged64:--page-size 64" "paged16:--page-size 16" "paged256:--page-size 256"; do
+    $BENCH --backend "$be" --sweep decode --no-check ${v#*:} --json "$OUT/dec_${v%%:*}.json" >> "$OUT/bench.log" 2>&1
+  done
+  PYTHONUNBUFFERED=1 python3 .anchors/sdpa.py --decode --json "$OUT/peers_decode.json" >> "$OUT/bench.log" 2>&1
+  copy=$(python3 -c '
+import torch
+from triton.testing import do_bench
+x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
+ms = do_bench(lambda: y.copy_(x), warmup=25, rep=100, return_mode="median")
+print(round(2 * x.numel() / ms / 1e9, 3))' 2>> "$OUT/bench.log")
+  echo "device-to-device copy (read + write): ${copy:-?} TB/s" | tee "$OUT/decode.md"
+  python3 tools/decode_table.py cold="$OUT/dec_cold.json" warm="$OUT/dec_warm.json" paged64="$OUT/dec_paged64.json" \
+    paged16="$OUT/dec_paged16.json" paged256="$OUT/dec_paged256.json" --peers "$OUT/peers_decode.json" \
+    --copy-tbps "${copy:-0}" >> "$OUT/decode.md" 2>&1
+  cat "$OUT/decode.md"
+  tar czf "$OUT/decode.tgz" -C "$OUT" $(cd "$OUT" && ls dec_*.json peers_decode.json) && rm -f "$OUT"/dec_*.json "$OUT/peers_decode.json"
 fi
 
 if [ -n "${REPORT:-}" ]; then # the porting-study flow of docs/porting-study.md, plus the Python comparison

@@ -128,12 +128,13 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
 
     /* KV cache cases: ragged cache lengths (the first full, then 0 and 1) and/or a page pool with
      * the pages of all sequences shuffled (two pages unused). */
-    const int kvc = c->page > 0 || c->used;
+    const int kvc = c->page > 0 || c->used || c->append;
+    const int64_t A = c->append; /* appended tokens: the cache holds used[b] + A keys afterwards */
     const int64_t pps = c->page ? (SK + c->page - 1) / c->page : 0, npages = B * pps + 2;
     int32_t *used = calloc((size_t)B + 1, 4), *bt = calloc((size_t)(B * pps + 2), 4);
     for (int64_t b = 0; used && b < B; b++)
-        used[b] = (int32_t)(!c->used || b == 0 ? SK : b == 1 ? 0 : b == 2 ? 1
-                                     : (int64_t)((urand(&rng) + 1) * 0.5 * (double)(SK + 1)) % (SK + 1));
+        used[b] = (int32_t)(!c->used || b == 0 ? SK - A : b == 1 ? 0 : b == 2 ? 1
+                                     : (int64_t)((urand(&rng) + 1) * 0.5 * (double)(SK - A + 1)) % (SK - A + 1));
     for (int64_t g = 0; bt && g < npages - 2; g++) bt[g] = (int32_t)g;
     for (int64_t g = npages - 3; bt && g > 0; g--) { /* Fisher-Yates over the used pages */
         int64_t r = (int64_t)((urand(&rng) + 1) * 0.5 * (double)(g + 1)) % (g + 1);
@@ -159,12 +160,17 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
     float *fv = malloc((size_t)(nk * c->dv + 1) * 4), *fo = malloc((size_t)(nq * c->dv + 1) * 4);
     float *fl = malloc((size_t)(nb * c->hq * SQ + 1) * 4), *no = malloc((size_t)(nq * c->dv + 1) * 4);
     float *sbuf = malloc((size_t)(SK + 1 + c->dqk) * 4);
+    /* Appended tokens, contiguous [B, A, Hkv, D], and the cache as it must look afterwards. */
+    const int64_t nkn = B * A * c->hkv * c->dqk, nvn = B * A * c->hkv * c->dv;
+    void *hkn = malloc((size_t)(nkn * esz + 16)), *hvn = malloc((size_t)(nvn * esz + 16));
+    void *wk = malloc((size_t)(tk.elems * esz + 16)), *wv = malloc((size_t)(tv.elems * esz + 16));
+    void *dkn = dm_alloc(kind, (size_t)(nkn * esz + 16)), *dvn = dm_alloc(kind, (size_t)(nvn * esz + 16));
     void *dq = dm_alloc(kind, (size_t)tq.elems * esz), *dk = dm_alloc(kind, (size_t)tk.elems * esz);
     void *dv = dm_alloc(kind, (size_t)tv.elems * esz), *dout = dm_alloc(kind, (size_t)to.elems * esz);
     void *dl = dm_alloc(kind, (size_t)lse_elems * 4);
     void *dcq = dm_alloc(kind, (size_t)(B + 1) * 4), *dck = dm_alloc(kind, (size_t)(B + 1) * 4);
     void *dused = dm_alloc(kind, (size_t)(B + 1) * 4), *dbt = dm_alloc(kind, (size_t)(B * pps + 2) * 4);
-    if (!used || !bt || !dused || !dbt || !cuq || !cuk || !hq_ || !hk_ || !hv_ || !ho_ || !hl || !fq || !fk || !fv || !fo || !fl || !no || !sbuf ||
+    if (!hkn || !hvn || !wk || !wv || !dkn || !dvn || !used || !bt || !dused || !dbt || !cuq || !cuk || !hq_ || !hk_ || !hv_ || !ho_ || !hl || !fq || !fk || !fv || !fo || !fl || !no || !sbuf ||
         !dq || !dk || !dv || !dout || !dl || !dcq || !dck) {
         snprintf(note, sizeof note, "allocation failed");
         goto done;
@@ -173,6 +179,19 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
     for (int64_t i = 0; i < tq.elems; i++) pa_store_elem(dt, hq_, i, (float)urand(&rng) * amp);
     for (int64_t i = 0; i < tk.elems; i++) pa_store_elem(dt, hk_, i, (float)urand(&rng) * amp);
     for (int64_t i = 0; i < tv.elems; i++) pa_store_elem(dt, hv_, i, (float)urand(&rng));
+    for (int64_t i = 0; i < nkn; i++) pa_store_elem(dt, hkn, i, (float)urand(&rng) * amp);
+    for (int64_t i = 0; i < nvn; i++) pa_store_elem(dt, hvn, i, (float)urand(&rng));
+    /* The expected cache after the append: the old one with rows used[b] + i replaced. */
+    memcpy(wk, hk_, (size_t)(tk.elems * esz)), memcpy(wv, hv_, (size_t)(tv.elems * esz));
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t i = 0; i < A; i++)
+            for (int64_t h = 0; h < c->hkv; h++) {
+                int64_t s_ = used[b] + i, pb_ = c->page ? bt[b * pps + s_ / c->page] : b, ps_ = c->page ? s_ % c->page : s_;
+                for (int64_t d = 0; d < c->dqk; d++)
+                    pa_store_elem(dt, wk, off(&tk, pb_, ps_, h, d), pa_load_elem(dt, hkn, ((b * A + i) * c->hkv + h) * c->dqk + d));
+                for (int64_t d = 0; d < c->dv; d++)
+                    pa_store_elem(dt, wv, off(&tv, pb_, ps_, h, d), pa_load_elem(dt, hvn, ((b * A + i) * c->hkv + h) * c->dv + d));
+            }
     for (int64_t b = 0; b < nb; b++)
         for (int64_t s = 0; s < SQ; s++)
             for (int64_t h = 0; h < c->hq; h++)
@@ -183,9 +202,9 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
             for (int64_t h = 0; h < c->hkv; h++) {
                 int64_t pb_ = c->page ? bt[b * pps + s / c->page] : b, ps_ = c->page ? s % c->page : s;
                 for (int64_t d = 0; d < c->dqk; d++)
-                    fk[((b * SK + s) * c->hkv + h) * c->dqk + d] = pa_load_elem(dt, hk_, off(&tk, pb_, ps_, h, d));
+                    fk[((b * SK + s) * c->hkv + h) * c->dqk + d] = pa_load_elem(dt, wk, off(&tk, pb_, ps_, h, d));
                 for (int64_t d = 0; d < c->dv; d++)
-                    fv[((b * SK + s) * c->hkv + h) * c->dv + d] = pa_load_elem(dt, hv_, off(&tv, pb_, ps_, h, d));
+                    fv[((b * SK + s) * c->hkv + h) * c->dv + d] = pa_load_elem(dt, wv, off(&tv, pb_, ps_, h, d));
             }
 
     /* The oracle: the CPU backend in fp32 on the logical copies. */
@@ -212,9 +231,10 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
             goto oracle_done;
         }
         for (int64_t b = 0; b < B; b++) {
-            ocq[b + 1] = ocq[b] + (int32_t)SQ, ock[b + 1] = ock[b] + used[b];
-            memcpy(pk + (int64_t)ock[b] * c->hkv * c->dqk, fk + b * SK * c->hkv * c->dqk, (size_t)(used[b] * c->hkv * c->dqk) * 4);
-            memcpy(pv + (int64_t)ock[b] * c->hkv * c->dv, fv + b * SK * c->hkv * c->dv, (size_t)(used[b] * c->hkv * c->dv) * 4);
+            const int64_t n = used[b] + A;
+            ocq[b + 1] = ocq[b] + (int32_t)SQ, ock[b + 1] = ock[b] + (int32_t)n;
+            memcpy(pk + (int64_t)ock[b] * c->hkv * c->dqk, fk + b * SK * c->hkv * c->dqk, (size_t)(n * c->hkv * c->dqk) * 4);
+            memcpy(pv + (int64_t)ock[b] * c->hkv * c->dv, fv + b * SK * c->hkv * c->dv, (size_t)(n * c->hkv * c->dv) * 4);
         }
         p.seqlen_q = B * SQ, p.seqlen_k = ock[B], p.cu_seqlens_q = ocq, p.cu_seqlens_k = ock;
         p.k = portattn_tensor_bshd(pk, ock[B], c->hkv, c->dqk), p.v = portattn_tensor_bshd(pv, ock[B], c->hkv, c->dv);
@@ -237,7 +257,7 @@ oracle_done:
     if (dt != PORTATTN_DTYPE_F32)
         for (int64_t b = 0; b < B; b++)
             for (int64_t h = 0; h < c->hq; h++)
-                naive_lowp(dt, c, fq, fk, fv, no, cuq[b + 1] - cuq[b], kvc ? used[b] : cuk[b + 1] - cuk[b], c->varlen ? cuq[b] : 0,
+                naive_lowp(dt, c, fq, fk, fv, no, cuq[b + 1] - cuq[b], kvc ? used[b] + A : cuk[b + 1] - cuk[b], c->varlen ? cuq[b] : 0,
                            c->varlen ? cuk[b] : 0, h, c->varlen ? 0 : b * SQ, c->varlen ? 0 : b * SK, scale, sbuf, sbuf + SK + 1);
 
     /* The backend under test, on poisoned outputs. */
@@ -247,7 +267,8 @@ oracle_done:
         dm_upload(kind, dv, hv_, (size_t)tv.elems * esz) || dm_upload(kind, dout, ho_, (size_t)to.elems * esz) ||
         dm_upload(kind, dl, hl, (size_t)lse_elems * 4) || dm_upload(kind, dcq, cuq, (size_t)(B + 1) * 4) ||
         dm_upload(kind, dck, cuk, (size_t)(B + 1) * 4) || dm_upload(kind, dused, used, (size_t)(B + 1) * 4) ||
-        dm_upload(kind, dbt, bt, (size_t)(B * pps + 2) * 4)) {
+        dm_upload(kind, dbt, bt, (size_t)(B * pps + 2) * 4) || dm_upload(kind, dkn, hkn, (size_t)(nkn * esz)) ||
+        dm_upload(kind, dvn, hvn, (size_t)(nvn * esz))) {
         snprintf(note, sizeof note, "upload failed");
         goto done;
     }
@@ -258,7 +279,11 @@ oracle_done:
     p.o = (portattn_tensor_t){dout, {to.stride[0], to.stride[1], to.stride[2], to.stride[3]}};
     p.lse = c->lse ? dl : NULL, p.lse_stride[0] = ls[0], p.lse_stride[1] = ls[1], p.lse_stride[2] = ls[2];
     if (c->varlen) p.cu_seqlens_q = dcq, p.cu_seqlens_k = dck, p.max_seqlen_q = c->sq, p.max_seqlen_k = c->sk;
-    if (c->used) p.seqused_k = dused;
+    if (c->used || A) p.seqused_k = dused;
+    if (A) {
+        p.k_new = portattn_tensor_bshd(dkn, A, c->hkv, c->dqk), p.v_new = portattn_tensor_bshd(dvn, A, c->hkv, c->dv);
+        p.seqlen_new = A;
+    }
     if (c->page) p.block_table = dbt, p.block_table_stride = pps, p.page_size = c->page, p.num_pages = npages;
     p.backend = backend;
     portattn_status_t s = portattn_forward(&p, NULL);
@@ -271,6 +296,16 @@ oracle_done:
         dm_download(kind, hl, dl, (size_t)lse_elems * 4)) {
         snprintf(note, sizeof note, "run failed: %s: %s", portattn_status_string(s), portattn_last_error());
         goto done;
+    }
+
+    /* Appending: the cache must now be exactly the expected one (new rows in, nothing else touched). */
+    long long cache_bad = 0;
+    if (A) {
+        if (dm_download(kind, hk_, dk, (size_t)tk.elems * esz) || dm_download(kind, hv_, dv, (size_t)tv.elems * esz)) {
+            snprintf(note, sizeof note, "download of the cache failed");
+            goto done;
+        }
+        cache_bad = memcmp(hk_, wk, (size_t)(tk.elems * esz)) != 0 || memcmp(hv_, wv, (size_t)(tv.elems * esz)) != 0;
     }
 
     /* Compare O (every logical element) and check the padding was left alone. */
@@ -320,10 +355,10 @@ oracle_done:
     double u = dt == PORTATTN_DTYPE_F16 ? 1.0 / 2048 : 1.0 / 256;
     double rel_bound = dt == PORTATTN_DTYPE_F32 ? 1e-5 : fmin(1e-2, fmax(2 * nrel, u));
     double abs_bound = dt == PORTATTN_DTYPE_F32 ? 1e-4 * fmax(1, max_ref) : fmax(2 * nmax, 2 * u * max_ref);
-    int pass = bad == 0 && pad_written == 0 && lse_bad == 0 && rel <= rel_bound && max_err <= abs_bound;
-    snprintf(note, sizeof note, "rel_l2 %.2e (bound %.1e) max_abs %.2e (bound %.1e) lse_err %.1e%s%s%s",
+    int pass = bad == 0 && pad_written == 0 && lse_bad == 0 && !cache_bad && rel <= rel_bound && max_err <= abs_bound;
+    snprintf(note, sizeof note, "rel_l2 %.2e (bound %.1e) max_abs %.2e (bound %.1e) lse_err %.1e%s%s%s%s",
              rel, rel_bound, max_err, abs_bound, lse_err, bad ? " NON-FINITE/UNWRITTEN OUTPUT" : "",
-             pad_written ? " WROTE PADDING" : "", lse_bad ? " LSE MISMATCH" : "");
+             pad_written ? " WROTE PADDING" : "", lse_bad ? " LSE MISMATCH" : "", cache_bad ? " CACHE WRONG AFTER APPEND" : "");
     res = pass ? RUN_PASS : RUN_FAIL;
 
 done:
@@ -332,6 +367,8 @@ done:
     fflush(stdout);
     dm_free(kind, dq), dm_free(kind, dk), dm_free(kind, dv), dm_free(kind, dout), dm_free(kind, dl);
     dm_free(kind, dcq), dm_free(kind, dck), dm_free(kind, dused), dm_free(kind, dbt);
+    dm_free(kind, dkn), dm_free(kind, dvn);
+    free(hkn), free(hvn), free(wk), free(wv);
     free(used), free(bt);
     free(cuq), free(cuk), free(hq_), free(hk_), free(hv_), free(ho_), free(hl);
     free(fq), free(fk), free(fv), free(fo), free(fl), free(no), free(sbuf);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# T1 ISA gate for cuda-sm80 (no GPU needed): compiles every sm80 kernel file to PTX and assembles
+# T1 ISA gate for cuda-sm80 (no GPU needed): compiles every sm80 kernel file (prefill and decode) to PTX and assembles
 # it for sm_80 with ptxas -v. Fails unless the PTX holds mma.sync.aligned.m16n8k16, ldmatrix (plain
 # and .trans) and cp.async, and ptxas reports 0 bytes of stack frame and spills for every kernel.
 # Prints registers and shared memory per kernel. With cuobjdump on PATH (or beside nvcc) it also
@@ -22,7 +22,7 @@ bad() { echo "FAIL: $*"; fail=1; }
 INC="-I$SRC/include -I$SRC/common -I$SRC/backends/cuda -I$SRC/backends/cuda/sm80"
 
 : > "$WORK/all.ptx"; : > "$WORK/ptxas.txt"; : > "$WORK/smem.txt"
-for cu in "$SRC"/backends/cuda/sm80/sm80_fwd_d*.cu; do
+for cu in "$SRC"/backends/cuda/sm80/sm80_fwd_d*.cu "$SRC"/backends/cuda/sm80/sm80_decode_d*.cu; do
   n=$(basename "$cu" .cu)
   "$NVCC" -std=c++17 -O3 $INC -gencode=arch=compute_80,code=compute_80 --ptx -o "$WORK/$n.ptx" "$cu" \
     > "$WORK/$n.nvcc.log" 2>&1 || { cat "$WORK/$n.nvcc.log"; bad "$n: nvcc --ptx"; continue; }
@@ -50,7 +50,7 @@ awk '
   /Used [0-9]+ registers/ { match($0, /Used [0-9]+ registers/); r = substr($0, RSTART + 5, RLENGTH - 15);
     n++; printf "  %-62s regs %3d  stack %s  spill st %s ld %s\n", k, r, st, ss, sl;
     if (st != 0 || ss != 0 || sl != 0) bad++ }
-  END { print "  kernels: " n; if (n < 8) { print "FAIL: expected 8 kernels (4 head dims x f16/bf16)"; exit 1 }
+  END { print "  kernels: " n; if (n < 22) { print "FAIL: expected 22 kernels (prefill: 5 shapes, decode: 3 head dims with combine; x f16/bf16)"; exit 1 }
         if (bad) { print "FAIL: " bad " kernel(s) with stack frame or spills"; exit 1 } }' "$WORK/ptxas.txt" || fail=1
 
 echo "== SASS (sm_80 cubins)"
@@ -60,7 +60,7 @@ if [ -z "$CUOBJDUMP" ]; then
   echo "  SASS check NOT RUN: cuobjdump not found (PTX and ptxas checks above only)"
 else
   : > "$WORK/all.sass"
-  for c in "$WORK"/sm80_fwd_d*.cubin; do "$CUOBJDUMP" --dump-sass "$c" >> "$WORK/all.sass" 2>&1; done
+  for c in "$WORK"/sm80_fwd_d*.cubin "$WORK"/sm80_decode_d*.cubin; do "$CUOBJDUMP" --dump-sass "$c" >> "$WORK/all.sass" 2>&1; done
   for pat in 'HMMA.16816.F32.BF16' 'HMMA.16816.F32' 'LDSM.16.M88.4' 'LDSM.16.MT88.4' 'LDGSTS'; do
     c=$(grep -c -F "$pat" "$WORK/all.sass")
     printf '  %-58s %6d\n' "$pat" "$c"

@@ -1,5 +1,6 @@
 /* Every validation path returns its documented status and a message that names the problem. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,48 @@ int main(void)
     CASE("seqused_k with cu_seqlens", (p.seqused_k = su, p.cu_seqlens_q = cu, p.cu_seqlens_k = cu), INV, "cu_seqlens");
     CASE("pool larger than k", (PAGED, p.num_pages = 1 << 20, p.k.stride[0] = -1), INV, "negative");
     CASE("block_table overlaps o", (PAGED, p.block_table = (const int32_t *)o), INV, "overlaps");
+
+    /* append: two new tokens per sequence into caches holding 5 and 6 of 8 keys */
+    static float kn[B * 2 * HKV * D], vn[B * 2 * HKV * D];
+    int32_t su_app[2] = {5, 6}, su_full[2] = {7, 6};
+#define APPEND (p.seqused_k = su_app, p.k_new = portattn_tensor_bshd(kn, 2, HKV, D), \
+                p.v_new = portattn_tensor_bshd(vn, 2, HKV, D), p.seqlen_new = 2)
+    CASE("append valid", APPEND, PORTATTN_SUCCESS, "");
+    CASE("append paged valid", (APPEND, PAGED), PORTATTN_SUCCESS, "");
+    CASE("append without seqused_k", (APPEND, p.seqused_k = NULL), INV, "needs seqused_k");
+    CASE("k_new without v_new", (APPEND, p.v_new.data = NULL), INV, "v_new");
+    CASE("seqlen_new negative", (APPEND, p.seqlen_new = -1), INV, "negative");
+    CASE("seqlen_new without k_new", (p.seqlen_new = 2), INV, "k_new/v_new are NULL");
+    CASE("seqlen_new over capacity", (APPEND, p.seqlen_new = 9), INV, "capacity");
+    CASE("cache + new over capacity", (APPEND, p.seqused_k = su_full), INV, "seqused_k[0]");
+    CASE("append, k_new overlaps k", (APPEND, p.k_new.data = k), INV, "overlaps");
+    CASE("append, k overlaps q", (APPEND, p.k.data = q), INV, "overlaps");
+    CASE("append, k self-overlapping", (APPEND, p.k.stride[1] = 0), INV, "overlap");
+    CASE("append, no queries", (APPEND, p.seqlen_q = 0, p.q.data = p.o.data = NULL, p.lse = NULL), INV, "query tokens");
+    /* workspace and splits */
+    static _Alignas(256) float ws[1024];
+    CASE("workspace valid", (p.workspace = ws, p.workspace_size = sizeof ws, p.num_splits = 4), PORTATTN_SUCCESS, "");
+    CASE("workspace_size without workspace", p.workspace_size = 64, INV, "workspace is NULL");
+    CASE("workspace misaligned", (p.workspace = ws + 1, p.workspace_size = 64), INV, "256-byte");
+    CASE("workspace overlaps o", (p.workspace = (void *)(((uintptr_t)o + 255) & ~(uintptr_t)255), p.workspace_size = 64), INV,
+         "workspace overlaps");
+    CASE("num_splits negative", p.num_splits = -2, INV, "num_splits");
+    /* struct versions: the 0.1 size is accepted, anything else smaller is not */
+    CASE("struct_size 0.1", p.struct_size = PORTATTN_FWD_PARAMS_SIZE_V1, PORTATTN_SUCCESS, "");
+    CASE("struct_size odd", p.struct_size = PORTATTN_FWD_PARAMS_SIZE_V1 + 8, INV, "struct_size");
+    CASE("struct_size 0.1 ignores newer fields", (p.struct_size = PORTATTN_FWD_PARAMS_SIZE_V1, p.num_splits = -5),
+         PORTATTN_SUCCESS, "");
+    {
+        portattn_fwd_params_t p = base();
+        size_t bytes = 1;
+        checks++;
+        if (portattn_forward_workspace_size(&p, &bytes) || bytes != 0 || portattn_forward_workspace_size(&p, NULL) != INV)
+            failures++, printf("FAIL workspace_size on the CPU backend: %zu\n", bytes);
+        p.batch = -1;
+        checks++;
+        if (portattn_forward_workspace_size(&p, &bytes) != INV || !strstr(portattn_last_error(), "batch"))
+            failures++, printf("FAIL workspace_size did not validate\n");
+    }
 
     /* no-ops: nothing to compute is success, even with no buffers */
     CASE("batch 0", (p.batch = 0, p.q.data = p.k.data = p.v.data = p.o.data = NULL, p.lse = NULL), PORTATTN_SUCCESS, "");

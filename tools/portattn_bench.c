@@ -21,10 +21,13 @@
 
 #define MAX_LIST 16
 #define VARLEN_SEED 0x5EEDu /* fixed: the same --varlen lengths on every run and machine */
+#define PAGE_SEED 0x9A6Eu   /* fixed: the same --page-size block table on every run and machine */
+#define MAX_PAGE_SIZE ((int64_t)1 << 20) /* the library's limit (portattn.h: a power of two) */
 /* Decode rows cycle through copies of K and V of at least this many bytes in all, so that no timed
  * call finds its KV cache in L2 (triton's do_bench, which times the peers, clears 256 MB instead). */
 #define ROTATE_BYTES (256.0 * 1024 * 1024)
 #define MAX_COPIES 64
+#define MAX_KV_COPIES 1024 /* --kv-copies */
 
 /* dtype conversions: common/half.h, the same round-to-nearest-even code as the CPU backend. */
 
@@ -59,12 +62,14 @@ typedef struct shape {
     int64_t b, sq, sk, hq, hkv, d, dv;
     int causal, varlen, lse, bhsd;
     int64_t wl, wr; /* -1 = unbounded */
+    int64_t page;   /* page size of a paged K/V cache; 0 = contiguous K/V */
     float softcap;
 } shape;
 
 /* A shape as given on the command line or on one --sweep-file line; -1 = not given. */
 typedef struct shape_in {
     int64_t b, sq, sk, hq, hkv, d, dv, wl, wr;
+    int64_t page; /* 0 = not given (contiguous K/V) */
     int causal, varlen, lse, bhsd;
     double softcap;
     char dtype[32]; /* "" = not given; with a sweep a comma list runs every shape once per dtype */
@@ -77,6 +82,7 @@ typedef struct opts {
     shape_in in;
     portattn_backend_t backend;
     int warmup, reps, check; /* -1 = default for the memory kind */
+    int kv_copies;           /* --kv-copies; 0 = automatic */
     sweep_kind sweep;
     int force, normal, prefer_measured;
     double check_limit;
@@ -125,7 +131,12 @@ static void usage(FILE *f)
         "  --dtype f16|bf16|f32 (a comma list with sweeps; default bf16) --layout bshd|bhsd\n"
         "  --causal --window L,R (-1 = unbounded side) --softcap X --lse\n"
         "  --varlen       pack B sequences of random lengths in [1, S] (fixed seed)\n"
-        "sweeps (a progress line on stderr; --causal/--window/--softcap/--lse/--layout apply to every row):\n"
+        "  --page-size P  paged KV cache: K and V become page pools of B*ceil(Sk/P) pages of P tokens\n"
+        "                 (--layout within a page) read through a block table holding a random permutation\n"
+        "                 of the pages (fixed seed); P a power of two in [1, 2^20], 0 = contiguous K/V\n"
+        "                 (the default); not with --varlen\n"
+        "sweeps (a progress line on stderr; --causal/--window/--softcap/--lse/--layout/--page-size\n"
+        "        apply to every row):\n"
         "  --sweep prefill  (plain --sweep too) DESIGN.md section 6: B*S = 16384, H*D = 2048,\n"
         "                   S 512..16384, D 64,128,256, causal no and yes (only yes with --causal)\n"
         "                   [--sweep-seqlens LIST] [--sweep-dims LIST]\n"
@@ -138,6 +149,8 @@ static void usage(FILE *f)
         "run:\n"
         "  --backend NAME (default automatic, or env PORTATTN_BACKEND) --warmup N (5) --reps N (20)\n"
         "  --seed N --dist uniform|normal\n"
+        "  --kv-copies N  decode rows: cycle through N copies of K and V (1..1024) instead of the automatic\n"
+        "                 >= 256 MiB; 1 = K/V stay warm in L2 as in a plain PyTorch loop (sdpa.py)\n"
         "  --check | --no-check   compare O (and LSE) with the CPU reference; exit 1 on failure\n"
         "  --check-limit MACS     largest B*Hq*Sq*Sk*(Dqk+Dv) for the CPU reference (2e10); above it\n"
         "                         a GPU run is compared with the cuda-generic backend instead\n"
@@ -221,7 +234,15 @@ static int in_list(const char *name, const char *const *list, size_t n)
 /* The flags of one shape: the same on the command line and on --sweep-file lines. */
 static const char *const shape_switches[] = {"--causal", "--varlen", "--lse"};
 static const char *const shape_valued[] = {"--batch", "--seqlen", "--seqlen-q", "--seqlen-k", "--heads-q",
-    "--heads-kv", "--head-dim", "--head-dim-v", "--dtype", "--layout", "--window", "--softcap"};
+    "--heads-kv", "--head-dim", "--head-dim-v", "--dtype", "--layout", "--window", "--softcap", "--page-size"};
+
+/* What a flag's value must be, for the "bad value" message ("" where the flag's help says it). */
+static const char *value_hint(const char *name)
+{
+    if (!strcmp(name, "--page-size")) return " (a power of two in [1, 2^20], or 0 for contiguous K/V)";
+    if (!strcmp(name, "--kv-copies")) return " (an integer in [1, 1024])";
+    return "";
+}
 
 /* 0: not a shape flag, 1: a shape switch, 2: a shape flag with a value. */
 static int shape_flag_kind(const char *name)
@@ -257,6 +278,8 @@ static int shape_flag_set(shape_in *si, const char *name, const char *v)
         si->bhsd = v[1] == 'h';
     } else if (FLAG("--softcap")) {
         if (parse_f64(v, &si->softcap)) return -1;
+    } else if (FLAG("--page-size")) {
+        if (parse_i64(v, 0, &si->page) || si->page > MAX_PAGE_SIZE || (si->page & (si->page - 1))) return -1;
     } else if (FLAG("--window")) {
         char buf[64], *comma;
         if (strlen(v) >= sizeof buf) return -1;
@@ -277,6 +300,9 @@ static int shape_dims_given(const shape_in *si)
 static const char *finish_shape(const shape_in *si, portattn_dtype_t dtype, shape *s)
 {
     if (si->sq < 0 && si->sk > 0) return "--seqlen-k needs --seqlen-q or --seqlen";
+    if (si->varlen && si->page > 0)
+        return "--page-size and --varlen: a paged KV cache takes per-sequence K/V (block_table), not packed "
+               "sequences (cu_seqlens); use one or the other";
     memset(s, 0, sizeof *s);
     s->dtype = dtype;
     s->b = si->b > 0 ? si->b : 1;
@@ -288,6 +314,7 @@ static const char *finish_shape(const shape_in *si, portattn_dtype_t dtype, shap
     s->dv = si->dv > 0 ? si->dv : s->d;
     s->causal = si->causal; s->varlen = si->varlen; s->lse = si->lse; s->bhsd = si->bhsd;
     s->wl = si->wl; s->wr = si->wr;
+    s->page = si->page;
     s->softcap = (float)si->softcap;
     return NULL;
 }
@@ -295,15 +322,15 @@ static const char *finish_shape(const shape_in *si, portattn_dtype_t dtype, shap
 /* Returns 0 to run, 1 to exit 0 (help printed), 2 for a usage error. */
 static int parse_args(int argc, char **argv, opts *o, int *list_backends)
 {
-    int64_t warmup = -1, reps = -1, seed = 1;
+    int64_t warmup = -1, reps = -1, seed = 1, kv_copies = 0;
     const struct { const char *name; int *dst; int val; } switches[] = {
         {"--list-backends", list_backends, 1}, {"--check", &o->check, 1}, {"--no-check", &o->check, 0},
         {"--force", &o->force, 1}};
     const struct { const char *name; int64_t *dst; int64_t min; } ints[] = {
-        {"--warmup", &warmup, 0}, {"--reps", &reps, 1}, {"--seed", &seed, 0}};
+        {"--warmup", &warmup, 0}, {"--reps", &reps, 1}, {"--seed", &seed, 0}, {"--kv-copies", &kv_copies, 1}};
     static const char *const valued[] = {"--json", "--csv", "--sweep-file", "--sweep-seqlens", "--sweep-dims",
         "--sweep-batches", "--dist", "--check-limit", "--backend", "--devices", "--device-entry", "--peak", "--warmup",
-        "--reps", "--seed"};
+        "--reps", "--seed", "--kv-copies"};
     shape_in *si = &o->in;
     for (int i = 1; i < argc; i++) {
         char name[64];
@@ -353,7 +380,7 @@ static int parse_args(int argc, char **argv, opts *o, int *list_backends)
         }
         continue;
     bad_value:
-        fprintf(stderr, "portattn-bench: bad value '%s' for %s\n", v, name);
+        fprintf(stderr, "portattn-bench: bad value '%s' for %s%s\n", v, name, value_hint(name));
         return 2;
     bad:
         fprintf(stderr, "portattn-bench: unknown argument '%s'\n\n", a);
@@ -362,7 +389,11 @@ static int parse_args(int argc, char **argv, opts *o, int *list_backends)
     }
 #undef FLAG
     if (warmup > 1000000 || reps > 1000000) { fprintf(stderr, "portattn-bench: --warmup/--reps too large\n"); return 2; }
-    o->warmup = (int)warmup; o->reps = (int)reps; o->seed = (uint64_t)seed;
+    if (kv_copies > MAX_KV_COPIES) {
+        fprintf(stderr, "portattn-bench: bad value '%lld' for --kv-copies%s\n", (long long)kv_copies, value_hint("--kv-copies"));
+        return 2;
+    }
+    o->warmup = (int)warmup; o->reps = (int)reps; o->seed = (uint64_t)seed; o->kv_copies = (int)kv_copies;
 
     const char *err = NULL;
     int named = o->sweep == SWEEP_PREFILL || o->sweep == SWEEP_DECODE;
@@ -374,11 +405,11 @@ static int parse_args(int argc, char **argv, opts *o, int *list_backends)
     else if (o->sweep == SWEEP_DECODE && (si->causal || si->varlen))
         err = "--sweep decode: one query token sees the whole KV cache; --causal and --varlen do not apply";
     else if (o->sweep == SWEEP_FILE && (shape_dims_given(si) || si->causal || si->varlen || si->lse || si->bhsd ||
-                                        si->wl >= 0 || si->wr >= 0 || si->softcap > 0))
+                                        si->wl >= 0 || si->wr >= 0 || si->softcap > 0 || si->page > 0))
         err = "--sweep-file: the shapes come from the file (only --dtype may be given, for lines without one)";
     else if (!named && (o->nseqlens || o->ndims)) err = "--sweep-seqlens/--sweep-dims need --sweep prefill or decode";
     else if (o->nbatches && o->sweep != SWEEP_DECODE) err = "--sweep-batches needs --sweep decode";
-    else if (si->sq < 0 && si->sk > 0) err = "--seqlen-k needs --seqlen-q or --seqlen";
+    else { shape tmp; err = finish_shape(si, o->dtypes[0], &tmp); } /* what the shape itself forbids */
     if (err) { fprintf(stderr, "portattn-bench: %s\n", err); return 2; }
     return 0;
 }
@@ -435,7 +466,7 @@ static int read_sweep_file(const opts *o, plan *pl)
                 fprintf(stderr, "%s:%d: %s takes no value\n", o->sweep_file, lineno, name);
                 rc = 1;
             } else if (shape_flag_set(&si, name, v)) {
-                fprintf(stderr, "%s:%d: bad value '%s' for %s\n", o->sweep_file, lineno, v, name);
+                fprintf(stderr, "%s:%d: bad value '%s' for %s%s\n", o->sweep_file, lineno, v, name, value_hint(name));
                 rc = 1;
             }
         }
@@ -496,7 +527,8 @@ static int make_plan(const opts *o, const shape *one, plan *pl)
 /* ---- running one shape ------------------------------------------------------------------- */
 
 /* The timed call. Decode rows cycle K and V through `copies` identical copies so that every call
- * reads its KV cache from HBM, not from an L2 that the previous call left warm. */
+ * reads its KV cache from HBM, not from an L2 that the previous call left warm. Paged rows: each
+ * copy is a whole page pool, and all copies share the one block table. */
 typedef struct call {
     portattn_fwd_params_t p;
     char *k0, *v0;         /* copy 0 */
@@ -585,29 +617,36 @@ typedef struct bufs {
     size_t nq, nk, nv, no, nlse;
     void *hq, *hk, *hv, *ho, *href;
     float *hlse, *hlse_ref;
-    int32_t *hcu_q, *hcu_k;
+    int32_t *hcu_q, *hcu_k, *hbt; /* hbt: the block table of a paged row [B, pages per sequence] */
     void *dq, *dk, *dv, *dout, *dref;
     float *dlse, *dlse_ref;
-    int32_t *dcu_q, *dcu_k;
+    int32_t *dcu_q, *dcu_k, *dbt;
 } bufs;
 
 static void free_bufs(bufs *b, dm_kind kind)
 {
-    void *host[] = {b->hq, b->hk, b->hv, b->ho, b->href, b->hlse, b->hlse_ref, b->hcu_q, b->hcu_k};
-    void *dev[] = {b->dq, b->dk, b->dv, b->dout, b->dref, b->dlse, b->dlse_ref, b->dcu_q, b->dcu_k};
+    void *host[] = {b->hq, b->hk, b->hv, b->ho, b->href, b->hlse, b->hlse_ref, b->hcu_q, b->hcu_k, b->hbt};
+    void *dev[] = {b->dq, b->dk, b->dv, b->dout, b->dref, b->dlse, b->dlse_ref, b->dcu_q, b->dcu_k, b->dbt};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) dm_free(kind, dev[i]);
 }
 
-/* Same call on other O/LSE buffers (and, for the CPU reference, other inputs). */
+/* Same call on other O/LSE buffers (and, for the CPU reference, other inputs: K/V and the block
+ * table of a paged row in host memory; the pools keep their strides and page count). */
 static portattn_fwd_params_t retarget(const portattn_fwd_params_t *p, const shape *s, portattn_backend_t be,
                                       void *q, void *k, void *v, void *o, float *lse,
-                                      const int32_t *cuq, const int32_t *cuk)
+                                      const int32_t *cuq, const int32_t *cuk, const int32_t *bt)
 {
     portattn_fwd_params_t r = *p;
     r.q.data = q; r.k.data = k; r.v.data = v; r.o.data = o;
     r.lse = s->lse ? lse : NULL;
     if (s->varlen) { r.cu_seqlens_q = cuq; r.cu_seqlens_k = cuk; }
+    if (s->page > 0) {
+        r.block_table = bt;
+        r.block_table_stride = p->block_table_stride;
+        r.page_size = p->page_size;
+        r.num_pages = p->num_pages;
+    }
     r.backend = be;
     return r;
 }
@@ -636,7 +675,7 @@ static int check_row(const opts *o, const shape *s, dm_kind kind, const portattn
          * checked for real (its rounding, its dtype paths). */
         float *f[3] = {upcast(b->hq, s->dtype, b->nq), upcast(b->hk, s->dtype, b->nk), upcast(b->hv, s->dtype, b->nv)};
         portattn_fwd_params_t c = retarget(p, s, PORTATTN_BACKEND_CPU, f[0], f[1], f[2], b->href, b->hlse_ref,
-                                           b->hcu_q, b->hcu_k);
+                                           b->hcu_q, b->hcu_k, b->hbt);
         c.dtype = ref_dtype = PORTATTN_DTYPE_F32;
         st = f[0] && f[1] && f[2] ? portattn_forward(&c, NULL) : PORTATTN_ERROR_OUT_OF_MEMORY;
         free(f[0]), free(f[1]), free(f[2]);
@@ -647,7 +686,7 @@ static int check_row(const opts *o, const shape *s, dm_kind kind, const portattn
         b->dlse_ref = (float *)dm_alloc(kind, lbytes);
         if (!b->dref || !b->dlse_ref) BAIL("check: out of device memory for the cuda-generic reference");
         portattn_fwd_params_t c = retarget(p, s, PORTATTN_BACKEND_CUDA_GENERIC, b->dq, b->dk, b->dv, b->dref,
-                                           b->dlse_ref, b->dcu_q, b->dcu_k);
+                                           b->dlse_ref, b->dcu_q, b->dcu_k, b->dbt);
         if ((st = portattn_forward(&c, NULL)) != PORTATTN_SUCCESS) BAIL_API("cuda-generic reference", st);
         if (dm_sync(kind) || dm_download(kind, b->href, b->dref, obytes) ||
             (s->lse && dm_download(kind, b->hlse_ref, b->dlse_ref, lbytes)))
@@ -697,7 +736,7 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* "causal window(L,R) softcap=X varlen lse bhsd": what is not plain in a shape. */
+/* "causal window(L,R) softcap=X varlen lse bhsd page_size=P": what is not plain in a shape. */
 static void shape_flags(const shape *s, char *buf, size_t n)
 {
     size_t k = 0;
@@ -709,6 +748,7 @@ static void shape_flags(const shape *s, char *buf, size_t n)
     if (s->varlen) ADD(" varlen");
     if (s->lse) ADD(" lse");
     if (s->bhsd) ADD(" bhsd");
+    if (s->page > 0) ADD(" page_size=%lld", (long long)s->page);
 #undef ADD
     if (buf[0] == ' ') memmove(buf, buf + 1, strlen(buf));
 }
@@ -792,11 +832,17 @@ static int run_shape(const opts *o, const shape *s, dm_kind kind, rng *gen, row 
     int fail = 1;
     double flops = 0, macs = 0, keys = 0;
     /* the int64 and size_t products below must not overflow: refuse absurd shapes first */
-    double elems = (double)s->b * (double)(s->sq > s->sk ? s->sq : s->sk) *
+    int paged = s->page > 0;
+    int64_t pages_per_seq = paged ? (s->sk + s->page - 1) / s->page : 0; /* of the block table */
+    int64_t sk_alloc = paged ? pages_per_seq * s->page : s->sk;         /* keys per sequence in memory */
+    double elems = (double)s->b * (double)(s->sq > sk_alloc ? s->sq : sk_alloc) *
                    (double)(s->hq > s->hkv ? s->hq : s->hkv) * (double)(s->d > s->dv ? s->d : s->dv);
     if (elems > 17592186044416.0 || elems * 4 > (double)SIZE_MAX || (s->varlen && s->b >= INT32_MAX))
         BAIL("shape too large to allocate");
+    if (paged && (double)s->b * (double)pages_per_seq > (double)INT32_MAX)
+        BAIL("paged: more than 2^31 pages (int32 block table entries)");
     int64_t tq = s->b * s->sq, tk = s->b * s->sk, maxq = s->sq, maxk = s->sk;
+    int64_t num_pages = s->b * pages_per_seq;
 
     if (s->varlen) { /* B random lengths in [1, S], reproducible whatever --seed says */
         rng lr = {VARLEN_SEED};
@@ -823,14 +869,30 @@ static int run_shape(const opts *o, const shape *s, dm_kind kind, rng *gen, row 
     }
     r->tokens_q = tq; r->tokens_k = tk; r->flops = flops;
     size_t es = (size_t)dtype_size(s->dtype), cub = sizeof(int32_t) * (size_t)(s->b + 1);
+    size_t btb = sizeof(int32_t) * (size_t)num_pages; /* the block table [B, pages_per_seq] */
+    /* the keys read, not the pool: a paged row's tail padding in its last page is not counted */
     r->kv_bytes = keys * (double)s->hkv * (double)(s->d + s->dv) * (double)es;
 
-    b.nq = (size_t)(tq * s->hq * s->d); b.nk = (size_t)(tk * s->hkv * s->d);
-    b.nv = (size_t)(tk * s->hkv * s->dv); b.no = (size_t)(tq * s->hq * s->dv);
+    int64_t kv_tokens = paged ? num_pages * s->page : tk; /* rows of K/V in memory (one copy) */
+    b.nq = (size_t)(tq * s->hq * s->d); b.nk = (size_t)(kv_tokens * s->hkv * s->d);
+    b.nv = (size_t)(kv_tokens * s->hkv * s->dv); b.no = (size_t)(tq * s->hq * s->dv);
     b.nlse = s->lse ? (size_t)(tq * s->hq) : 0;
-    if (r->decode) { /* enough copies of K and V that no timed call finds them in L2 */
+    if (r->decode) { /* enough copies of K and V that no timed call finds them in L2, or --kv-copies */
         double all = (double)(b.nk + b.nv) * (double)es;
         r->kv_copies = all <= 0 ? 1 : (int)fmin(MAX_COPIES, ceil(ROTATE_BYTES / all));
+        if (o->kv_copies > 0) r->kv_copies = o->kv_copies;
+    }
+    if (paged) { /* every page used once, in a random order reproducible whatever --seed says */
+        rng pr = {PAGE_SEED};
+        if (!(b.hbt = malloc(btb + 4))) BAIL("out of host memory");
+        for (int64_t i = 0; i < num_pages; i++) b.hbt[i] = (int32_t)i;
+        for (int64_t i = num_pages - 1; i > 0; i--) { /* Fisher-Yates */
+            int64_t j = (int64_t)(rng_unit(&pr) * (double)(i + 1));
+            j = j > i ? i : j;
+            int32_t t = b.hbt[i]; b.hbt[i] = b.hbt[j]; b.hbt[j] = t;
+        }
+        if (!(b.dbt = (int32_t *)dm_alloc(kind, btb))) BAIL("out of %s memory", kind == DM_HOST ? "host" : "device");
+        if (dm_upload(kind, b.dbt, b.hbt, btb)) BAIL("upload failed");
     }
     size_t copies = (size_t)r->kv_copies;
     b.hq = malloc(b.nq * es + 1); b.hk = malloc(b.nk * es + 1); b.hv = malloc(b.nv * es + 1);
@@ -867,9 +929,16 @@ static int run_shape(const opts *o, const shape *s, dm_kind kind, rng *gen, row 
     {
         portattn_tensor_t (*mk)(void *, int64_t, int64_t, int64_t) = s->bhsd ? portattn_tensor_bhsd : portattn_tensor_bshd;
         p->q = mk(b.dq, p->seqlen_q, s->hq, s->d);
-        p->k = mk(b.dk, p->seqlen_k, s->hkv, s->d);
-        p->v = mk(b.dv, p->seqlen_k, s->hkv, s->dv);
+        /* paged: pools [num_pages, P, Hkv, D], the row's layout within a page, stride[0] = page stride */
+        p->k = mk(b.dk, paged ? s->page : p->seqlen_k, s->hkv, s->d);
+        p->v = mk(b.dv, paged ? s->page : p->seqlen_k, s->hkv, s->dv);
         p->o = mk(b.dout, p->seqlen_q, s->hq, s->dv);
+    }
+    if (paged) {
+        p->block_table = b.dbt;
+        p->block_table_stride = pages_per_seq;
+        p->page_size = s->page;
+        p->num_pages = num_pages;
     }
     if (s->lse) {
         p->lse = b.dlse;
@@ -980,11 +1049,12 @@ static int write_json(const char *path, const run_info *ri, const row *rows, int
         JS("kernel", r->kernel);
         fprintf(f, ",\"batch\":%lld,\"seqlen_q\":%lld,\"seqlen_k\":%lld,\"tokens_q\":%lld,\"tokens_k\":%lld,"
                    "\"heads_q\":%lld,\"heads_kv\":%lld,\"head_dim_qk\":%lld,\"head_dim_v\":%lld,\"causal\":%s,"
-                   "\"window_left\":%lld,\"window_right\":%lld,\"softcap\":%g,\"varlen\":%s,\"lse\":%s,\"layout\":\"%s\"",
+                   "\"window_left\":%lld,\"window_right\":%lld,\"softcap\":%g,\"varlen\":%s,\"lse\":%s,\"layout\":\"%s\","
+                   "\"page_size\":%lld",
                 (long long)s->b, (long long)s->sq, (long long)s->sk, (long long)r->tokens_q, (long long)r->tokens_k,
                 (long long)s->hq, (long long)s->hkv, (long long)s->d, (long long)s->dv, s->causal ? "true" : "false",
                 (long long)s->wl, (long long)s->wr, s->softcap, s->varlen ? "true" : "false",
-                s->lse ? "true" : "false", s->bhsd ? "bhsd" : "bshd");
+                s->lse ? "true" : "false", s->bhsd ? "bhsd" : "bshd", (long long)s->page);
         JS("flags", fl);
         JN("time_ms", x.ms); /* null when the row did not run */
         JN("time_us", x.us);
@@ -1038,8 +1108,8 @@ static int write_csv(const char *path, const run_info *ri, const row *rows, int 
     FILE *f = fopen(path, "w");
     if (!f) return -1;
     fputs("device,device_entry,sweep,mode,backend,kernel,dtype,batch,seqlen_q,seqlen_k,tokens_q,tokens_k,heads_q,"
-          "heads_kv,head_dim_qk,head_dim_v,causal,window_left,window_right,softcap,varlen,lse,layout,flags,time_ms,"
-          "time_us,flops,tflops,kv_bytes,kv_bytes_per_s,kv_copies,peak_name,peak_value,peak_unit,peak_kind,"
+          "heads_kv,head_dim_qk,head_dim_v,causal,window_left,window_right,softcap,varlen,lse,layout,page_size,flags,"
+          "time_ms,time_us,flops,tflops,kv_bytes,kv_bytes_per_s,kv_copies,peak_name,peak_value,peak_unit,peak_kind,"
           "peak_date,peak_source,peak_fraction,peak_note,check,check_ref,o_max_abs,o_rel_l2,lse_max_abs,lse_rel_l2,"
           "message\n", f);
     for (int i = 0; i < n; i++) {
@@ -1052,10 +1122,10 @@ static int write_csv(const char *path, const run_info *ri, const row *rows, int 
 #define N(val) (csv_num(f, val), fputc(',', f))
         S(ri->device); S(ri->entry); S(ri->sweep); S(r->decode ? "decode" : "prefill"); S(r->backend);
         S(r->kernel); S(pa_dtype_name(s->dtype));
-        fprintf(f, "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%lld,%lld,%g,%d,%d,%s,", (long long)s->b,
+        fprintf(f, "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%lld,%lld,%g,%d,%d,%s,%lld,", (long long)s->b,
                 (long long)s->sq, (long long)s->sk, (long long)r->tokens_q, (long long)r->tokens_k, (long long)s->hq,
                 (long long)s->hkv, (long long)s->d, (long long)s->dv, s->causal, (long long)s->wl, (long long)s->wr,
-                s->softcap, s->varlen, s->lse, s->bhsd ? "bhsd" : "bshd");
+                s->softcap, s->varlen, s->lse, s->bhsd ? "bhsd" : "bshd", (long long)s->page);
         S(fl);
         N(x.ms); N(x.us); N(r->flops); N(x.tflops); N(r->kv_bytes); N(x.kv_Bps);
         fprintf(f, "%d,", r->kv_copies);

@@ -17,7 +17,7 @@ from ._core import (address, backend_id, backends, dtype_id, forward, forward_ra
                     query_raw, version)
 from ._torch import flash_attn_func, flash_attn_varlen_func, which
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["flash_attn_func", "flash_attn_varlen_func", "which", "backends", "version", "forward_raw",
            "query_raw", "make_params", "forward", "query", "load", "library_path", "last_error", "address",

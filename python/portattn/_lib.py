@@ -85,6 +85,12 @@ class FwdParams(ctypes.Structure):
         ("block_table_stride", ctypes.c_int64),
         ("page_size", ctypes.c_int64),
         ("num_pages", ctypes.c_int64),
+        ("k_new", Tensor),
+        ("v_new", Tensor),
+        ("seqlen_new", ctypes.c_int64),
+        ("workspace", ctypes.c_void_p),
+        ("workspace_size", ctypes.c_size_t),
+        ("num_splits", ctypes.c_int),
     ]
 
 

@@ -178,12 +178,14 @@ def test_struct_layout():
         want = {"dtype": 8, "batch": 16, "q": 72, "k": 112, "v": 152, "o": 192, "lse": 232, "lse_stride": 240,
                 "cu_seqlens_q": 264, "cu_seqlens_k": 272, "max_seqlen_q": 280, "softmax_scale": 296,
                 "softcap": 300, "causal": 304, "window_left": 312, "window_right": 320, "backend": 328,
-                "seqused_k": 336, "block_table": 344, "block_table_stride": 352, "page_size": 360, "num_pages": 368}
+                "seqused_k": 336, "block_table": 344, "block_table_stride": 352, "page_size": 360, "num_pages": 368,
+                "k_new": 376, "v_new": 416, "seqlen_new": 456, "workspace": 464, "workspace_size": 472,
+                "num_splits": 480}
         got = {f: getattr(portattn.FwdParams, f).offset for f in want}
         assert got == want, got
         sizes = [ctypes.sizeof(t) for t in (portattn.FwdParams, portattn.Tensor, portattn.Selection,
                                             portattn.BackendInfo)]
-        assert sizes == [376, 40, 644, 184], sizes
+        assert sizes == [488, 40, 644, 184], sizes
     t = lib.portattn_tensor_bhsd(ctypes.c_void_p(64), 3, 5, 7)
     assert t.data == 64 and list(t.stride) == [105, 7, 21, 1], list(t.stride)
     expect_raises(portattn.PortattnLoadError, lambda: portattn.load("/nonexistent/libportattn.so"), "does not exist")

@@ -8,10 +8,6 @@
 static int generic_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    if (p->seqused_k || p->block_table) {
-        pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, "no KV-cache path yet (seqused_k/block_table: issue 7)");
-        return 0;
-    }
     const char *dt = pa_dtype_size(p->dtype) ? pa_dtype_name(p->dtype) : NULL; /* f16, bf16 and f32 all run */
     if (!dt) {
         pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, "dtype %d not supported", (int)p->dtype);
@@ -27,8 +23,9 @@ static int generic_supports(const pa_problem *pb, char *kernel, size_t kernel_le
         return 0;
     }
 
-    /* Only pointers the kernel will dereference must live on the device: an empty call launches
-     * nothing, and with no keys K and V are never read. */
+    /* Only pointers the kernels will dereference must live on the device: an empty call launches
+     * nothing, with no keys K and V are never read, and k_new/v_new are read only when appending
+     * (the front end allows appends only to calls with queries, so this block covers them). */
     if (p->batch > 0 && pb->max_seqlen_q > 0 && p->heads_q > 0) {
         struct { const void *ptr; const char *what; } need[] = {
             { p->q.data, "q.data" }, { p->o.data, "o.data" },
@@ -37,6 +34,10 @@ static int generic_supports(const pa_problem *pb, char *kernel, size_t kernel_le
             { p->lse, "lse" },
             { pb->varlen ? (const void *)p->cu_seqlens_q : NULL, "cu_seqlens_q" },
             { pb->varlen ? (const void *)p->cu_seqlens_k : NULL, "cu_seqlens_k" },
+            { p->seqused_k, "seqused_k" },
+            { p->block_table, "block_table" },
+            { pb->seqlen_new > 0 ? p->k_new.data : NULL, "k_new.data" },
+            { pb->seqlen_new > 0 ? p->v_new.data : NULL, "v_new.data" },
         };
         for (size_t i = 0; i < sizeof need / sizeof need[0]; ++i) {
             int optional = i >= 2; /* q and o are always read/written */
@@ -50,4 +51,5 @@ static int generic_supports(const pa_problem *pb, char *kernel, size_t kernel_le
 
 const pa_backend pa_backend_cuda_generic = {
     PORTATTN_BACKEND_CUDA_GENERIC, "cuda-generic", pa_cuda_probe, generic_supports, pa_cuda_generic_launch,
+    NULL, /* workspace: one kernel, no split-KV scratch */
 };

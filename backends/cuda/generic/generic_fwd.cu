@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "cuda_append.h"
 #include "cuda_host.h"
 #include "generic_launch.h"
 
@@ -54,6 +55,15 @@ __device__ __forceinline__ void gen_seq(const int32_t *cu, int64_t b, int64_t to
     *len = e - s;
 }
 
+/* Page of key j (< seqlen_k) from a sequence's page-table row (as kv_row() in cpu_ref.c). Entries
+ * in device memory may be garbage: clamped into the pool so that they never read out of bounds.
+ * Shift, not division: page_size is a power of two, and 64-bit division costs registers (below). */
+__device__ __forceinline__ int64_t gen_page(const int32_t *bt_row, int64_t j, int pshift, int64_t num_pages)
+{
+    const int64_t page = bt_row[j >> pshift];
+    return page < 0 ? 0 : (page >= num_pages ? num_pages - 1 : page);
+}
+
 /* No IEEE division and no 64-bit division in the kernel: ptxas turns them into ABI calls whose
  * saved registers spill. Hence inv_cap from the host, 32-bit head math, and __fdividef by lsum,
  * which lies in [1, Sk] where it is within 2 ulp. The min-blocks 2 (a 128-register cap) is there
@@ -73,16 +83,22 @@ __global__ void __launch_bounds__(GEN_THREADS, 2) gen_fwd(const pa_problem pb, f
     T *o = (T *)pb.p.o.data;
     const int64_t *qst = pb.p.q.stride, *kst = pb.p.k.stride, *vst = pb.p.v.stride, *ost = pb.p.o.stride;
     const float softcap = pb.p.softcap;
+    const int32_t *bt = pb.p.block_table;
+    const int pshift = bt ? __ffsll((long long)pb.p.page_size) - 1 : 0;
 
     for (int64_t b = blockIdx.z; b < pb.p.batch; b += gridDim.z) {
         int64_t q0 = 0, sq = pb.p.seqlen_q, k0 = 0, sk = pb.p.seqlen_k;
         int64_t qb, kb, vb, ob;
+        const int32_t *bt_row = bt ? bt + b * pb.p.block_table_stride : NULL;
+        /* KV cache: this sequence's length (appended tokens included, clamped to the capacity). */
+        if (pb.p.seqused_k) sk = pa_cache_len(&pb, pb.p.seqused_k[b]);
         if (pb.varlen) { /* packed [1, total, H, D]: stride[0] is ignored (may be anything) */
             gen_seq(pb.p.cu_seqlens_q, b, pb.p.seqlen_q, &q0, &sq);
             gen_seq(pb.p.cu_seqlens_k, b, pb.p.seqlen_k, &k0, &sk);
             qb = q0 * qst[1]; kb = k0 * kst[1]; vb = k0 * vst[1]; ob = q0 * ost[1];
         } else {
-            qb = b * qst[0]; kb = b * kst[0]; vb = b * vst[0]; ob = b * ost[0];
+            qb = b * qst[0]; ob = b * ost[0];
+            kb = bt ? 0 : b * kst[0]; vb = bt ? 0 : b * vst[0]; /* paged: the row offset names the page */
         }
         for (int64_t h = blockIdx.y; h < pb.p.heads_q; h += gridDim.y) {
             const int64_t hk = (uint32_t)h / (uint32_t)pb.group; /* heads < 2^31: see the launcher */
@@ -120,6 +136,12 @@ __global__ void __launch_bounds__(GEN_THREADS, 2) gen_fwd(const pa_problem pb, f
                         const bool in = key <= bhi;
                         const T *kr = kh + key * kst[1];
                         const T *vr = vh + key * vst[1];
+                        if (bt && in) { /* read the table for real keys only: key <= bhi < seqlen_k */
+                            const int64_t page = gen_page(bt_row, key, pshift, pb.p.num_pages);
+                            const int64_t row = key & (pb.p.page_size - 1);
+                            kr = kh + page * kst[0] + row * kst[1];
+                            vr = vh + page * vst[0] + row * vst[1];
+                        }
                         /* Zero fill: p = 0 keys must not meet NaN garbage in V. */
                         for (int d = lane; d < dqk; d += 32) ks[r * kpitch + d] = in ? gen_ld(kr + d * kst[3]) : 0.f;
                         for (int d = lane; d < dv; d += 32) vs[r * dv + d] = in ? gen_ld(vr + d * vst[3]) : 0.f;
@@ -212,6 +234,9 @@ extern "C" portattn_status_t pa_cuda_generic_launch(const pa_problem *pb, void *
     if (p->heads_q > INT32_MAX)
         return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-generic: heads_q %lld over 2^31-1",
                       (long long)p->heads_q);
+    /* Append first, on the same stream: the attention below must see the new keys. */
+    portattn_status_t ast = pa_cuda_append(pb, stream, err, err_len);
+    if (ast != PORTATTN_SUCCESS) return ast;
     if (p->batch <= 0 || pb->max_seqlen_q <= 0 || p->heads_q <= 0) return PORTATTN_SUCCESS; /* nothing to do */
     cudaStream_t st = (cudaStream_t)stream;
     switch (p->dtype) {

@@ -1,10 +1,11 @@
-/* cuda-sm80: the mma.sync FlashAttention-2-class kernel (A100 and newer). This file is the
- * backend table: what the kernel can take, and why not otherwise (the selector then falls back to
+/* cuda-sm80: the mma.sync FlashAttention-2-class kernel (A100 and newer) and its split-KV decode
+ * kernel. This file is the backend table: which kernel takes a call, and why not otherwise (the selector then falls back to
  * cuda-generic and shows the reason in the "which kernel" query). */
 #include <stdint.h>
 
 #include "backend.h"
 #include "cuda_host.h"
+#include "sm80_decode.h"
 #include "sm80_launch.h"
 
 static int sm80_probe(char *detail, size_t detail_len)
@@ -35,10 +36,80 @@ static int sm80_layout_ok(const portattn_tensor_t *t, const char *name, int varl
     return 1;
 }
 
-static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+/* Few query tokens per sequence (and every KV-cache call) go to the split-KV decode kernel. */
+static int sm80_decode_candidate(const pa_problem *pb)
+{
+    return pb->kv_cache || (!pb->varlen && pb->p.seqlen_q <= PA_SM80_DEC_MAX_SQ);
+}
+
+static int sm80_device_ok(char *why, size_t why_len)
+{
+    int major = 0, minor = 0;
+    char dev[96];
+    if (!pa_cuda_device_info(&major, &minor, NULL, dev, sizeof dev)) return REFUSE("%s", dev);
+    if (major < 8) return REFUSE("needs compute capability 8.0+, device is %d.%d", major, minor);
+    return 1;
+}
+
+/* Decode kernel: layouts as the prefill kernel's, and every pointer it reads on the device. */
+static int sm80_decode_ok(const pa_problem *pb, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    if (p->seqused_k || p->block_table) return REFUSE("no KV-cache path yet (seqused_k/block_table: issue 7)");
+    if (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16)
+        return REFUSE("dtype %s not supported (f16, bf16)", pa_dtype_name(p->dtype));
+    if (!pa_sm80_decode_supports(pb, why, why_len)) return 0;
+    if (p->batch == 0 || p->seqlen_q == 0) return 1;
+    const int needs_kv = p->seqlen_k > 0;
+    if (!sm80_layout_ok(&p->q, "q", 0, why, why_len) || !sm80_layout_ok(&p->o, "o", 0, why, why_len) ||
+        (needs_kv && (!sm80_layout_ok(&p->k, "k", 0, why, why_len) || !sm80_layout_ok(&p->v, "v", 0, why, why_len))))
+        return 0;
+    struct { const void *ptr; const char *what; int need; } ptrs[] = {
+        {p->q.data, "q.data", 1}, {p->o.data, "o.data", 1}, {p->k.data, "k.data", needs_kv},
+        {p->v.data, "v.data", needs_kv}, {p->lse, "lse", p->lse != NULL},
+        {p->seqused_k, "seqused_k", p->seqused_k != NULL}, {p->block_table, "block_table", p->block_table != NULL},
+        {p->k_new.data, "k_new.data", pb->seqlen_new > 0}, {p->v_new.data, "v_new.data", pb->seqlen_new > 0},
+        {p->workspace, "workspace", p->workspace != NULL},
+    };
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        if (ptrs[i].need && !pa_cuda_ptr_check(ptrs[i].ptr, ptrs[i].what, why, why_len)) return 0;
+    return 1;
+}
+
+static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len);
+
+static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+{
+    if (!sm80_device_ok(why, why_len)) return 0;
+    if (sm80_decode_candidate(pb)) {
+        char dwhy[256];
+        if (sm80_decode_ok(pb, dwhy, sizeof dwhy)) {
+            if (kernel && kernel_len)
+                pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80-decode<%s,d%lld,splits=%d>", pa_dtype_name(pb->p.dtype),
+                       (long long)pb->p.head_dim_qk, pa_sm80_decode_splits(pb));
+            return 1;
+        }
+        if (pb->kv_cache) return REFUSE("KV cache needs the decode kernel: %s", dwhy);
+    }
+    return sm80_prefill_supports(pb, kernel, kernel_len, why, why_len);
+}
+
+static int sm80_use_decode(const pa_problem *pb)
+{
+    char why[256];
+    return sm80_decode_candidate(pb) && sm80_decode_ok(pb, why, sizeof why);
+}
+
+static portattn_status_t sm80_run(const pa_problem *pb, void *stream, char *err, size_t err_len)
+{
+    return sm80_use_decode(pb) ? pa_sm80_decode_launch(pb, stream, err, err_len)
+                               : pa_cuda_sm80_launch(pb, stream, err, err_len);
+}
+
+static size_t sm80_workspace(const pa_problem *pb) { return sm80_use_decode(pb) ? pa_sm80_decode_workspace(pb) : 0; }
+
+static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
     int major = 0, minor = 0;
     char dev[96];
     if (!pa_cuda_device_info(&major, &minor, NULL, dev, sizeof dev)) return REFUSE("%s", dev);
@@ -90,5 +161,5 @@ static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
 }
 
 const pa_backend pa_backend_cuda_sm80 = {
-    PORTATTN_BACKEND_CUDA_SM80, "cuda-sm80", sm80_probe, sm80_supports, pa_cuda_sm80_launch,
+    PORTATTN_BACKEND_CUDA_SM80, "cuda-sm80", sm80_probe, sm80_supports, sm80_run, sm80_workspace,
 };

@@ -35,13 +35,6 @@ typedef struct sm80_args {
     int softcap;
 } sm80_args;
 
-/* Byte offset of 16-byte chunk `ch` of row `row` in a tile of PITCH chunks per row. */
-template <int PITCH>
-__device__ __forceinline__ uint32_t sm80_swz(int row, int ch)
-{
-    return (uint32_t)(row * PITCH * 16 + ((ch ^ (row & 7)) << 4));
-}
-
 /* ROWS x D tile from global rows [row0, row0 + ROWS) (zeros from row `limit` on) into shared.
  * Each thread keeps one column chunk and steps down the rows with a pointer increment (far fewer
  * registers than per-chunk index math); with padded rows (d96) the pad chunks' threads idle. A

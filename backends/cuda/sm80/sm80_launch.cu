@@ -28,6 +28,21 @@ extern "C" int pa_sm80_block_rows(int d)
                                                                                              : PA_SM80_BM(256);
 }
 
+/* Base-2 logits: exp(x * scale) = 2^(x * scale * log2 e). The FFMA form needs a positive
+ * multiplier (the row max is taken before it); softcap and negative scales rewrite the scores
+ * first and then use multiplier 1. */
+extern "C" int pa_sm80_score_map(const pa_problem *pb, int *transform, int *softcap, float *mult, float *pre_mul,
+                                 float *post_mul)
+{
+    const double log2e = 1.4426950408889634, cap = pb->p.softcap;
+    *softcap = cap > 0.0;
+    *transform = *softcap || pb->scale < 0.f;
+    *mult = *transform ? 1.f : (float)(pb->scale * log2e);
+    *pre_mul = *softcap ? (float)((double)pb->scale / cap) : (float)(pb->scale * log2e);
+    *post_mul = *softcap ? (float)(cap * log2e) : 1.f;
+    return isfinite(*mult) && isfinite(*pre_mul) && isfinite(*post_mul) && *mult != 0.f;
+}
+
 extern "C" portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
@@ -51,16 +66,7 @@ extern "C" portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *str
     a.seqlen_q = (int)p->seqlen_q, a.seqlen_k = (int)p->seqlen_k;
     a.wl = sm80_window(pb->window_left, p->seqlen_q, p->seqlen_k);
     a.wr = sm80_window(pb->window_right, p->seqlen_q, p->seqlen_k);
-    /* Base-2 logits: exp(x * scale) = 2^(x * scale * log2 e). The FFMA form needs a positive
-     * multiplier (the row max is taken before it); softcap and negative scales rewrite the scores
-     * first and then use multiplier 1. */
-    const double log2e = 1.4426950408889634;
-    a.softcap = p->softcap > 0.f;
-    a.transform = a.softcap || pb->scale < 0.f;
-    a.mult = a.transform ? 1.f : (float)(pb->scale * log2e);
-    a.pre_mul = a.softcap ? (float)((double)pb->scale / p->softcap) : (float)(pb->scale * log2e);
-    a.post_mul = a.softcap ? (float)(p->softcap * log2e) : 1.f;
-    if (!isfinite(a.mult) || !isfinite(a.pre_mul) || !isfinite(a.post_mul) || a.mult == 0.f)
+    if (!pa_sm80_score_map(pb, &a.transform, &a.softcap, &a.mult, &a.pre_mul, &a.post_mul))
         return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm80: scale %g / softcap %g out of range",
                       (double)pb->scale, (double)p->softcap);
 

@@ -51,6 +51,10 @@ portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *stream, char *
 /* Query rows per CTA of head dim d's shape on the current device (d256: 64 where two 64-row CTAs
  * fit an SM or the 128-row one does not fit a block, else 128); 0 if the device cannot be read. */
 int pa_sm80_block_rows(int d);
+/* The base-2 score mapping shared by the prefill and decode kernels (see sm80_launch.cu); 0 when
+ * scale/softcap leave the float range. */
+int pa_sm80_score_map(const pa_problem *pb, int *transform, int *softcap, float *mult, float *pre_mul,
+                      float *post_mul);
 
 #ifdef __cplusplus
 }

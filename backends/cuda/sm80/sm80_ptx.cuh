@@ -70,6 +70,15 @@ __device__ __forceinline__ uint32_t sm80_pack(float lo, float hi, __nv_bfloat16)
     return *(uint32_t *)&h;
 }
 
+/* Byte offset of 16-byte chunk `ch` of row `row` in a shared tile of PITCH chunks per row (PITCH a
+ * multiple of 8): chunks XOR-swizzled by (row & 7) inside each 128-byte group, so the eight rows
+ * one ldmatrix phase reads (or one cp.async phase writes) hit 32 distinct banks. */
+template <int PITCH>
+__device__ __forceinline__ uint32_t sm80_swz(int row, int ch)
+{
+    return (uint32_t)(row * PITCH * 16 + ((ch ^ (row & 7)) << 4));
+}
+
 /* 2^x on the SFU; ex2(-inf) = +0, which is what masked scores need. */
 __device__ __forceinline__ float sm80_ex2(float x)
 {

@@ -1,0 +1,68 @@
+/* cuda-sm80 decode (flash-decoding) path: what the backend table, the launcher and the kernels
+ * share. Few query tokens per sequence (Sq <= 16) against a long, optionally paged KV cache.
+ *
+ * GQA packing: the Sq x group query rows that share a KV head form the M dimension of one 16-row
+ * mma tile (row r = query token r / group, head r % group), so each K/V byte is read once per
+ * KV head (per 16 packed rows). Split-KV: the keys of each (sequence, KV head, row tile) are cut
+ * into `splits` contiguous ranges, one CTA each; the CTA's four warps stream interleaved 16-key
+ * tiles through private cp.async rings (no block barrier in the main loop) and merge their
+ * softmax states in shared memory in a fixed order. With one split the CTA writes O and LSE; with
+ * more it writes fp32 partial O and base-2 LSE to the workspace and a combine kernel merges the
+ * splits in split order, so the result is bitwise deterministic for a given split count. */
+#ifndef PORTATTN_SM80_DECODE_H
+#define PORTATTN_SM80_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+#define PA_SM80_DEC_MAX_SQ 16      /* query tokens per sequence the decode kernel takes */
+#define PA_SM80_DEC_HAS_DIM(d) ((d) == 64 || (d) == 128 || (d) == 256)
+#define PA_SM80_DEC_WARPS 4
+#define PA_SM80_DEC_KT 16          /* keys per warp tile (one page never splits a tile: page >= 16) */
+#define PA_SM80_DEC_MIN_PAGE 16
+#define PA_SM80_DEC_MAX_SPLITS 128
+/* cp.async ring slots per warp: ~64 KB in flight per CTA for d64/d128, 64 KB for d256. */
+#define PA_SM80_DEC_STAGES(d) ((d) == 64 ? 4 : (d) == 128 ? 3 : 2)
+/* Q tile (16 rows) + per warp STAGES x (K tile + V tile), rows of d x 2 bytes. */
+#define PA_SM80_DEC_SMEM(d) ((16 + PA_SM80_DEC_WARPS * PA_SM80_DEC_STAGES(d) * 2 * PA_SM80_DEC_KT) * (d) * 2)
+
+/* Everything the decode kernels read, resolved on the host. */
+typedef struct sm80_dec_args {
+    const void *q, *k, *v;
+    void *o;
+    float *lse;                 /* NULL = not wanted */
+    float *part_o, *part_lse;   /* workspace when splits > 1: [split][row][d], [split][row] */
+    const int32_t *seqused_k;   /* NULL = every sequence holds seqlen_k keys */
+    const int32_t *block_table; /* NULL = contiguous */
+    int64_t bt_stride, num_pages;
+    int64_t qs[3], ks[3], vs[3], os[3], ls[3]; /* element strides (batch, seq, head); dim stride 1 */
+    int batch, heads_kv, group, seqlen_q, seqlen_k, seqlen_new;
+    int page_shift;             /* log2(page_size) when paged */
+    int rows;                   /* seqlen_q * group: packed rows per (sequence, KV head) */
+    int mtiles;                 /* ceil(rows / 16) */
+    int splits;
+    int64_t wl, wr;             /* window sides, -1 = unbounded (causal folded into wr = 0) */
+    int transform, softcap;     /* as sm80_args: scores rewritten before the base-2 softmax */
+    float mult, pre_mul, post_mul;
+} sm80_dec_args;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1 if the decode path takes this (validated) problem; else 0 and why. */
+int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t why_len);
+/* Splits the launch would use (device SM count and the work; params->num_splits caps it). */
+int pa_sm80_decode_splits(const pa_problem *pb);
+/* Workspace bytes for those splits (0 with one split). */
+size_t pa_sm80_decode_workspace(const pa_problem *pb);
+/* Append (if any), decode kernel, combine (if split), all on `stream`. */
+portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *stream, char *err, size_t err_len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,326 @@
+/* The cuda-sm80 decode kernels (split-KV with GQA packing, see sm80_decode.h), included by one .cu
+ * per head dim.
+ *
+ * One CTA = one (sequence, KV head, 16-row tile of packed query rows, key split). Every warp holds
+ * the same 16 rows and streams its own 16-key tiles (tile t of the split goes to warp t % 4)
+ * through a private cp.async ring of STAGES slots, so the main loop synchronises with __syncwarp
+ * only. Per tile: S = Q K^T is 2 x D/16 mma.m16n8k16, the online softmax runs in base 2 on the
+ * S fragments, and P (one 16x16 A fragment) times V is D/8 mmas. This is bandwidth-bound work:
+ * what matters is bytes in flight (STAGES - 1 tiles per warp) and reading K/V exactly once. */
+#ifndef PORTATTN_SM80_DECODE_KERNEL_CUH
+#define PORTATTN_SM80_DECODE_KERNEL_CUH
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "problem.h"
+#include "sm80_decode.h"
+#include "sm80_ptx.cuh"
+
+/* Keys in sequence b's cache: seqused_k (+ appended tokens) clamped to the capacity, since
+ * device-resident lengths are not validated. */
+__device__ __forceinline__ int64_t sm80_dec_len(const sm80_dec_args &a, int b)
+{
+    if (!a.seqused_k) return a.seqlen_k;
+    int64_t u = a.seqused_k[b];
+    u = (u < 0 ? 0 : u) + a.seqlen_new;
+    return u > a.seqlen_k ? a.seqlen_k : u;
+}
+
+template <typename T, int D>
+__global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80_dec_args a)
+{
+    constexpr int NW = PA_SM80_DEC_WARPS, KT = PA_SM80_DEC_KT, CH = D / 8, ST = PA_SM80_DEC_STAGES(D);
+    constexpr int TB = KT * D * 2;  /* bytes of one K or V tile */
+    constexpr int NO = D / 8;       /* 8-wide column tiles of O */
+    constexpr int RPP = 32 / CH;    /* tile rows one pass of the warp's 16-byte copies covers */
+    constexpr int RS = D + 8;       /* fp32 row pitch of the merge buffer (padded: fewer conflicts) */
+    constexpr bool QREG = D <= 128; /* d256 re-reads Q from shared memory: registers go to O */
+    static_assert(CH % 8 == 0 && KT % RPP == 0, "tile shape");
+    static_assert(NW * 16 * RS * 4 <= NW * ST * 2 * TB, "merge buffer fits the rings");
+
+    extern __shared__ __align__(128) uint8_t smem[];
+    __shared__ float sm_m[NW][16], sm_l[NW][16];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const uint32_t sq_base = sm80_smem_u32(smem);
+    const uint32_t ring = sq_base + 16 * D * 2 + warp * ST * 2 * TB;
+    const T tag = T();
+    const T *qg = (const T *)a.q, *kg = (const T *)a.k, *vg = (const T *)a.v;
+
+    const int split = blockIdx.x, mt = blockIdx.y % a.mtiles, hk = blockIdx.y / a.mtiles, b = blockIdx.z;
+    const int64_t sk = sm80_dec_len(a, b);
+
+    /* Q tile: packed row r -> query token r / group of head hk * group + r % group; rows past the
+     * packed count are zeros (and see no key). */
+    for (int i = tid; i < 16 * CH; i += NW * 32) {
+        const int r = i / CH, c = i % CH, pr = mt * 16 + r;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (pr < a.rows) {
+            const int qi = pr / a.group, hq = hk * a.group + pr % a.group;
+            v = *(const uint4 *)(qg + b * a.qs[0] + qi * a.qs[1] + hq * a.qs[2] + c * 8);
+        }
+        *(uint4 *)(smem + sm80_swz<CH>(r, c)) = v;
+    }
+    __syncthreads();
+    uint32_t qf[QREG ? D / 16 : 1][4];
+    if (QREG) {
+#pragma unroll
+        for (int kc = 0; kc < (QREG ? D / 16 : 1); ++kc)
+            sm80_ldsm_x4(qf[kc], sq_base + sm80_swz<CH>(lane & 15, kc * 2 + (lane >> 4)));
+    }
+
+    /* This lane's rows (g and g + 8 of the tile) and the keys each may see. */
+    int lo[2], hi[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int pr = mt * 16 + (lane >> 2) + 8 * r;
+        int64_t l = 1, h = 0;
+        if (pr < a.rows) pa_key_range(pr / a.group, a.seqlen_q, sk, a.wl, a.wr, &l, &h);
+        lo[r] = (int)l, hi[r] = (int)h;
+    }
+    /* The tile's key hull (first row's low end to last row's high end: both grow with the row),
+     * cut into `splits` equal runs of 16-key tiles. */
+    int64_t klo, khi, tmp;
+    const int last = (mt * 16 + 15 < a.rows ? mt * 16 + 15 : a.rows - 1) / a.group;
+    pa_key_range((mt * 16) / a.group, a.seqlen_q, sk, a.wl, a.wr, &klo, &tmp);
+    pa_key_range(last, a.seqlen_q, sk, a.wl, a.wr, &tmp, &khi);
+    const int t_lo = (int)(klo / KT), t_n = khi < klo ? 0 : (int)(khi / KT) + 1 - t_lo;
+    const int per = (t_n + a.splits - 1) / a.splits;
+    const int s_lo = t_lo + split * per, s_n = min(per, t_n - split * per);
+    const int n_w = s_n > warp ? (s_n - warp + NW - 1) / NW : 0; /* this warp's tiles */
+
+    /* Row pointers of a tile's first key: contiguous, or through the page table (a tile never
+     * straddles pages: page_size >= 16). Garbage page entries are clamped into the pool. */
+    const int c = lane % CH, r0 = lane / CH;
+    auto load = [&](int slot, int t) {
+        const int64_t key0 = (int64_t)t * KT;
+        const T *kp, *vp;
+        if (a.block_table) {
+            int64_t pg = a.block_table[b * a.bt_stride + (key0 >> a.page_shift)];
+            pg = pg < 0 ? 0 : (pg >= a.num_pages ? a.num_pages - 1 : pg);
+            const int64_t row = key0 & ((1LL << a.page_shift) - 1);
+            kp = kg + pg * a.ks[0] + row * a.ks[1] + hk * a.ks[2];
+            vp = vg + pg * a.vs[0] + row * a.vs[1] + hk * a.vs[2];
+        } else {
+            kp = kg + b * a.ks[0] + key0 * a.ks[1] + hk * a.ks[2];
+            vp = vg + b * a.vs[0] + key0 * a.vs[1] + hk * a.vs[2];
+        }
+        const uint32_t kd = ring + slot * 2 * TB, vd = kd + TB;
+#pragma unroll
+        for (int p = 0; p < KT / RPP; ++p) {
+            const int r = r0 + p * RPP;
+            const bool ok = key0 + r < sk; /* zero rows past the end: never NaN garbage */
+            sm80_cp_async16(kd + sm80_swz<CH>(r, c), ok ? kp + r * a.ks[1] + c * 8 : kg, ok);
+            sm80_cp_async16(vd + sm80_swz<CH>(r, c), ok ? vp + r * a.vs[1] + c * 8 : vg, ok);
+        }
+    };
+
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, acc[NO][4];
+#pragma unroll
+    for (int j = 0; j < NO; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+
+#pragma unroll
+    for (int p = 0; p < ST - 1; ++p) {
+        if (p < n_w) load(p, s_lo + warp + NW * p);
+        sm80_cp_async_commit();
+    }
+    for (int i = 0; i < n_w; ++i) {
+        const int t = s_lo + warp + NW * i, ip = i + ST - 1;
+        if (ip < n_w) load(ip % ST, s_lo + warp + NW * ip); /* the slot tile i - 1 left */
+        sm80_cp_async_commit();
+        sm80_cp_async_wait<ST - 1>(); /* tile i landed for this lane ... */
+        __syncwarp();                 /* ... and for the whole warp */
+        const uint32_t kt = ring + (i % ST) * 2 * TB, vt = kt + TB;
+
+        float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+        for (int kc = 0; kc < D / 16; ++kc) {
+            uint32_t qs[4], kf[4];
+            if (!QREG) sm80_ldsm_x4(qs, sq_base + sm80_swz<CH>(lane & 15, kc * 2 + (lane >> 4)));
+            const uint32_t *qa = QREG ? qf[QREG ? kc : 0] : qs;
+            sm80_ldsm_x4(kf, kt + sm80_swz<CH>(((lane >> 4) << 3) + (lane & 7), kc * 2 + ((lane >> 3) & 1)));
+            sm80_mma(s[0], qa, kf[0], kf[1], tag);
+            sm80_mma(s[1], qa, kf[2], kf[3], tag);
+        }
+        if (a.transform) {
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    s[j][e] = a.softcap ? a.post_mul * tanhf(s[j][e] * a.pre_mul) : s[j][e] * a.pre_mul;
+        }
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int key = t * KT + j * 8 + (lane & 3) * 2 + (e & 1);
+                if (key < lo[e >> 1] || key > hi[e >> 1]) s[j][e] = -INFINITY;
+            }
+
+        /* Online softmax in base 2 (as the prefill kernel): a row with nothing visible yet keeps
+         * max -inf and exponent base 0. */
+        uint32_t pf[4];
+        float corr[2];
+        bool rescale = false;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            float mn = fmaxf(m[r], fmaxf(fmaxf(s[0][2 * r], s[0][2 * r + 1]), fmaxf(s[1][2 * r], s[1][2 * r + 1])));
+            mn = fmaxf(mn, __shfl_xor_sync(0xffffffffu, mn, 1));
+            mn = fmaxf(mn, __shfl_xor_sync(0xffffffffu, mn, 2));
+            const float base = mn == -INFINITY ? 0.f : mn * a.mult;
+            corr[r] = sm80_ex2(m[r] * a.mult - base);
+            rescale |= corr[r] != 1.f;
+            m[r] = mn;
+            l[r] *= corr[r];
+            const float p0 = sm80_ex2(fmaf(s[0][2 * r], a.mult, -base)), p1 = sm80_ex2(fmaf(s[0][2 * r + 1], a.mult, -base));
+            const float p2 = sm80_ex2(fmaf(s[1][2 * r], a.mult, -base)), p3 = sm80_ex2(fmaf(s[1][2 * r + 1], a.mult, -base));
+            l[r] += (p0 + p1) + (p2 + p3);
+            pf[r] = sm80_pack(p0, p1, tag);     /* keys 0..7 of row g (r = 0) or g + 8 (r = 1) */
+            pf[2 + r] = sm80_pack(p2, p3, tag); /* keys 8..15 */
+        }
+        if (__any_sync(0xffffffffu, rescale)) {
+#pragma unroll
+            for (int j = 0; j < NO; ++j) {
+                acc[j][0] *= corr[0], acc[j][1] *= corr[0];
+                acc[j][2] *= corr[1], acc[j][3] *= corr[1];
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < NO / 2; ++j) {
+            uint32_t vf[4];
+            sm80_ldsm_x4_trans(vf, vt + sm80_swz<CH>((((lane >> 3) & 1) << 3) + (lane & 7), j * 2 + (lane >> 4)));
+            sm80_mma(acc[2 * j], pf, vf[0], vf[1], tag);
+            sm80_mma(acc[2 * j + 1], pf, vf[2], vf[3], tag);
+        }
+        __syncwarp(); /* every lane is done with this slot before it is refilled */
+    }
+    sm80_cp_async_wait<0>();
+
+    /* Merge the four warps' states for each row, in warp order (deterministic). */
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+        if ((lane & 3) == 0) sm_m[warp][(lane >> 2) + 8 * r] = m[r], sm_l[warp][(lane >> 2) + 8 * r] = l[r];
+    }
+    __syncthreads(); /* also: every warp is done with its ring, which becomes the merge buffer */
+    float *red = (float *)(smem + 16 * D * 2);
+    float mx[2], tot[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int row = (lane >> 2) + 8 * r;
+        mx[r] = -INFINITY, tot[r] = 0.f;
+#pragma unroll
+        for (int w = 0; w < NW; ++w) mx[r] = fmaxf(mx[r], sm_m[w][row] * a.mult);
+#pragma unroll
+        for (int w = 0; w < NW; ++w)
+            tot[r] += mx[r] == -INFINITY ? 0.f : sm_l[w][row] * sm80_ex2(sm_m[w][row] * a.mult - mx[r]);
+        const float f = mx[r] == -INFINITY || !(tot[r] > 0.f) ? 0.f : sm80_ex2(m[r] * a.mult - mx[r]) / tot[r];
+#pragma unroll
+        for (int j = 0; j < NO; ++j)
+            *(float2 *)(red + (warp * 16 + row) * RS + j * 8 + (lane & 3) * 2) =
+                make_float2(acc[j][2 * r] * f, acc[j][2 * r + 1] * f);
+    }
+    const int64_t R = (int64_t)a.batch * a.heads_kv * a.rows; /* packed rows of the whole call */
+    const int64_t grow0 = ((int64_t)b * a.heads_kv + hk) * a.rows + mt * 16;
+    if (warp == 0 && (lane & 3) == 0) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int pr = mt * 16 + (lane >> 2) + 8 * r;
+            if (pr >= a.rows) continue;
+            const float lse2 = tot[r] > 0.f ? mx[r] + __log2f(tot[r]) : -INFINITY; /* base 2 */
+            if (a.splits > 1) {
+                a.part_lse[split * R + grow0 + (lane >> 2) + 8 * r] = lse2;
+            } else if (a.lse) {
+                const int qi = pr / a.group, hq = hk * a.group + pr % a.group;
+                a.lse[b * a.ls[0] + hq * a.ls[1] + qi * a.ls[2]] = lse2 * 0.69314718055994531f;
+            }
+        }
+    }
+    __syncthreads();
+
+    /* Rows out, four columns per thread: O in the dtype, or the split's fp32 partial. */
+    for (int i = tid; i < 16 * (D / 4); i += NW * 32) {
+        const int r = i / (D / 4), c4 = i % (D / 4), pr = mt * 16 + r;
+        if (pr >= a.rows) continue;
+        float4 v = *(const float4 *)(red + r * RS + c4 * 4);
+#pragma unroll
+        for (int w = 1; w < NW; ++w) {
+            const float4 u = *(const float4 *)(red + (w * 16 + r) * RS + c4 * 4);
+            v.x += u.x, v.y += u.y, v.z += u.z, v.w += u.w;
+        }
+        if (a.splits > 1) {
+            *(float4 *)(a.part_o + (split * R + grow0 + r) * D + c4 * 4) = v;
+        } else {
+            const int qi = pr / a.group, hq = hk * a.group + pr % a.group;
+            T *o = (T *)a.o + b * a.os[0] + qi * a.os[1] + hq * a.os[2] + c4 * 4;
+            *(uint2 *)o = make_uint2(sm80_pack(v.x, v.y, tag), sm80_pack(v.z, v.w, tag));
+        }
+    }
+}
+
+/* Merges the splits of each packed row, one warp per row, in split order (deterministic). */
+template <typename T, int D>
+__global__ void __launch_bounds__(128) sm80_decode_combine(const sm80_dec_args a)
+{
+    constexpr int E = D / 32; /* columns per lane */
+    const int64_t R = (int64_t)a.batch * a.heads_kv * a.rows;
+    const int64_t grow = (int64_t)blockIdx.x * 4 + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    if (grow >= R) return;
+    float mx = -INFINITY;
+    for (int s = lane; s < a.splits; s += 32) mx = fmaxf(mx, a.part_lse[s * R + grow]);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    float tot = 0.f, acc[E];
+#pragma unroll
+    for (int e = 0; e < E; ++e) acc[e] = 0.f;
+    for (int s = 0; s < a.splits; ++s) {
+        const float w = mx == -INFINITY ? 0.f : sm80_ex2(a.part_lse[s * R + grow] - mx);
+        const float *po = a.part_o + (s * R + grow) * D + lane * E;
+        tot += w;
+#pragma unroll
+        for (int e = 0; e < E; ++e) acc[e] += w * po[e];
+    }
+    const float inv = tot > 0.f ? 1.f / tot : 0.f;
+    const int64_t pr = grow % a.rows, bh = grow / a.rows;
+    const int hk = (int)(bh % a.heads_kv), b = (int)(bh / a.heads_kv);
+    const int qi = (int)(pr / a.group), hq = hk * a.group + (int)(pr % a.group);
+    T *o = (T *)a.o + b * a.os[0] + qi * a.os[1] + hq * a.os[2] + lane * E;
+    const T tag = T();
+#pragma unroll
+    for (int e = 0; e < E; e += 2) *(uint32_t *)(o + e) = sm80_pack(acc[e] * inv, acc[e + 1] * inv, tag);
+    if (lane == 0 && a.lse)
+        a.lse[b * a.ls[0] + hq * a.ls[1] + qi * a.ls[2]] =
+            tot > 0.f ? (mx + __log2f(tot)) * 0.69314718055994531f : -INFINITY;
+}
+
+template <typename T, int D>
+static cudaError_t sm80_decode_instance(const sm80_dec_args *a, cudaStream_t stream)
+{
+    const size_t smem = PA_SM80_DEC_SMEM(D);
+    cudaError_t e = cudaFuncSetAttribute(sm80_decode<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess) return e;
+    sm80_dec_args arg = *a;
+    void *args[] = {&arg};
+    const dim3 grid((unsigned)a->splits, (unsigned)(a->heads_kv * a->mtiles), (unsigned)a->batch);
+    e = cudaLaunchKernel((const void *)sm80_decode<T, D>, grid, dim3(PA_SM80_DEC_WARPS * 32), args, smem, stream);
+    if (e != cudaSuccess || a->splits == 1) return e;
+    const int64_t rows = (int64_t)a->batch * a->heads_kv * a->rows;
+    return cudaLaunchKernel((const void *)sm80_decode_combine<T, D>, dim3((unsigned)((rows + 3) / 4)), dim3(128), args,
+                            0, stream);
+}
+
+#define SM80_DECODE_INSTANCE(D)                                                                 \
+    cudaError_t sm80_decode_d##D(const sm80_dec_args *a, int bf16, cudaStream_t stream)         \
+    {                                                                                            \
+        return bf16 ? sm80_decode_instance<__nv_bfloat16, D>(a, stream)                          \
+                    : sm80_decode_instance<__half, D>(a, stream);                                \
+    }
+
+cudaError_t sm80_decode_d64(const sm80_dec_args *a, int bf16, cudaStream_t stream);
+cudaError_t sm80_decode_d128(const sm80_dec_args *a, int bf16, cudaStream_t stream);
+cudaError_t sm80_decode_d256(const sm80_dec_args *a, int bf16, cudaStream_t stream);
+
+#endif

@@ -1,0 +1,156 @@
+/* cuda-sm80 decode path, host side: which calls it takes, the split heuristic, the workspace, and
+ * the launches (append, decode, combine) on the caller's stream. */
+#include <cuda_runtime.h>
+#include <string.h>
+
+#include "cuda_append.h"
+#include "cuda_host.h"
+#include "sm80_decode.h"
+#include "sm80_decode_kernel.cuh"
+#include "sm80_launch.h"
+
+#define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
+
+extern "C" int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    const int64_t d = p->head_dim_qk;
+    if (pb->varlen) return REFUSE("decode kernel: no varlen queries");
+    if (p->seqlen_q > PA_SM80_DEC_MAX_SQ)
+        return REFUSE("decode kernel: %lld query tokens per sequence (takes <= %d)", (long long)p->seqlen_q,
+                      PA_SM80_DEC_MAX_SQ);
+    if (p->head_dim_v != d || !PA_SM80_DEC_HAS_DIM(d))
+        return REFUSE("decode kernel: head dims %lld/%lld (takes 64, 128, 256 with Dqk == Dv)", (long long)d,
+                      (long long)p->head_dim_v);
+    if (p->block_table && p->page_size < PA_SM80_DEC_MIN_PAGE)
+        return REFUSE("decode kernel: page_size %lld (takes >= %d)", (long long)p->page_size, PA_SM80_DEC_MIN_PAGE);
+    const int64_t rows = p->seqlen_q * pb->group, mtiles = (rows + 15) / 16;
+    if (p->batch > 65535 || p->heads_kv * mtiles > 65535 || pb->group > INT32_MAX / 16)
+        return REFUSE("decode kernel: batch %lld or KV heads %lld x row tiles %lld over the grid's 65535",
+                      (long long)p->batch, (long long)p->heads_kv, (long long)mtiles);
+    if (p->seqlen_k > PA_SM80_MAX_SEQ || p->seqlen_new > PA_SM80_MAX_SEQ)
+        return REFUSE("decode kernel: cache capacity %lld over 2^30-1", (long long)p->seqlen_k);
+    int transform, softcap;
+    float mult, pre, post;
+    if (!pa_sm80_score_map(pb, &transform, &softcap, &mult, &pre, &post))
+        return REFUSE("scale %g / softcap %g out of range", (double)pb->scale, (double)p->softcap);
+    int optin = 0, dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return REFUSE("cannot read the device's shared memory limit");
+    }
+    if (optin < PA_SM80_DEC_SMEM((int)d))
+        return REFUSE("decode d%lld needs %d bytes of shared memory, device allows %d per block", (long long)d,
+                      PA_SM80_DEC_SMEM((int)d), optin);
+    return 1;
+}
+
+/* FlashAttention-2's rule: the fewest splits whose wave efficiency (CTAs over whole waves of the
+ * device's CTA slots) is within 85% of the best, at least 128 keys per split (4 warps x 2 tiles),
+ * at most 128 splits. Keys are counted at the capacity (seqlen_k): device-resident cache lengths
+ * are not read on the host. params->num_splits overrides (1 = never split). */
+extern "C" int pa_sm80_decode_splits(const pa_problem *pb)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    if (p->num_splits > 0) return p->num_splits < PA_SM80_DEC_MAX_SPLITS ? p->num_splits : PA_SM80_DEC_MAX_SPLITS;
+    int sms = 0, dev = 0, per_sm = 0;
+    if (!pa_cuda_device_info(NULL, NULL, &sms, NULL, 0) || sms < 1 || cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 1;
+    }
+    const int smem = PA_SM80_DEC_SMEM((int)p->head_dim_qk) + 1024; /* + the runtime's reserve */
+    int per = per_sm / smem;
+    per = per < 1 ? 1 : (per > 4 ? 4 : per);
+    const int64_t slots = (int64_t)sms * per;
+    const int64_t base = p->batch * p->heads_kv * ((p->seqlen_q * pb->group + 15) / 16);
+    int64_t most = (p->seqlen_k + 127) / 128;
+    most = most < 1 ? 1 : (most > PA_SM80_DEC_MAX_SPLITS ? PA_SM80_DEC_MAX_SPLITS : most);
+    if (base >= slots) return 1;
+    double eff[PA_SM80_DEC_MAX_SPLITS + 1], best = 0;
+    for (int s = 1; s <= most; ++s) {
+        const int64_t n = base * s, waves = (n + slots - 1) / slots;
+        eff[s] = (double)n / (double)(waves * slots);
+        if (eff[s] > best) best = eff[s];
+    }
+    for (int s = 1; s <= most; ++s)
+        if (eff[s] >= 0.85 * best) return s;
+    return 1;
+}
+
+static size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
+
+static size_t decode_ws_bytes(const pa_problem *pb, int splits)
+{
+    if (splits <= 1) return 0;
+    const portattn_fwd_params_t *p = &pb->p;
+    const size_t rows = (size_t)p->batch * (size_t)p->heads_kv * (size_t)(p->seqlen_q * pb->group);
+    return align256((size_t)splits * rows * (size_t)p->head_dim_v * 4) + align256((size_t)splits * rows * 4);
+}
+
+extern "C" size_t pa_sm80_decode_workspace(const pa_problem *pb)
+{
+    return decode_ws_bytes(pb, pa_sm80_decode_splits(pb));
+}
+
+extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    cudaStream_t st = (cudaStream_t)stream;
+    sm80_dec_args a;
+    memset(&a, 0, sizeof a);
+    if (!pa_sm80_score_map(pb, &a.transform, &a.softcap, &a.mult, &a.pre_mul, &a.post_mul))
+        return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "scale/softcap out of range");
+    portattn_status_t s = pa_cuda_append(pb, stream, err, err_len); /* new tokens first, same stream */
+    if (s) return s;
+
+    a.q = p->q.data, a.k = p->k.data, a.v = p->v.data, a.o = p->o.data, a.lse = p->lse;
+    a.seqused_k = p->seqused_k, a.block_table = p->block_table;
+    a.bt_stride = p->block_table_stride, a.num_pages = p->num_pages;
+    for (int i = 0; i < 3; ++i) {
+        a.qs[i] = p->q.stride[i], a.ks[i] = p->k.stride[i], a.vs[i] = p->v.stride[i], a.os[i] = p->o.stride[i];
+        a.ls[i] = p->lse_stride[i];
+    }
+    a.batch = (int)p->batch, a.heads_kv = (int)p->heads_kv, a.group = (int)pb->group;
+    a.seqlen_q = (int)p->seqlen_q, a.seqlen_k = (int)p->seqlen_k, a.seqlen_new = (int)pb->seqlen_new;
+    for (a.page_shift = 0; p->block_table && ((int64_t)1 << a.page_shift) < p->page_size;) a.page_shift++;
+    a.rows = (int)(p->seqlen_q * pb->group), a.mtiles = (a.rows + 15) / 16;
+    a.wl = pb->window_left, a.wr = pb->window_right;
+    a.splits = pa_sm80_decode_splits(pb);
+
+    /* Split partials go to the caller's workspace, else to a stream-ordered allocation. */
+    const size_t need = decode_ws_bytes(pb, a.splits);
+    void *ws = p->workspace, *own = NULL;
+    if (need && !ws) {
+        cudaError_t e = cudaMallocAsync(&own, need, st);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            return pa_cuda_status(e, "cuda-sm80 decode: workspace allocation (pass params->workspace)", err, err_len);
+        }
+        ws = own;
+    } else if (need && p->workspace_size < need) {
+        return pa_fmt(err, err_len, PORTATTN_ERROR_INVALID_ARGUMENT,
+                      "workspace_size = %zu, this call needs %zu (portattn_forward_workspace_size)", p->workspace_size,
+                      need);
+    }
+    if (need) {
+        const size_t rows = (size_t)p->batch * (size_t)p->heads_kv * (size_t)a.rows;
+        a.part_o = (float *)ws;
+        a.part_lse = (float *)((char *)ws + align256((size_t)a.splits * rows * (size_t)p->head_dim_v * 4));
+    }
+
+    const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
+    cudaError_t e = p->head_dim_qk == 64 ? sm80_decode_d64(&a, bf16, st)
+                    : p->head_dim_qk == 128 ? sm80_decode_d128(&a, bf16, st)
+                                            : sm80_decode_d256(&a, bf16, st);
+    if (own) {
+        cudaError_t f = cudaFreeAsync(own, st);
+        if (e == cudaSuccess) e = f;
+    }
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return pa_cuda_status(e, "cuda-sm80 decode: kernel launch", err, err_len);
+    }
+    return PORTATTN_SUCCESS;
+}
