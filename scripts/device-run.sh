@@ -14,7 +14,8 @@
 #   SKIP_SANITIZER=1, SKIP_BENCH=1 leave those steps out; the sanitizer runs last (it is the slowest)
 #   SANITIZE_CASES  space-separated tool:case entries, e.g. "racecheck:d256_causal memcheck:varlen"
 #   DECODE=1  decode sweeps of the first backend (cold = K/V cycled through 256 MiB of copies, warm =
-#             one copy as sdpa.py, paged 16/64/256) beside sdpa.py --decode and the measured
+#             one copy as sdpa.py, bhsd = sdpa.py's layout, no-workspace = the library allocating
+#             its split scratch per call, paged 16/64/256) beside sdpa.py --decode and the measured
 #             device-to-device copy bandwidth: decode.md (tools/decode_table.py) + decode.tgz
 #   REPORT=1  also the decode sweep + peers, tools/report.py over everything, python/compare_sdpa.py;
 #             JSON/CSV/report go into one report.tgz (the device returns at most 8 files)
@@ -87,7 +88,8 @@ fi
 if [ -n "${DECODE:-}" ]; then # issue 7: decode latency beside sdpa.py --decode, cold and warm, contiguous and paged
   echo "== decode sweeps and peers $(t)"
   be=${BACKENDS%% *}
-  for v in "cold:" "warm:--kv-copies 1" "paged64:--page-size 64" "paged16:--page-size 16" "paged256:--page-size 256"; do
+  for v in "cold:" "warm:--kv-copies 1" "bhsd:--layout bhsd" "nows:--no-workspace" "paged64:--page-size 64" \
+           "paged16:--page-size 16" "paged256:--page-size 256"; do
     $BENCH --backend "$be" --sweep decode --no-check ${v#*:} --json "$OUT/dec_${v%%:*}.json" >> "$OUT/bench.log" 2>&1
   done
   PYTHONUNBUFFERED=1 python3 .anchors/sdpa.py --decode --json "$OUT/peers_decode.json" >> "$OUT/bench.log" 2>&1
@@ -98,9 +100,9 @@ x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda"); y = torch.empty_like
 ms = do_bench(lambda: y.copy_(x), warmup=25, rep=100, return_mode="median")
 print(round(2 * x.numel() / ms / 1e9, 3))' 2>> "$OUT/bench.log")
   echo "device-to-device copy (read + write): ${copy:-?} TB/s" | tee "$OUT/decode.md"
-  python3 tools/decode_table.py cold="$OUT/dec_cold.json" warm="$OUT/dec_warm.json" paged64="$OUT/dec_paged64.json" \
-    paged16="$OUT/dec_paged16.json" paged256="$OUT/dec_paged256.json" --peers "$OUT/peers_decode.json" \
-    --copy-tbps "${copy:-0}" >> "$OUT/decode.md" 2>&1
+  python3 tools/decode_table.py cold="$OUT/dec_cold.json" warm="$OUT/dec_warm.json" bhsd="$OUT/dec_bhsd.json" \
+    no-workspace="$OUT/dec_nows.json" paged64="$OUT/dec_paged64.json" paged16="$OUT/dec_paged16.json" \
+    paged256="$OUT/dec_paged256.json" --peers "$OUT/peers_decode.json" --copy-tbps "${copy:-0}" >> "$OUT/decode.md" 2>&1
   cat "$OUT/decode.md"
   tar czf "$OUT/decode.tgz" -C "$OUT" $(cd "$OUT" && ls dec_*.json peers_decode.json) && rm -f "$OUT"/dec_*.json "$OUT/peers_decode.json"
 fi

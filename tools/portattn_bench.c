@@ -85,6 +85,7 @@ typedef struct opts {
     int kv_copies;           /* --kv-copies; 0 = automatic */
     sweep_kind sweep;
     int force, normal, prefer_measured;
+    int no_workspace;        /* --no-workspace: let the library allocate split-KV scratch per call */
     double check_limit;
     uint64_t seed;
     const char *json, *csv, *sweep_file, *devices, *device_entry;
@@ -149,6 +150,8 @@ static void usage(FILE *f)
         "run:\n"
         "  --backend NAME (default automatic, or env PORTATTN_BACKEND) --warmup N (5) --reps N (20)\n"
         "  --seed N --dist uniform|normal\n"
+        "  --no-workspace  pass no split-KV workspace (the library then allocates one per call); by\n"
+        "                 default one sized by portattn_forward_workspace_size is allocated per row\n"
         "  --kv-copies N  decode rows: cycle through N copies of K and V (1..1024) instead of the automatic\n"
         "                 >= 256 MiB; 1 = K/V stay warm in L2 as in a plain PyTorch loop (sdpa.py)\n"
         "  --check | --no-check   compare O (and LSE) with the CPU reference; exit 1 on failure\n"
@@ -325,7 +328,7 @@ static int parse_args(int argc, char **argv, opts *o, int *list_backends)
     int64_t warmup = -1, reps = -1, seed = 1, kv_copies = 0;
     const struct { const char *name; int *dst; int val; } switches[] = {
         {"--list-backends", list_backends, 1}, {"--check", &o->check, 1}, {"--no-check", &o->check, 0},
-        {"--force", &o->force, 1}};
+        {"--force", &o->force, 1}, {"--no-workspace", &o->no_workspace, 1}};
     const struct { const char *name; int64_t *dst; int64_t min; } ints[] = {
         {"--warmup", &warmup, 0}, {"--reps", &reps, 1}, {"--seed", &seed, 0}, {"--kv-copies", &kv_copies, 1}};
     static const char *const valued[] = {"--json", "--csv", "--sweep-file", "--sweep-seqlens", "--sweep-dims",
@@ -621,12 +624,13 @@ typedef struct bufs {
     void *dq, *dk, *dv, *dout, *dref;
     float *dlse, *dlse_ref;
     int32_t *dcu_q, *dcu_k, *dbt;
+    void *dws; /* split-KV workspace, sized by portattn_forward_workspace_size */
 } bufs;
 
 static void free_bufs(bufs *b, dm_kind kind)
 {
     void *host[] = {b->hq, b->hk, b->hv, b->ho, b->href, b->hlse, b->hlse_ref, b->hcu_q, b->hcu_k, b->hbt};
-    void *dev[] = {b->dq, b->dk, b->dv, b->dout, b->dref, b->dlse, b->dlse_ref, b->dcu_q, b->dcu_k, b->dbt};
+    void *dev[] = {b->dq, b->dk, b->dv, b->dout, b->dref, b->dlse, b->dlse_ref, b->dcu_q, b->dcu_k, b->dbt, b->dws};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) dm_free(kind, dev[i]);
 }
@@ -647,6 +651,8 @@ static portattn_fwd_params_t retarget(const portattn_fwd_params_t *p, const shap
         r.page_size = p->page_size;
         r.num_pages = p->num_pages;
     }
+    r.workspace = NULL; /* the reference call sizes its own */
+    r.workspace_size = 0;
     r.backend = be;
     return r;
 }
@@ -965,6 +971,16 @@ static int run_shape(const opts *o, const shape *s, dm_kind kind, rng *gen, row 
     snprintf(r->kernel, sizeof r->kernel, "%s", sel.kernel);
     if (dm_kind_of(sel.backend) != kind) /* e.g. a HIP backend, which devmem does not know yet */
         BAIL("selected backend %s takes other memory than was allocated", sel.backend_name);
+    /* Split-KV scratch allocated once, as serving engines do (--no-workspace: the library's own
+     * per-call stream-ordered allocation). */
+    size_t ws = 0;
+    if (!o->no_workspace && (st = portattn_forward_workspace_size(p, &ws)) != PORTATTN_SUCCESS)
+        BAIL_API("portattn_forward_workspace_size", st);
+    if (ws) {
+        if (!(b.dws = dm_alloc(kind, ws))) BAIL("out of memory for a %zu-byte workspace", ws);
+        p->workspace = b.dws;
+        p->workspace_size = ws;
+    }
 
     int warmup = o->warmup >= 0 ? o->warmup : kind == DM_HOST ? 1 : 5;
     int reps = o->reps >= 1 ? o->reps : kind == DM_HOST ? 3 : 20;

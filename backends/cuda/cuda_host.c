@@ -7,6 +7,7 @@
 
 typedef struct pa_dev_info {
     int major, minor, sms;
+    int smem_optin, smem_per_sm; /* bytes: per block with the opt-in attribute, per SM */
     char name[96];
 } pa_dev_info;
 
@@ -54,11 +55,36 @@ static cudaError_t pa_cuda_query(int dev, pa_dev_info *out)
     out->major = prop.major;
     out->minor = prop.minor;
     out->sms = prop.multiProcessorCount;
+    out->smem_optin = (int)prop.sharedMemPerBlockOptin;
+    out->smem_per_sm = (int)prop.sharedMemPerMultiprocessor;
     snprintf(out->name, sizeof out->name, "%.*s", (int)sizeof out->name - 1, prop.name);
     return cudaSuccess;
 }
 
+/* The cached record of the current device; 0 with the reason in name when there is none. */
+static int pa_cuda_record(pa_dev_info *out, char *name, size_t name_len);
+
 int pa_cuda_device_info(int *cc_major, int *cc_minor, int *sm_count, char *name, size_t name_len)
+{
+    pa_dev_info info;
+    if (!pa_cuda_record(&info, name, name_len)) return 0;
+    if (cc_major) *cc_major = info.major;
+    if (cc_minor) *cc_minor = info.minor;
+    if (sm_count) *sm_count = info.sms;
+    if (name && name_len) snprintf(name, name_len, "%s", info.name);
+    return 1;
+}
+
+int pa_cuda_device_smem(int *optin, int *per_sm)
+{
+    pa_dev_info info;
+    if (!pa_cuda_record(&info, NULL, 0)) return 0;
+    if (optin) *optin = info.smem_optin;
+    if (per_sm) *per_sm = info.smem_per_sm;
+    return 1;
+}
+
+static int pa_cuda_record(pa_dev_info *out, char *name, size_t name_len)
 {
     if (pa_cuda_absent()) {
         if (name && name_len) snprintf(name, name_len, "%s", g_absent_why);
@@ -82,10 +108,7 @@ int pa_cuda_device_info(int *cc_major, int *cc_minor, int *sm_count, char *name,
             atomic_store_explicit(&g_dev_state[dev], 2, memory_order_release);
         }
     }
-    if (cc_major) *cc_major = info->major;
-    if (cc_minor) *cc_minor = info->minor;
-    if (sm_count) *sm_count = info->sms;
-    if (name && name_len) snprintf(name, name_len, "%s", info->name);
+    *out = *info;
     return 1;
 }
 

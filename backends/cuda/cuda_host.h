@@ -16,6 +16,10 @@ extern "C" {
  * usable; else 0 with the reason in `name`. Any output pointer may be NULL. */
 int pa_cuda_device_info(int *cc_major, int *cc_minor, int *sm_count, char *name, size_t name_len);
 
+/* Current device's shared memory in bytes: per block with the opt-in attribute, per SM (cached
+ * with the device info). 0 if no device is usable. Either pointer may be NULL. */
+int pa_cuda_device_smem(int *optin, int *per_sm);
+
 /* 1 if a CUDA device is usable, detail "NVIDIA H200 (sm_90, 132 SMs)"; else 0 and why. */
 int pa_cuda_probe(char *detail, size_t detail_len);
 

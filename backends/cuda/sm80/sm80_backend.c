@@ -93,10 +93,19 @@ static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     return sm80_prefill_supports(pb, kernel, kernel_len, why, why_len);
 }
 
+/* The kernel supports() picked: the selector ran it (pointer checks included) just before, so the
+ * launch re-derives the choice from the shape alone (pointer queries cost microseconds a call). */
 static int sm80_use_decode(const pa_problem *pb)
 {
     char why[256];
-    return sm80_decode_candidate(pb) && sm80_decode_ok(pb, why, sizeof why);
+    const portattn_dtype_t t = pb->p.dtype;
+    return sm80_decode_candidate(pb) && (t == PORTATTN_DTYPE_F16 || t == PORTATTN_DTYPE_BF16) &&
+           (!pb->p.workspace || pa_cuda_ptr_check(pb->p.workspace, "workspace", why, sizeof why)) &&
+           pa_sm80_decode_supports(pb, why, sizeof why) &&
+           (pb->p.batch == 0 || pb->p.seqlen_q == 0 ||
+            (sm80_layout_ok(&pb->p.q, "q", 0, why, sizeof why) && sm80_layout_ok(&pb->p.o, "o", 0, why, sizeof why) &&
+             (pb->p.seqlen_k == 0 ||
+              (sm80_layout_ok(&pb->p.k, "k", 0, why, sizeof why) && sm80_layout_ok(&pb->p.v, "v", 0, why, sizeof why)))));
 }
 
 static portattn_status_t sm80_run(const pa_problem *pb, void *stream, char *err, size_t err_len)
@@ -126,12 +135,8 @@ static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kern
         return REFUSE("batch %lld x heads %lld over the grid's 65535^2 blocks", (long long)p->batch,
                       (long long)p->heads_q);
 
-    int optin = 0, dev_id = 0;
-    if (cudaGetDevice(&dev_id) != cudaSuccess ||
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev_id) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return REFUSE("cannot read the device's shared memory limit");
-    }
+    int optin = 0;
+    if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");
     if (optin < PA_SM80_MIN_SMEM_BYTES((int)d))
         return REFUSE("d%lld instance needs %d bytes of shared memory, device allows %d per block", (long long)d,
                       PA_SM80_MIN_SMEM_BYTES((int)d), optin);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "problem.h"
+#include "sm80_attr.cuh"
 #include "sm80_decode.h"
 #include "sm80_ptx.cuh"
 
@@ -300,7 +301,7 @@ template <typename T, int D>
 static cudaError_t sm80_decode_instance(const sm80_dec_args *a, cudaStream_t stream)
 {
     const size_t smem = PA_SM80_DEC_SMEM(D);
-    cudaError_t e = cudaFuncSetAttribute(sm80_decode<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    cudaError_t e = sm80_smem_optin(sm80_decode<T, D>, (int)smem);
     if (e != cudaSuccess) return e;
     sm80_dec_args arg = *a;
     void *args[] = {&arg};

@@ -34,12 +34,8 @@ extern "C" int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t w
     float mult, pre, post;
     if (!pa_sm80_score_map(pb, &transform, &softcap, &mult, &pre, &post))
         return REFUSE("scale %g / softcap %g out of range", (double)pb->scale, (double)p->softcap);
-    int optin = 0, dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return REFUSE("cannot read the device's shared memory limit");
-    }
+    int optin = 0;
+    if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");
     if (optin < PA_SM80_DEC_SMEM((int)d))
         return REFUSE("decode d%lld needs %d bytes of shared memory, device allows %d per block", (long long)d,
                       PA_SM80_DEC_SMEM((int)d), optin);
@@ -54,12 +50,8 @@ extern "C" int pa_sm80_decode_splits(const pa_problem *pb)
 {
     const portattn_fwd_params_t *p = &pb->p;
     if (p->num_splits > 0) return p->num_splits < PA_SM80_DEC_MAX_SPLITS ? p->num_splits : PA_SM80_DEC_MAX_SPLITS;
-    int sms = 0, dev = 0, per_sm = 0;
-    if (!pa_cuda_device_info(NULL, NULL, &sms, NULL, 0) || sms < 1 || cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 1;
-    }
+    int sms = 0, per_sm = 0;
+    if (!pa_cuda_device_info(NULL, NULL, &sms, NULL, 0) || sms < 1 || !pa_cuda_device_smem(NULL, &per_sm)) return 1;
     const int smem = PA_SM80_DEC_SMEM((int)p->head_dim_qk) + 1024; /* + the runtime's reserve */
     int per = per_sm / smem;
     per = per < 1 ? 1 : (per > 4 ? 4 : per);

@@ -17,13 +17,8 @@ static int sm80_window(int64_t w, int64_t sq, int64_t sk) { return w < 0 || w >=
 extern "C" int pa_sm80_block_rows(int d)
 {
     if (d != 256) return PA_SM80_BM(d);
-    int dev = 0, per_sm = 0, optin = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
+    int per_sm = 0, optin = 0;
+    if (!pa_cuda_device_smem(&optin, &per_sm)) return 0;
     return per_sm >= 2 * (PA_SM80_D256_SMALL_SMEM + 1024) || optin < PA_SM80_SMEM_BYTES(256) ? PA_SM80_D256_SMALL_BM
                                                                                              : PA_SM80_BM(256);
 }
