@@ -22,7 +22,8 @@ def bench_rows(path):
             continue
         us = r.get("time_us") if r.get("time_us") is not None else r["ms"] * 1e3
         key = (int(r["batch"]), int(r["seqlen_k"]))
-        out[key] = dict(us=us, tbps=(r.get("kv_bytes_per_s") or 0) * 1e-12, kernel=r.get("kernel", ""))
+        out[key] = dict(us=us, tbps=(r.get("kv_bytes_per_s") or 0) * 1e-12, kernel=r.get("kernel", ""),
+                        host=r.get("host_us_per_call"))
     return out
 
 
@@ -68,6 +69,9 @@ def main():
         print(line)
     kernels = sorted(set(r["kernel"] for _, rows in series for r in rows.values()))
     print("\nkernels: " + ", ".join(kernels))
+    hosts = [r["host"] for _, rows in series for r in rows.values() if r.get("host") is not None]
+    if hosts:
+        print(f"host time inside one portattn_forward call: {min(hosts):.1f} .. {max(hosts):.1f} us")
     return 0
 
 

@@ -19,9 +19,13 @@ int dm_upload(dm_kind kind, void *dst, const void *src, size_t bytes);   /* 0 on
 int dm_download(dm_kind kind, void *dst, const void *src, size_t bytes); /* 0 on success */
 int dm_sync(dm_kind kind);                                              /* 0 on success */
 
-/* Median time of one call of fn(arg) on the kind's clock (device events for CUDA) over `reps`
- * calls queued back to back, after `warmup` untimed calls; -1 on error. */
+/* Median time of one call of fn(arg) on the kind's clock over `reps` calls, after `warmup` untimed
+ * calls; -1 on error. CUDA: as triton.testing.do_bench (an L2-flushing 256 MB memset before each
+ * call, each call between its own events, no sync in between). */
 double dm_time_ms(dm_kind kind, int warmup, int reps, int (*fn)(void *), void *arg);
+/* CUDA: mean host time inside one fn(arg) of the last dm_time_ms (the API's CPU overhead:
+ * validation, selection, launches), in microseconds; -1 otherwise. */
+extern double dm_last_host_us;
 
 /* Device name for reports ("host CPU" for DM_HOST). */
 const char *dm_device_name(dm_kind kind);

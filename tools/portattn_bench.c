@@ -105,6 +105,7 @@ typedef struct row {
     int64_t tokens_q, tokens_k; /* real token counts (the packed totals with --varlen) */
     int decode;                 /* one query token: judged by KV bytes/s against the HBM peak */
     double flops, ms, tflops;
+    double host_us;             /* CPU time inside one portattn_forward call (GPU backends; -1 = n/a) */
     double kv_bytes, kv_Bps;    /* bytes of K and V the call must read; per second (decode rows) */
     int kv_copies;              /* K/V copies cycled through while timing (decode rows) */
     char peak_metric[24];       /* the device table's metric the row is judged by */
@@ -831,7 +832,7 @@ static int run_shape(const opts *o, const shape *s, dm_kind kind, rng *gen, row 
     memset(r, 0, sizeof *r);
     r->s = *s;
     r->check = "none";
-    r->ms = r->tflops = r->kv_Bps = -1;
+    r->ms = r->tflops = r->kv_Bps = r->host_us = -1;
     r->kv_copies = 1;
     r->decode = !s->varlen && s->sq == 1;
     snprintf(r->backend, sizeof r->backend, "?");
@@ -985,6 +986,7 @@ static int run_shape(const opts *o, const shape *s, dm_kind kind, rng *gen, row 
     int warmup = o->warmup >= 0 ? o->warmup : kind == DM_HOST ? 1 : 5;
     int reps = o->reps >= 1 ? o->reps : kind == DM_HOST ? 3 : 20;
     r->ms = dm_time_ms(kind, warmup, reps, call_forward, &c);
+    r->host_us = dm_last_host_us;
     if (r->ms < 0 && c.st != PORTATTN_SUCCESS) BAIL_API("portattn_forward", c.st);
     if (r->ms < 0) BAIL("timing failed (device error or event failure)");
     r->tflops = r->ms > 0 ? flops / (r->ms * 1e-3) / 1e12 : 0;
@@ -1074,6 +1076,7 @@ static int write_json(const char *path, const run_info *ri, const row *rows, int
         JS("flags", fl);
         JN("time_ms", x.ms); /* null when the row did not run */
         JN("time_us", x.us);
+        JN("host_us_per_call", r->host_us >= 0 ? r->host_us : NAN);
         JN("flops", r->flops);
         JN("tflops", x.tflops);
         JN("kv_bytes", r->kv_bytes);

@@ -5,11 +5,12 @@
 
 #include <cuda_runtime.h>
 
+/* `done` belongs to the caller's launcher instance (a static array there): kernels of one signature
+ * share a pointer type, so a static here would wrongly be shared between them. */
 template <typename Kernel>
-static cudaError_t sm80_smem_optin(Kernel kern, int bytes)
+static cudaError_t sm80_smem_optin(Kernel kern, int bytes, int done[64])
 {
-    static int done[64]; /* per instance and device; a racing second set is harmless */
-    int dev = 0;
+    int dev = 0; /* a racing second set is harmless */
     cudaError_t e = cudaGetDevice(&dev);
     if (e != cudaSuccess) return e;
     const bool cached = dev >= 0 && dev < 64;

@@ -68,7 +68,6 @@ static int sm80_decode_ok(const pa_problem *pb, char *why, size_t why_len)
         {p->v.data, "v.data", needs_kv}, {p->lse, "lse", p->lse != NULL},
         {p->seqused_k, "seqused_k", p->seqused_k != NULL}, {p->block_table, "block_table", p->block_table != NULL},
         {p->k_new.data, "k_new.data", pb->seqlen_new > 0}, {p->v_new.data, "v_new.data", pb->seqlen_new > 0},
-        {p->workspace, "workspace", p->workspace != NULL},
     };
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (ptrs[i].need && !pa_cuda_ptr_check(ptrs[i].ptr, ptrs[i].what, why, why_len)) return 0;
@@ -80,6 +79,8 @@ static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kern
 static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     if (!sm80_device_ok(why, why_len)) return 0;
+    /* Checked for both kernels, so that the launch can route by shape alone. */
+    if (pb->p.workspace && !pa_cuda_ptr_check(pb->p.workspace, "workspace", why, why_len)) return 0;
     if (sm80_decode_candidate(pb)) {
         char dwhy[256];
         if (sm80_decode_ok(pb, dwhy, sizeof dwhy)) {
@@ -100,7 +101,6 @@ static int sm80_use_decode(const pa_problem *pb)
     char why[256];
     const portattn_dtype_t t = pb->p.dtype;
     return sm80_decode_candidate(pb) && (t == PORTATTN_DTYPE_F16 || t == PORTATTN_DTYPE_BF16) &&
-           (!pb->p.workspace || pa_cuda_ptr_check(pb->p.workspace, "workspace", why, sizeof why)) &&
            pa_sm80_decode_supports(pb, why, sizeof why) &&
            (pb->p.batch == 0 || pb->p.seqlen_q == 0 ||
             (sm80_layout_ok(&pb->p.q, "q", 0, why, sizeof why) && sm80_layout_ok(&pb->p.o, "o", 0, why, sizeof why) &&

@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "problem.h"
 #include "sm80_attr.cuh"
@@ -29,7 +30,7 @@ __device__ __forceinline__ int64_t sm80_dec_len(const sm80_dec_args &a, int b)
     return u > a.seqlen_k ? a.seqlen_k : u;
 }
 
-template <typename T, int D>
+template <typename T, int D, bool PF>
 __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80_dec_args a)
 {
     constexpr int NW = PA_SM80_DEC_WARPS, KT = PA_SM80_DEC_KT, CH = D / 8, ST = PA_SM80_DEC_STAGES(D);
@@ -112,8 +113,13 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
         for (int p = 0; p < KT / RPP; ++p) {
             const int r = r0 + p * RPP;
             const bool ok = key0 + r < sk; /* zero rows past the end: never NaN garbage */
-            sm80_cp_async16(kd + sm80_swz<CH>(r, c), ok ? kp + r * a.ks[1] + c * 8 : kg, ok);
-            sm80_cp_async16(vd + sm80_swz<CH>(r, c), ok ? vp + r * a.vs[1] + c * 8 : vg, ok);
+            if (PF) {
+                sm80_cp_async16_pf(kd + sm80_swz<CH>(r, c), ok ? kp + r * a.ks[1] + c * 8 : kg, ok);
+                sm80_cp_async16_pf(vd + sm80_swz<CH>(r, c), ok ? vp + r * a.vs[1] + c * 8 : vg, ok);
+            } else {
+                sm80_cp_async16(kd + sm80_swz<CH>(r, c), ok ? kp + r * a.ks[1] + c * 8 : kg, ok);
+                sm80_cp_async16(vd + sm80_swz<CH>(r, c), ok ? vp + r * a.vs[1] + c * 8 : vg, ok);
+            }
         }
     };
 
@@ -297,27 +303,38 @@ __global__ void __launch_bounds__(128) sm80_decode_combine(const sm80_dec_args a
             tot > 0.f ? (mx + __log2f(tot)) * 0.69314718055994531f : -INFINITY;
 }
 
-template <typename T, int D>
+template <typename T, int D, bool PF>
 static cudaError_t sm80_decode_instance(const sm80_dec_args *a, cudaStream_t stream)
 {
     const size_t smem = PA_SM80_DEC_SMEM(D);
-    cudaError_t e = sm80_smem_optin(sm80_decode<T, D>, (int)smem);
+    static int optin_done[64]; /* this <T, D, PF> instance, per device */
+    cudaError_t e = sm80_smem_optin(sm80_decode<T, D, PF>, (int)smem, optin_done);
     if (e != cudaSuccess) return e;
     sm80_dec_args arg = *a;
     void *args[] = {&arg};
     const dim3 grid((unsigned)a->splits, (unsigned)(a->heads_kv * a->mtiles), (unsigned)a->batch);
-    e = cudaLaunchKernel((const void *)sm80_decode<T, D>, grid, dim3(PA_SM80_DEC_WARPS * 32), args, smem, stream);
+    e = cudaLaunchKernel((const void *)sm80_decode<T, D, PF>, grid, dim3(PA_SM80_DEC_WARPS * 32), args, smem, stream);
     if (e != cudaSuccess || a->splits == 1) return e;
     const int64_t rows = (int64_t)a->batch * a->heads_kv * a->rows;
     return cudaLaunchKernel((const void *)sm80_decode_combine<T, D>, dim3((unsigned)((rows + 3) / 4)), dim3(128), args,
                             0, stream);
 }
 
-#define SM80_DECODE_INSTANCE(D)                                                                 \
-    cudaError_t sm80_decode_d##D(const sm80_dec_args *a, int bf16, cudaStream_t stream)         \
-    {                                                                                            \
-        return bf16 ? sm80_decode_instance<__nv_bfloat16, D>(a, stream)                          \
-                    : sm80_decode_instance<__half, D>(a, stream);                                \
+/* EXPERIMENT (removed once measured): PORTATTN_SM80_DEC_PF=1 picks the L2::256B-hint loads. */
+static bool sm80_dec_pf(void)
+{
+    const char *e = getenv("PORTATTN_SM80_DEC_PF");
+    return e && *e == '1';
+}
+
+#define SM80_DECODE_INSTANCE(D)                                                                    \
+    cudaError_t sm80_decode_d##D(const sm80_dec_args *a, int bf16, cudaStream_t stream)            \
+    {                                                                                               \
+        if (sm80_dec_pf())                                                                          \
+            return bf16 ? sm80_decode_instance<__nv_bfloat16, D, true>(a, stream)                   \
+                        : sm80_decode_instance<__half, D, true>(a, stream);                         \
+        return bf16 ? sm80_decode_instance<__nv_bfloat16, D, false>(a, stream)                      \
+                    : sm80_decode_instance<__half, D, false>(a, stream);                            \
     }
 
 cudaError_t sm80_decode_d64(const sm80_dec_args *a, int bf16, cudaStream_t stream);

@@ -370,7 +370,8 @@ static cudaError_t sm80_launch_instance(const sm80_args *a, int64_t max_sq, cuda
     static_assert(MT * 16 * NW == BM, "rows per warp");
     const size_t smem = PA_SM80_SMEM_SHAPE(D, BM, BN, ST);
     auto kern = sm80_fwd<T, D, MT, BN, NW, ST, MINB>;
-    cudaError_t e = sm80_smem_optin(kern, (int)smem);
+    static int optin_done[64]; /* this instance, per device */
+    cudaError_t e = sm80_smem_optin(kern, (int)smem, optin_done);
     if (e != cudaSuccess) return e;
     const int64_t mb = (max_sq + BM - 1) / BM, bh = (int64_t)a->batch * a->heads;
     const int64_t gy = bh < 65535 ? bh : 65535, gz = (bh + gy - 1) / gy; /* supports() keeps gz <= 65535 */
