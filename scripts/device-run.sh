@@ -92,14 +92,6 @@ if [ -n "${DECODE:-}" ]; then # issue 7: decode latency beside sdpa.py --decode,
            "paged16:--page-size 16" "paged256:--page-size 256"; do
     $BENCH --backend "$be" --sweep decode --no-check ${v#*:} --json "$OUT/dec_${v%%:*}.json" >> "$OUT/bench.log" 2>&1
   done
-  extra=""
-  if [ -n "${DECODE_PF:-}" ]; then # experiment: the L2::256B prefetch-hint loads of the decode kernel
-    for v in "pf_cold:" "pf_bhsd:--layout bhsd"; do
-      PORTATTN_SM80_DEC_PF=1 $BENCH --backend "$be" --sweep decode --no-check ${v#*:} --json "$OUT/dec_${v%%:*}.json" \
-        >> "$OUT/bench.log" 2>&1
-      extra="$extra ${v%%:*}=$OUT/dec_${v%%:*}.json"
-    done
-  fi
   PYTHONUNBUFFERED=1 python3 .anchors/sdpa.py --decode --json "$OUT/peers_decode.json" >> "$OUT/bench.log" 2>&1
   copy=$(python3 -c '
 import torch
@@ -110,7 +102,7 @@ print(round(2 * x.numel() / ms / 1e9, 3))' 2>> "$OUT/bench.log")
   echo "device-to-device copy (read + write): ${copy:-?} TB/s" | tee "$OUT/decode.md"
   python3 tools/decode_table.py cold="$OUT/dec_cold.json" warm="$OUT/dec_warm.json" bhsd="$OUT/dec_bhsd.json" \
     no-workspace="$OUT/dec_nows.json" paged64="$OUT/dec_paged64.json" paged16="$OUT/dec_paged16.json" \
-    paged256="$OUT/dec_paged256.json" $extra --peers "$OUT/peers_decode.json" --copy-tbps "${copy:-0}" >> "$OUT/decode.md" 2>&1
+    paged256="$OUT/dec_paged256.json" --peers "$OUT/peers_decode.json" --copy-tbps "${copy:-0}" >> "$OUT/decode.md" 2>&1
   cat "$OUT/decode.md"
   tar czf "$OUT/decode.tgz" -C "$OUT" $(cd "$OUT" && ls dec_*.json peers_decode.json) && rm -f "$OUT"/dec_*.json "$OUT/peers_decode.json"
 fi

@@ -13,7 +13,6 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "problem.h"
 #include "sm80_attr.cuh"
@@ -30,7 +29,7 @@ __device__ __forceinline__ int64_t sm80_dec_len(const sm80_dec_args &a, int b)
     return u > a.seqlen_k ? a.seqlen_k : u;
 }
 
-template <typename T, int D, bool PF>
+template <typename T, int D>
 __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80_dec_args a)
 {
     constexpr int NW = PA_SM80_DEC_WARPS, KT = PA_SM80_DEC_KT, CH = D / 8, ST = PA_SM80_DEC_STAGES(D);
@@ -52,25 +51,6 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
 
     const int split = blockIdx.x, mt = blockIdx.y % a.mtiles, hk = blockIdx.y / a.mtiles, b = blockIdx.z;
     const int64_t sk = sm80_dec_len(a, b);
-
-    /* Q tile: packed row r -> query token r / group of head hk * group + r % group; rows past the
-     * packed count are zeros (and see no key). */
-    for (int i = tid; i < 16 * CH; i += NW * 32) {
-        const int r = i / CH, c = i % CH, pr = mt * 16 + r;
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (pr < a.rows) {
-            const int qi = pr / a.group, hq = hk * a.group + pr % a.group;
-            v = *(const uint4 *)(qg + b * a.qs[0] + qi * a.qs[1] + hq * a.qs[2] + c * 8);
-        }
-        *(uint4 *)(smem + sm80_swz<CH>(r, c)) = v;
-    }
-    __syncthreads();
-    uint32_t qf[QREG ? D / 16 : 1][4];
-    if (QREG) {
-#pragma unroll
-        for (int kc = 0; kc < (QREG ? D / 16 : 1); ++kc)
-            sm80_ldsm_x4(qf[kc], sq_base + sm80_swz<CH>(lane & 15, kc * 2 + (lane >> 4)));
-    }
 
     /* This lane's rows (g and g + 8 of the tile) and the keys each may see. */
     int lo[2], hi[2];
@@ -113,25 +93,40 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
         for (int p = 0; p < KT / RPP; ++p) {
             const int r = r0 + p * RPP;
             const bool ok = key0 + r < sk; /* zero rows past the end: never NaN garbage */
-            if (PF) {
-                sm80_cp_async16_pf(kd + sm80_swz<CH>(r, c), ok ? kp + r * a.ks[1] + c * 8 : kg, ok);
-                sm80_cp_async16_pf(vd + sm80_swz<CH>(r, c), ok ? vp + r * a.vs[1] + c * 8 : vg, ok);
-            } else {
-                sm80_cp_async16(kd + sm80_swz<CH>(r, c), ok ? kp + r * a.ks[1] + c * 8 : kg, ok);
-                sm80_cp_async16(vd + sm80_swz<CH>(r, c), ok ? vp + r * a.vs[1] + c * 8 : vg, ok);
-            }
+            sm80_cp_async16(kd + sm80_swz<CH>(r, c), ok ? kp + r * a.ks[1] + c * 8 : kg, ok);
+            sm80_cp_async16(vd + sm80_swz<CH>(r, c), ok ? vp + r * a.vs[1] + c * 8 : vg, ok);
         }
     };
 
-    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, acc[NO][4];
-#pragma unroll
-    for (int j = 0; j < NO; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
-
+    /* The first K/V tiles go out before Q is read, so that the two latencies overlap. */
 #pragma unroll
     for (int p = 0; p < ST - 1; ++p) {
         if (p < n_w) load(p, s_lo + warp + NW * p);
         sm80_cp_async_commit();
     }
+    /* Q tile: packed row r -> query token r / group of head hk * group + r % group; rows past the
+     * packed count are zeros (and see no key). */
+    for (int i = tid; i < 16 * CH; i += NW * 32) {
+        const int r = i / CH, ch = i % CH, pr = mt * 16 + r;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (pr < a.rows) {
+            const int qi = pr / a.group, hq = hk * a.group + pr % a.group;
+            v = *(const uint4 *)(qg + b * a.qs[0] + qi * a.qs[1] + hq * a.qs[2] + ch * 8);
+        }
+        *(uint4 *)(smem + sm80_swz<CH>(r, ch)) = v;
+    }
+    __syncthreads();
+    uint32_t qf[QREG ? D / 16 : 1][4];
+    if (QREG) {
+#pragma unroll
+        for (int kc = 0; kc < (QREG ? D / 16 : 1); ++kc)
+            sm80_ldsm_x4(qf[kc], sq_base + sm80_swz<CH>(lane & 15, kc * 2 + (lane >> 4)));
+    }
+
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, acc[NO][4];
+#pragma unroll
+    for (int j = 0; j < NO; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+
     for (int i = 0; i < n_w; ++i) {
         const int t = s_lo + warp + NW * i, ip = i + ST - 1;
         if (ip < n_w) load(ip % ST, s_lo + warp + NW * ip); /* the slot tile i - 1 left */
@@ -303,38 +298,28 @@ __global__ void __launch_bounds__(128) sm80_decode_combine(const sm80_dec_args a
             tot > 0.f ? (mx + __log2f(tot)) * 0.69314718055994531f : -INFINITY;
 }
 
-template <typename T, int D, bool PF>
+template <typename T, int D>
 static cudaError_t sm80_decode_instance(const sm80_dec_args *a, cudaStream_t stream)
 {
     const size_t smem = PA_SM80_DEC_SMEM(D);
-    static int optin_done[64]; /* this <T, D, PF> instance, per device */
-    cudaError_t e = sm80_smem_optin(sm80_decode<T, D, PF>, (int)smem, optin_done);
+    static int optin_done[64]; /* this <T, D> instance, per device */
+    cudaError_t e = sm80_smem_optin(sm80_decode<T, D>, (int)smem, optin_done);
     if (e != cudaSuccess) return e;
     sm80_dec_args arg = *a;
     void *args[] = {&arg};
     const dim3 grid((unsigned)a->splits, (unsigned)(a->heads_kv * a->mtiles), (unsigned)a->batch);
-    e = cudaLaunchKernel((const void *)sm80_decode<T, D, PF>, grid, dim3(PA_SM80_DEC_WARPS * 32), args, smem, stream);
+    e = cudaLaunchKernel((const void *)sm80_decode<T, D>, grid, dim3(PA_SM80_DEC_WARPS * 32), args, smem, stream);
     if (e != cudaSuccess || a->splits == 1) return e;
     const int64_t rows = (int64_t)a->batch * a->heads_kv * a->rows;
     return cudaLaunchKernel((const void *)sm80_decode_combine<T, D>, dim3((unsigned)((rows + 3) / 4)), dim3(128), args,
                             0, stream);
 }
 
-/* EXPERIMENT (removed once measured): PORTATTN_SM80_DEC_PF=1 picks the L2::256B-hint loads. */
-static bool sm80_dec_pf(void)
-{
-    const char *e = getenv("PORTATTN_SM80_DEC_PF");
-    return e && *e == '1';
-}
-
-#define SM80_DECODE_INSTANCE(D)                                                                    \
-    cudaError_t sm80_decode_d##D(const sm80_dec_args *a, int bf16, cudaStream_t stream)            \
-    {                                                                                               \
-        if (sm80_dec_pf())                                                                          \
-            return bf16 ? sm80_decode_instance<__nv_bfloat16, D, true>(a, stream)                   \
-                        : sm80_decode_instance<__half, D, true>(a, stream);                         \
-        return bf16 ? sm80_decode_instance<__nv_bfloat16, D, false>(a, stream)                      \
-                    : sm80_decode_instance<__half, D, false>(a, stream);                            \
+#define SM80_DECODE_INSTANCE(D)                                                                 \
+    cudaError_t sm80_decode_d##D(const sm80_dec_args *a, int bf16, cudaStream_t stream)         \
+    {                                                                                            \
+        return bf16 ? sm80_decode_instance<__nv_bfloat16, D>(a, stream)                          \
+                    : sm80_decode_instance<__half, D>(a, stream);                                \
     }
 
 cudaError_t sm80_decode_d64(const sm80_dec_args *a, int bf16, cudaStream_t stream);

@@ -16,12 +16,6 @@ __device__ __forceinline__ void sm80_cp_async16(uint32_t dst, const void *src, b
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
 }
 
-/* As sm80_cp_async16, with a 256-byte L2 prefetch hint (the decode kernel streams whole rows). */
-__device__ __forceinline__ void sm80_cp_async16_pf(uint32_t dst, const void *src, bool valid)
-{
-    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
-}
-
 __device__ __forceinline__ void sm80_cp_async_commit(void) { asm volatile("cp.async.commit_group;\n" ::); }
 
 /* Wait until at most N of this thread's groups are still in flight. */
