@@ -43,6 +43,7 @@ static void row(const pa_problem *pb, int64_t b, int64_t h, int64_t i, int64_t s
     pa_key_range(i, sq, sk, pb->window_left, pb->window_right, &lo, &hi);
 
     double mx = -INFINITY, sum = 0.0;
+    int nan_score = 0;
     for (int64_t j = lo; j <= hi; j++) {
         const int64_t koff = kv_row(pb, &p->k, b, k0, j) + hk * p->k.stride[2];
         double dot = 0.0;
@@ -53,7 +54,11 @@ static void row(const pa_problem *pb, int64_t b, int64_t h, int64_t i, int64_t s
         if (p->softcap > 0) x = (double)p->softcap * tanh(x / (double)p->softcap);
         s[j - lo] = x;
         if (x > mx) mx = x;
+        nan_score |= isnan(x);
     }
+    /* NaN/inf contract (README): a NaN score makes the row NaN; scores that are all -inf count as
+     * no visible key (O = 0, LSE = -inf), as in the GPU kernels, where -inf is the mask value. */
+    const int none = lo > hi || (mx == -INFINITY && !nan_score);
     for (int64_t d = 0; d < dv; d++) acc[d] = 0.0;
     for (int64_t j = lo; j <= hi; j++) {
         const int64_t voff = kv_row(pb, &p->v, b, k0, j) + hk * p->v.stride[2];
@@ -62,10 +67,10 @@ static void row(const pa_problem *pb, int64_t b, int64_t h, int64_t i, int64_t s
         for (int64_t d = 0; d < dv; d++) acc[d] += w * pa_load_elem(p->dtype, p->v.data, voff + d * p->v.stride[3]);
     }
     /* A row with no visible key writes O = 0 and LSE = -inf. NaN inputs propagate to this row. */
-    for (int64_t d = 0; d < dv; d++) pa_store_elem(p->dtype, p->o.data, ooff + d * p->o.stride[3], lo > hi ? 0.0f : (float)(acc[d] / sum));
+    for (int64_t d = 0; d < dv; d++) pa_store_elem(p->dtype, p->o.data, ooff + d * p->o.stride[3], none ? 0.0f : (float)(acc[d] / sum));
     if (p->lse) {
         const int64_t l = (pb->varlen ? 0 : b * p->lse_stride[0]) + h * p->lse_stride[1] + (q0 + i) * p->lse_stride[2];
-        p->lse[l] = lo > hi ? -INFINITY : (float)(mx + log(sum));
+        p->lse[l] = none ? -INFINITY : (float)(mx + log(sum));
     }
 }
 

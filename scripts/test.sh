@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds every backend this machine can compile, runs the whole CTest
 # suite (GPU tests are skipped, not passed, without a GPU), then the CPU suite again under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# AddressSanitizer + UndefinedBehaviorSanitizer, the threaded API test under ThreadSanitizer, and the
+# libFuzzer target for PORTATTN_FUZZ_SECONDS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -13,6 +14,10 @@ ctest --test-dir build --output-on-failure -j "$JOBS"
 cmake --preset asan                       # CMakePresets.json: CPU only, build-asan/
 cmake --build --preset asan -j "$JOBS"
 ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j "$JOBS"
+
+cmake --preset tsan                       # ThreadSanitizer over the multi-threaded API test, build-tsan/
+cmake --build --preset tsan -j "$JOBS" --target test_concurrency
+TSAN_OPTIONS=halt_on_error=1 ctest --preset tsan
 
 cmake --preset fuzz                       # clang + libFuzzer + ASan/UBSan over the public API, build-fuzz/
 cmake --build --preset fuzz -j "$JOBS"

@@ -1,0 +1,174 @@
+/* The NaN/inf contract (README "Numerics"), checked on one backend: test_numerics <backend>.
+ *   - NaN (or +inf) in a query row: that row's O and LSE are NaN, every other row is bitwise the
+ *     result of the clean call;
+ *   - NaN in key j: the rows that see j are NaN, the rows that do not (causal) are bitwise clean;
+ *   - NaN in V[j][c]: rows that see j have O[.., c] NaN and every other column bitwise clean; rows
+ *     that do not see j are bitwise clean on the CPU backend, while GPU kernels may also turn their
+ *     column c NaN (0 x NaN inside a key tile, as in FlashAttention), and nothing else;
+ *   - keys whose scores are all -inf count as no visible key: O = 0, LSE = -inf.
+ * f32, bf16 and f16. Exit 0 pass, 1 fail, 77 backend absent. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devmem.h"
+#include "half.h"
+#include "harness.h"
+#include "problem.h"
+
+enum { S = 24, H = 4, HKV = 2, D = 64, NQ = S * H * D, NK = S * HKV * D, NL = H * S };
+enum { ROW_CLEAN, ROW_NAN, ROW_COLUMN, ROW_COLUMN_MAYBE, ROW_ZERO };
+
+static int failures, checks;
+
+typedef struct buf {
+    float q[NQ], k[NK], v[NK], o[NQ], lse[NL];
+} buf;
+
+/* Runs the call on `be` with host inputs in f32, converted to dtype; O and LSE back in f32. */
+static int run(portattn_backend_t be, portattn_dtype_t dt, buf *x)
+{
+    const dm_kind kind = dm_kind_of(be);
+    const size_t es = (size_t)pa_dtype_size(dt);
+    unsigned char *h = malloc((NQ + 2 * NK + NQ) * es);
+    void *dq = dm_alloc(kind, NQ * es), *dk = dm_alloc(kind, NK * es), *dv = dm_alloc(kind, NK * es);
+    void *dout = dm_alloc(kind, NQ * es), *dl = dm_alloc(kind, NL * 4);
+    int rc = 1;
+    if (!h || !dq || !dk || !dv || !dout || !dl) goto done;
+    for (int i = 0; i < NQ; i++) pa_store_elem(dt, h, i, x->q[i]);
+    for (int i = 0; i < NK; i++) pa_store_elem(dt, h + NQ * es, i, x->k[i]), pa_store_elem(dt, h + (NQ + NK) * es, i, x->v[i]);
+    memset(h + (NQ + 2 * NK) * es, 0xFF, NQ * es); /* poisoned O */
+    if (dm_upload(kind, dq, h, NQ * es) || dm_upload(kind, dk, h + NQ * es, NK * es) ||
+        dm_upload(kind, dv, h + (NQ + NK) * es, NK * es) || dm_upload(kind, dout, h + (NQ + 2 * NK) * es, NQ * es))
+        goto done;
+    portattn_fwd_params_t p;
+    portattn_fwd_params_init(&p);
+    p.dtype = dt, p.batch = 1, p.seqlen_q = S, p.seqlen_k = S, p.heads_q = H, p.heads_kv = HKV;
+    p.head_dim_qk = p.head_dim_v = D, p.causal = 1, p.backend = be;
+    p.q = portattn_tensor_bshd(dq, S, H, D), p.k = portattn_tensor_bshd(dk, S, HKV, D);
+    p.v = portattn_tensor_bshd(dv, S, HKV, D), p.o = portattn_tensor_bshd(dout, S, H, D);
+    p.lse = dl, p.lse_stride[0] = NL, p.lse_stride[1] = S, p.lse_stride[2] = 1;
+    portattn_status_t st = portattn_forward(&p, NULL);
+    if (st) {
+        printf("     forward: %s: %s\n", portattn_status_string(st), portattn_last_error());
+        rc = st == PORTATTN_ERROR_NOT_SUPPORTED ? 2 : 1;
+        goto done;
+    }
+    if (dm_sync(kind) || dm_download(kind, h, dout, NQ * es) || dm_download(kind, x->lse, dl, NL * 4)) goto done;
+    for (int i = 0; i < NQ; i++) x->o[i] = pa_load_elem(dt, h, i);
+    rc = 0;
+done:
+    free(h);
+    dm_free(kind, dq), dm_free(kind, dk), dm_free(kind, dv), dm_free(kind, dout), dm_free(kind, dl);
+    return rc;
+}
+
+static int same(float a, float b) { return memcmp(&a, &b, 4) == 0; }
+
+/* expect[s][h]: what row (s, h) must be; col = the V column of ROW_COLUMN(_MAYBE). */
+static void check(const char *what, const char *dt, const buf *clean, const buf *got, int expect[S][H], int col)
+{
+    long bad = 0;
+    for (int s = 0; s < S; s++)
+        for (int h = 0; h < H; h++) {
+            const float *o = got->o + (s * H + h) * D, *c = clean->o + (s * H + h) * D;
+            const float l = got->lse[h * S + s], lc = clean->lse[h * S + s];
+            int ok = 1;
+            switch (expect[s][h]) {
+            case ROW_CLEAN:
+                for (int d = 0; d < D; d++) ok &= same(o[d], c[d]);
+                ok &= same(l, lc);
+                break;
+            case ROW_NAN:
+                for (int d = 0; d < D; d++) ok &= isnan(o[d]);
+                ok &= isnan(l);
+                break;
+            case ROW_COLUMN:
+            case ROW_COLUMN_MAYBE:
+                for (int d = 0; d < D; d++)
+                    ok &= d == col ? (isnan(o[d]) || (expect[s][h] == ROW_COLUMN_MAYBE && same(o[d], c[d]))) : same(o[d], c[d]);
+                ok &= same(l, lc);
+                break;
+            case ROW_ZERO:
+                for (int d = 0; d < D; d++) ok &= o[d] == 0.0f;
+                ok &= isinf(l) && l < 0;
+                break;
+            }
+            if (!ok && bad++ < 3) printf("     row (s %d, h %d): expected %d, got o[0] %g o[%d] %g lse %g\n", s, h, expect[s][h], o[0], col, o[col], l);
+        }
+    checks++;
+    failures += bad != 0;
+    printf("%-4s %-44s %-4s %s\n", bad ? "FAIL" : "ok", what, dt, bad ? "contract broken" : "");
+}
+
+int main(int argc, char **argv)
+{
+    int ok = 0;
+    portattn_backend_t be = argc > 1 ? portattn_backend_from_name(argv[1], &ok) : PORTATTN_BACKEND_AUTO;
+    portattn_backend_info_t info;
+    if (!ok || be == PORTATTN_BACKEND_AUTO || portattn_backend_get_info(be, &info)) {
+        fprintf(stderr, "usage: %s <backend>\n", argv[0]);
+        return 2;
+    }
+    char why[256];
+    if (!info.available || !dm_available(dm_kind_of(be), why, sizeof why)) {
+        printf("SKIP %s: %s\n", argv[1], info.available ? why : info.detail);
+        return 77;
+    }
+    const int cpu = be == PORTATTN_BACKEND_CPU;
+    uint64_t rng = test_seed();
+    static buf clean, x;
+    static int expect[S][H];
+    const portattn_dtype_t dts[3] = {PORTATTN_DTYPE_F32, PORTATTN_DTYPE_BF16, PORTATTN_DTYPE_F16};
+    const int qs = 7, kj = 13, vc = 5, g = H / HKV; /* poisoned query row, key, V column */
+    int ran = 0;
+    for (int t = 0; t < 3; t++) {
+        const char *dn = pa_dtype_name(dts[t]);
+        for (int i = 0; i < NQ; i++) clean.q[i] = (float)urand(&rng);
+        for (int i = 0; i < NK; i++) clean.k[i] = (float)urand(&rng), clean.v[i] = (float)urand(&rng);
+        int r = run(be, dts[t], &clean);
+        if (r == 2) { printf("n/a  %s declined by the backend\n", dn); continue; }
+        if (r) { printf("FAIL clean run %s\n", dn); failures++; continue; }
+        ran++;
+
+        /* NaN, then +inf, in query row qs of head 1 */
+        for (int pass = 0; pass < 2; pass++) {
+            x = clean;
+            x.q[(qs * H + 1) * D + 3] = pass ? INFINITY : NAN;
+            for (int s = 0; s < S; s++)
+                for (int h = 0; h < H; h++) expect[s][h] = s == qs && h == 1 ? ROW_NAN : ROW_CLEAN;
+            if (run(be, dts[t], &x)) failures++, printf("FAIL run\n");
+            else check(pass ? "+inf in one query row -> that row NaN" : "NaN in one query row -> that row NaN", dn, &clean, &x, expect, 0);
+        }
+        /* NaN in key kj of KV head 0: rows that see it (s >= kj, heads 0..g-1) */
+        x = clean;
+        x.k[(kj * HKV + 0) * D + 9] = NAN;
+        for (int s = 0; s < S; s++)
+            for (int h = 0; h < H; h++) expect[s][h] = s >= kj && h / g == 0 ? ROW_NAN : ROW_CLEAN;
+        if (run(be, dts[t], &x)) failures++, printf("FAIL run\n");
+        else check("NaN in one key -> the rows that see it NaN", dn, &clean, &x, expect, 0);
+        /* NaN in V[kj][vc] of KV head 1 */
+        x = clean;
+        x.v[(kj * HKV + 1) * D + vc] = NAN;
+        for (int s = 0; s < S; s++)
+            for (int h = 0; h < H; h++)
+                expect[s][h] = h / g != 1 ? ROW_CLEAN : s >= kj ? ROW_COLUMN : cpu ? ROW_CLEAN : ROW_COLUMN_MAYBE;
+        if (run(be, dts[t], &x)) failures++, printf("FAIL run\n");
+        else check("NaN in one V element -> that column of its rows", dn, &clean, &x, expect, vc);
+        /* K rows of -inf with q > 0: every score of KV head 0 is -inf -> no visible key */
+        x = clean;
+        for (int i = 0; i < NQ; i++) x.q[i] = fabsf(x.q[i]) + 0.25f;
+        for (int i = 0; i < NK; i++)
+            if ((i / D) % HKV == 0) x.k[i] = -INFINITY;
+        buf base = clean;
+        for (int i = 0; i < NQ; i++) base.q[i] = x.q[i];
+        if (run(be, dts[t], &base)) { failures++, printf("FAIL run\n"); continue; }
+        for (int s = 0; s < S; s++)
+            for (int h = 0; h < H; h++) expect[s][h] = h / g == 0 ? ROW_ZERO : ROW_CLEAN;
+        if (run(be, dts[t], &x)) failures++, printf("FAIL run\n");
+        else check("all scores -inf -> O = 0, LSE = -inf", dn, &base, &x, expect, 0);
+    }
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures || !ran ? 1 : 0;
+}
