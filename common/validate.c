@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "frontend.h"
@@ -124,6 +125,41 @@ static portattn_status_t check_cu_seqlens(const char *name, const int32_t *cu, i
     return PORTATTN_SUCCESS;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Appending through a page table: two sequences whose tables name the same page would both write
+ * its rows (a race, and one of them reads the other's keys). Checked when the host can read the
+ * tables: every cache row an append writes must be distinct. */
+static portattn_status_t check_append_targets(const portattn_fwd_params_t *p, int64_t new_tokens, char *why,
+                                              size_t why_len)
+{
+    if (!p->block_table || !new_tokens || !pa_host_accessible(p->block_table) || !pa_host_accessible(p->seqused_k))
+        return PORTATTN_SUCCESS;
+    if ((uint64_t)p->batch > SIZE_MAX / sizeof(int64_t) / (uint64_t)new_tokens) return PORTATTN_SUCCESS;
+    int64_t n = 0, *rows = malloc(sizeof(int64_t) * (size_t)(p->batch * new_tokens) + 1);
+    if (!rows) return pa_fmt(why, why_len, PORTATTN_ERROR_OUT_OF_MEMORY, "checking append targets: out of host memory");
+    for (int64_t b = 0; b < p->batch; b++)
+        for (int64_t i = 0; i < new_tokens; i++) {
+            const int64_t j = p->seqused_k[b] + i; /* validated: within the capacity */
+            rows[n++] = (int64_t)p->block_table[b * p->block_table_stride + j / p->page_size] * p->page_size +
+                        j % p->page_size;
+        }
+    qsort(rows, (size_t)n, sizeof *rows, cmp_i64);
+    for (int64_t i = 1; i < n; i++)
+        if (rows[i] == rows[i - 1]) {
+            const int64_t page = rows[i] / p->page_size, row = rows[i] % p->page_size;
+            free(rows);
+            return INVALID("append: two sequences write row %lld of page %lld (their block_table rows share a page)",
+                           (long long)row, (long long)page);
+        }
+    free(rows);
+    return PORTATTN_SUCCESS;
+}
+
 /* seqused_k and block_table contents, when the host can read them: lengths (plus appended tokens)
  * within the capacity, and every page a sequence uses inside the pool. */
 static portattn_status_t check_kv_cache(const portattn_fwd_params_t *p, int64_t pages_per_seq, int64_t new_tokens,
@@ -215,7 +251,7 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
         if (p->page_size < 1 || p->page_size > (1 << 20) || (p->page_size & (p->page_size - 1)))
             return INVALID("page_size = %lld is not a power of two in [1, 2^20]", (long long)p->page_size);
         if (p->num_pages < 1) return INVALID("num_pages = %lld must be >= 1", (long long)p->num_pages);
-        pages_per_seq = (p->seqlen_k + p->page_size - 1) / p->page_size;
+        pages_per_seq = p->seqlen_k / p->page_size + (p->seqlen_k % p->page_size != 0); /* no int64 overflow */
         if (p->block_table_stride < pages_per_seq)
             return INVALID("block_table_stride = %lld is below the %lld pages of seqlen_k = %lld",
                            (long long)p->block_table_stride, (long long)pages_per_seq, (long long)p->seqlen_k);
@@ -292,6 +328,9 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
     const view *all[8] = {&q, &k, &v, &o, &lse, &kn, &vn, &ws};
     for (int i = 0; i < 8; i++) /* the workspace is scratch: it shares memory with nothing */
         if (i != 7 && views_overlap(&ws, all[i])) return INVALID("workspace overlaps %s in memory", all[i]->name);
+    if (nnew && p->k.data == p->v.data && !memcmp(p->k.stride, p->v.stride, sizeof p->k.stride) &&
+        p->head_dim_qk == p->head_dim_v)
+        return INVALID("k and v are the same tensor: appending would write V over K");
     if (nnew) { /* the written cache shares memory with nothing but the other cache tensor */
         const view *others[5] = {&q, &o, &lse, &kn, &vn};
         for (int i = 0; i < 5; i++) {
@@ -307,7 +346,9 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
         for (int i = 0; i < 5; i++)
             if (views_overlap(&bt, outs[i]) || views_overlap(&su, outs[i]))
                 return INVALID("block_table or seqused_k overlaps %s, which is written", outs[i]->name);
-        if ((st = check_kv_cache(p, pages_per_seq, pb->seqlen_new, why, why_len))) return st;
+        if ((st = check_kv_cache(p, pages_per_seq, pb->seqlen_new, why, why_len)) ||
+            (st = check_append_targets(p, pb->seqlen_new, why, why_len)))
+            return st;
     }
     if (varlen && p->batch > 0) {
         view cq = {"cu_seqlens_q", p->cu_seqlens_q, {p->batch + 1, 1, 1, 1}, {1, 0, 0, 0}, 4, 0, 0, 0};

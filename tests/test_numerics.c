@@ -6,7 +6,8 @@
  *     that do not see j are bitwise clean on the CPU backend, while GPU kernels may also turn their
  *     column c NaN (0 x NaN inside a key tile, as in FlashAttention), and nothing else;
  *   - keys whose scores are all -inf count as no visible key: O = 0, LSE = -inf.
- * f32, bf16 and f16. Exit 0 pass, 1 fail, 77 backend absent. */
+ * f32, bf16 and f16; causal, 24 x 24 (prefill kernels) and 4 x 40 (decode kernels). Exit 0 pass, 1 fail,
+ * 77 backend absent. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,13 +18,15 @@
 #include "harness.h"
 #include "problem.h"
 
-enum { S = 24, H = 4, HKV = 2, D = 64, NQ = S * H * D, NK = S * HKV * D, NL = H * S };
+/* Two shapes: 24 x 24 (the prefill kernels) and 4 queries x 40 keys (the decode kernels, Sq <= 16). */
+enum { SMAX = 40, H = 4, HKV = 2, D = 64, NQ = SMAX * H * D, NK = SMAX * HKV * D, NL = H * SMAX };
+static int SQ, SK; /* the current shape */
 enum { ROW_CLEAN, ROW_NAN, ROW_COLUMN, ROW_COLUMN_MAYBE, ROW_ZERO };
 
 static int failures, checks;
 
 typedef struct buf {
-    float q[NQ], k[NK], v[NK], o[NQ], lse[NL];
+    float q[NQ], k[NK], v[NK], o[NQ], lse[NL]; /* [SQ, H, D], [SK, HKV, D], LSE [H, SQ] */
 } buf;
 
 /* Runs the call on `be` with host inputs in f32, converted to dtype; O and LSE back in f32. */
@@ -44,11 +47,11 @@ static int run(portattn_backend_t be, portattn_dtype_t dt, buf *x)
         goto done;
     portattn_fwd_params_t p;
     portattn_fwd_params_init(&p);
-    p.dtype = dt, p.batch = 1, p.seqlen_q = S, p.seqlen_k = S, p.heads_q = H, p.heads_kv = HKV;
+    p.dtype = dt, p.batch = 1, p.seqlen_q = SQ, p.seqlen_k = SK, p.heads_q = H, p.heads_kv = HKV;
     p.head_dim_qk = p.head_dim_v = D, p.causal = 1, p.backend = be;
-    p.q = portattn_tensor_bshd(dq, S, H, D), p.k = portattn_tensor_bshd(dk, S, HKV, D);
-    p.v = portattn_tensor_bshd(dv, S, HKV, D), p.o = portattn_tensor_bshd(dout, S, H, D);
-    p.lse = dl, p.lse_stride[0] = NL, p.lse_stride[1] = S, p.lse_stride[2] = 1;
+    p.q = portattn_tensor_bshd(dq, SQ, H, D), p.k = portattn_tensor_bshd(dk, SK, HKV, D);
+    p.v = portattn_tensor_bshd(dv, SK, HKV, D), p.o = portattn_tensor_bshd(dout, SQ, H, D);
+    p.lse = dl, p.lse_stride[0] = NL, p.lse_stride[1] = SQ, p.lse_stride[2] = 1;
     portattn_status_t st = portattn_forward(&p, NULL);
     if (st) {
         printf("     forward: %s: %s\n", portattn_status_string(st), portattn_last_error());
@@ -67,13 +70,13 @@ done:
 static int same(float a, float b) { return memcmp(&a, &b, 4) == 0; }
 
 /* expect[s][h]: what row (s, h) must be; col = the V column of ROW_COLUMN(_MAYBE). */
-static void check(const char *what, const char *dt, const buf *clean, const buf *got, int expect[S][H], int col)
+static void check(const char *what, const char *dt, const buf *clean, const buf *got, int expect[SMAX][H], int col)
 {
     long bad = 0;
-    for (int s = 0; s < S; s++)
+    for (int s = 0; s < SQ; s++)
         for (int h = 0; h < H; h++) {
             const float *o = got->o + (s * H + h) * D, *c = clean->o + (s * H + h) * D;
-            const float l = got->lse[h * S + s], lc = clean->lse[h * S + s];
+            const float l = got->lse[h * SQ + s], lc = clean->lse[h * SQ + s];
             int ok = 1;
             switch (expect[s][h]) {
             case ROW_CLEAN:
@@ -99,7 +102,7 @@ static void check(const char *what, const char *dt, const buf *clean, const buf 
         }
     checks++;
     failures += bad != 0;
-    printf("%-4s %-44s %-4s %s\n", bad ? "FAIL" : "ok", what, dt, bad ? "contract broken" : "");
+    printf("%-4s %-44s %-4s %2dx%-2d %s\n", bad ? "FAIL" : "ok", what, dt, SQ, SK, bad ? "contract broken" : "");
 }
 
 int main(int argc, char **argv)
@@ -119,15 +122,19 @@ int main(int argc, char **argv)
     const int cpu = be == PORTATTN_BACKEND_CPU;
     uint64_t rng = test_seed();
     static buf clean, x;
-    static int expect[S][H];
+    static int expect[SMAX][H];
     const portattn_dtype_t dts[3] = {PORTATTN_DTYPE_F32, PORTATTN_DTYPE_BF16, PORTATTN_DTYPE_F16};
-    const int qs = 7, kj = 13, vc = 5, g = H / HKV; /* poisoned query row, key, V column */
+    const int vc = 5, g = H / HKV; /* poisoned V column */
+    const int shapes[2][4] = {{24, 24, 7, 13}, {4, 40, 1, 38}}; /* Sq, Sk, poisoned query row, poisoned key */
     int ran = 0;
-    for (int t = 0; t < 3; t++) {
-        const char *dn = pa_dtype_name(dts[t]);
+    for (int t = 0; t < 6; t++) {
+        SQ = shapes[t / 3][0], SK = shapes[t / 3][1];
+        const int qs = shapes[t / 3][2], kj = shapes[t / 3][3], diag = SK - SQ; /* row s sees keys <= s + diag */
+        const portattn_dtype_t dt = dts[t % 3];
+        const char *dn = pa_dtype_name(dt);
         for (int i = 0; i < NQ; i++) clean.q[i] = (float)urand(&rng);
         for (int i = 0; i < NK; i++) clean.k[i] = (float)urand(&rng), clean.v[i] = (float)urand(&rng);
-        int r = run(be, dts[t], &clean);
+        int r = run(be, dt, &clean);
         if (r == 2) { printf("n/a  %s declined by the backend\n", dn); continue; }
         if (r) { printf("FAIL clean run %s\n", dn); failures++; continue; }
         ran++;
@@ -136,25 +143,25 @@ int main(int argc, char **argv)
         for (int pass = 0; pass < 2; pass++) {
             x = clean;
             x.q[(qs * H + 1) * D + 3] = pass ? INFINITY : NAN;
-            for (int s = 0; s < S; s++)
+            for (int s = 0; s < SQ; s++)
                 for (int h = 0; h < H; h++) expect[s][h] = s == qs && h == 1 ? ROW_NAN : ROW_CLEAN;
-            if (run(be, dts[t], &x)) failures++, printf("FAIL run\n");
+            if (run(be, dt, &x)) failures++, printf("FAIL run\n");
             else check(pass ? "+inf in one query row -> that row NaN" : "NaN in one query row -> that row NaN", dn, &clean, &x, expect, 0);
         }
         /* NaN in key kj of KV head 0: rows that see it (s >= kj, heads 0..g-1) */
         x = clean;
         x.k[(kj * HKV + 0) * D + 9] = NAN;
-        for (int s = 0; s < S; s++)
-            for (int h = 0; h < H; h++) expect[s][h] = s >= kj && h / g == 0 ? ROW_NAN : ROW_CLEAN;
-        if (run(be, dts[t], &x)) failures++, printf("FAIL run\n");
+        for (int s = 0; s < SQ; s++)
+            for (int h = 0; h < H; h++) expect[s][h] = kj <= s + diag && h / g == 0 ? ROW_NAN : ROW_CLEAN;
+        if (run(be, dt, &x)) failures++, printf("FAIL run\n");
         else check("NaN in one key -> the rows that see it NaN", dn, &clean, &x, expect, 0);
         /* NaN in V[kj][vc] of KV head 1 */
         x = clean;
         x.v[(kj * HKV + 1) * D + vc] = NAN;
-        for (int s = 0; s < S; s++)
+        for (int s = 0; s < SQ; s++)
             for (int h = 0; h < H; h++)
-                expect[s][h] = h / g != 1 ? ROW_CLEAN : s >= kj ? ROW_COLUMN : cpu ? ROW_CLEAN : ROW_COLUMN_MAYBE;
-        if (run(be, dts[t], &x)) failures++, printf("FAIL run\n");
+                expect[s][h] = h / g != 1 ? ROW_CLEAN : kj <= s + diag ? ROW_COLUMN : cpu ? ROW_CLEAN : ROW_COLUMN_MAYBE;
+        if (run(be, dt, &x)) failures++, printf("FAIL run\n");
         else check("NaN in one V element -> that column of its rows", dn, &clean, &x, expect, vc);
         /* K rows of -inf with q > 0: every score of KV head 0 is -inf -> no visible key */
         x = clean;
@@ -163,10 +170,10 @@ int main(int argc, char **argv)
             if ((i / D) % HKV == 0) x.k[i] = -INFINITY;
         buf base = clean;
         for (int i = 0; i < NQ; i++) base.q[i] = x.q[i];
-        if (run(be, dts[t], &base)) { failures++, printf("FAIL run\n"); continue; }
-        for (int s = 0; s < S; s++)
+        if (run(be, dt, &base)) { failures++, printf("FAIL run\n"); continue; }
+        for (int s = 0; s < SQ; s++)
             for (int h = 0; h < H; h++) expect[s][h] = h / g == 0 ? ROW_ZERO : ROW_CLEAN;
-        if (run(be, dts[t], &x)) failures++, printf("FAIL run\n");
+        if (run(be, dt, &x)) failures++, printf("FAIL run\n");
         else check("all scores -inf -> O = 0, LSE = -inf", dn, &base, &x, expect, 0);
     }
     printf("%d passed, %d failed\n", checks - failures, failures);

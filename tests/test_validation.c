@@ -144,6 +144,11 @@ int main(void)
     CASE("append, k_new overlaps k", (APPEND, p.k_new.data = k), INV, "overlaps");
     CASE("append, k overlaps q", (APPEND, p.k.data = q), INV, "overlaps");
     CASE("append, k self-overlapping", (APPEND, p.k.stride[1] = 0), INV, "overlap");
+    CASE("append, k and v the same tensor", (APPEND, p.v.data = k), INV, "same tensor");
+    int32_t bt_shared[4] = {1, 3, 0, 3}; /* both sequences' second page is page 3... */
+    int32_t su_shared[2] = {4, 4};       /* ...and both append at key 4 = row 0 of their second page */
+    CASE("append, two sequences write one page row", (APPEND, PAGED, p.block_table = bt_shared, p.seqused_k = su_shared),
+         INV, "two sequences write");
     CASE("append, no queries", (APPEND, p.seqlen_q = 0, p.q.data = p.o.data = NULL, p.lse = NULL), INV, "query tokens");
     /* workspace and splits */
     static _Alignas(256) float ws[1024];

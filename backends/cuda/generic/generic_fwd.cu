@@ -159,7 +159,8 @@ __global__ void __launch_bounds__(GEN_THREADS, 2) gen_fwd(const pa_problem pb, f
                         s = softcap > 0.f ? softcap * tanhf(dot * inv_cap) : dot;
                     }
                     const float mt = gen_warp_max(s);
-                    if (mt == -INFINITY) continue; /* nothing visible here: keep m, avoid -inf - -inf */
+                    /* nothing visible here: keep m, avoid -inf - -inf (but NaN scores must reach O and LSE) */
+                    if (mt == -INFINITY && !__any_sync(0xffffffffu, s != s)) continue;
                     const float mn = fmaxf(m, mt);
                     const float corr = m == -INFINITY ? 0.f : expf(m - mn);
                     const float p = expf(s - mn); /* s = -inf gives 0 */
@@ -180,16 +181,16 @@ __global__ void __launch_bounds__(GEN_THREADS, 2) gen_fwd(const pa_problem pb, f
                 }
 
                 if (!active) continue;
-                /* lsum > 0 iff some key was visible (the max key contributes exp(0) = 1). */
+                /* lsum > 0 iff some key was visible (the max key contributes exp(0) = 1); NaN if a score was. */
                 T *orow = oh + i * ost[1];
 #pragma unroll
                 for (int j = 0; j < GEN_DREG; ++j)
                     if (lane + 32 * j < dv)
-                        gen_st(orow + (lane + 32 * j) * ost[3], lsum > 0.f ? __fdividef(acc[j], lsum) : 0.f);
+                        gen_st(orow + (lane + 32 * j) * ost[3], lsum > 0.f ? __fdividef(acc[j], lsum) : lsum == 0.f ? 0.f : NAN);
                 if (pb.p.lse && lane == 0) {
                     const int64_t *ls = pb.p.lse_stride;
                     const int64_t off = pb.varlen ? h * ls[1] + (q0 + i) * ls[2] : b * ls[0] + h * ls[1] + i * ls[2];
-                    pb.p.lse[off] = lsum > 0.f ? m + logf(lsum) : -INFINITY;
+                    pb.p.lse[off] = lsum > 0.f ? m + logf(lsum) : lsum == 0.f ? -INFINITY : NAN; /* NaN in, NaN out */
                 }
             }
         }

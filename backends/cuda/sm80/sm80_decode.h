@@ -25,6 +25,8 @@
 #define PA_SM80_DEC_MAX_SPLITS 128
 /* cp.async ring slots per warp: ~64 KB in flight per CTA for d64/d128, 64 KB for d256. */
 #define PA_SM80_DEC_STAGES(d) ((d) == 64 ? 4 : (d) == 128 ? 3 : 2)
+/* Static shared memory of the kernel: the warps' row max and sum (sm_m, sm_l). */
+#define PA_SM80_DEC_STATIC_SMEM (2 * PA_SM80_DEC_WARPS * 16 * 4)
 /* Q tile (16 rows) + per warp STAGES x (K tile + V tile), rows of d x 2 bytes. */
 #define PA_SM80_DEC_SMEM(d) ((16 + PA_SM80_DEC_WARPS * PA_SM80_DEC_STAGES(d) * 2 * PA_SM80_DEC_KT) * (d) * 2)
 

@@ -43,6 +43,7 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
 
     extern __shared__ __align__(128) uint8_t smem[];
     __shared__ float sm_m[NW][16], sm_l[NW][16];
+    static_assert(sizeof sm_m + sizeof sm_l == PA_SM80_DEC_STATIC_SMEM, "static shared memory");
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const uint32_t sq_base = sm80_smem_u32(smem);
     const uint32_t ring = sq_base + 16 * D * 2 + warp * ST * 2 * TB;
@@ -215,10 +216,11 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
         mx[r] = -INFINITY, tot[r] = 0.f;
 #pragma unroll
         for (int w = 0; w < NW; ++w) mx[r] = fmaxf(mx[r], sm_m[w][row] * a.mult);
+        /* tot: 0 when no warp saw a key, NaN when a score was NaN (NaN in, NaN out) */
 #pragma unroll
         for (int w = 0; w < NW; ++w)
-            tot[r] += mx[r] == -INFINITY ? 0.f : sm_l[w][row] * sm80_ex2(sm_m[w][row] * a.mult - mx[r]);
-        const float f = mx[r] == -INFINITY || !(tot[r] > 0.f) ? 0.f : sm80_ex2(m[r] * a.mult - mx[r]) / tot[r];
+            tot[r] += sm_l[w][row] * (mx[r] == -INFINITY ? 1.f : sm80_ex2(sm_m[w][row] * a.mult - mx[r]));
+        const float f = tot[r] > 0.f ? sm80_ex2(m[r] * a.mult - mx[r]) / tot[r] : tot[r] == 0.f ? 0.f : NAN;
 #pragma unroll
         for (int j = 0; j < NO; ++j)
             *(float2 *)(red + (warp * 16 + row) * RS + j * 8 + (lane & 3) * 2) =
@@ -231,7 +233,7 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
         for (int r = 0; r < 2; ++r) {
             const int pr = mt * 16 + (lane >> 2) + 8 * r;
             if (pr >= a.rows) continue;
-            const float lse2 = tot[r] > 0.f ? mx[r] + __log2f(tot[r]) : -INFINITY; /* base 2 */
+            const float lse2 = tot[r] > 0.f ? mx[r] + __log2f(tot[r]) : tot[r] == 0.f ? -INFINITY : NAN; /* base 2 */
             if (a.splits > 1) {
                 a.part_lse[split * R + grow0 + (lane >> 2) + 8 * r] = lse2;
             } else if (a.lse) {
@@ -279,13 +281,15 @@ __global__ void __launch_bounds__(128) sm80_decode_combine(const sm80_dec_args a
 #pragma unroll
     for (int e = 0; e < E; ++e) acc[e] = 0.f;
     for (int s = 0; s < a.splits; ++s) {
-        const float w = mx == -INFINITY ? 0.f : sm80_ex2(a.part_lse[s * R + grow] - mx);
+        /* a NaN partial (NaN scores) makes w NaN: fmaxf skipped it in mx, the sum keeps it */
+        const float ls = a.part_lse[s * R + grow];
+        const float w = mx == -INFINITY ? (ls == -INFINITY ? 0.f : NAN) : sm80_ex2(ls - mx);
         const float *po = a.part_o + (s * R + grow) * D + lane * E;
         tot += w;
 #pragma unroll
         for (int e = 0; e < E; ++e) acc[e] += w * po[e];
     }
-    const float inv = tot > 0.f ? 1.f / tot : 0.f;
+    const float inv = tot > 0.f ? 1.f / tot : tot == 0.f ? 0.f : NAN;
     const int64_t pr = grow % a.rows, bh = grow / a.rows;
     const int hk = (int)(bh % a.heads_kv), b = (int)(bh / a.heads_kv);
     const int qi = (int)(pr / a.group), hq = hk * a.group + (int)(pr % a.group);
@@ -295,7 +299,7 @@ __global__ void __launch_bounds__(128) sm80_decode_combine(const sm80_dec_args a
     for (int e = 0; e < E; e += 2) *(uint32_t *)(o + e) = sm80_pack(acc[e] * inv, acc[e + 1] * inv, tag);
     if (lane == 0 && a.lse)
         a.lse[b * a.ls[0] + hq * a.ls[1] + qi * a.ls[2]] =
-            tot > 0.f ? (mx + __log2f(tot)) * 0.69314718055994531f : -INFINITY;
+            tot > 0.f ? (mx + __log2f(tot)) * 0.69314718055994531f : tot == 0.f ? -INFINITY : NAN;
 }
 
 template <typename T, int D>

@@ -36,9 +36,12 @@ extern "C" int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t w
         return REFUSE("scale %g / softcap %g out of range", (double)pb->scale, (double)p->softcap);
     int optin = 0;
     if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");
-    if (optin < PA_SM80_DEC_SMEM((int)d))
-        return REFUSE("decode d%lld needs %d bytes of shared memory, device allows %d per block", (long long)d,
-                      PA_SM80_DEC_SMEM((int)d), optin);
+    const int need = PA_SM80_DEC_SMEM((int)d) + PA_SM80_DEC_STATIC_SMEM;
+    if (optin < need)
+        return REFUSE("decode d%lld needs %d bytes of shared memory, device allows %d per block", (long long)d, need,
+                      optin);
+    if ((p->batch * p->heads_kv * rows + 3) / 4 > INT32_MAX)
+        return REFUSE("decode kernel: %lld packed rows over the combine grid", (long long)(p->batch * p->heads_kv * rows));
     return 1;
 }
 
@@ -94,8 +97,35 @@ extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *s
     memset(&a, 0, sizeof a);
     if (!pa_sm80_score_map(pb, &a.transform, &a.softcap, &a.mult, &a.pre_mul, &a.post_mul))
         return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "scale/softcap out of range");
+    a.splits = pa_sm80_decode_splits(pb);
+
+    /* Split partials go to the caller's workspace, else to a stream-ordered allocation; where the
+     * runtime cannot allocate (no memory pools, out of memory) the call runs unsplit, which needs
+     * none. All of it is settled before the append, so a refused call leaves the cache untouched. */
+    size_t need = decode_ws_bytes(pb, a.splits);
+    void *ws = p->workspace, *own = NULL;
+    if (need && ws && p->workspace_size < need)
+        return pa_fmt(err, err_len, PORTATTN_ERROR_INVALID_ARGUMENT,
+                      "workspace_size = %zu, this call needs %zu (portattn_forward_workspace_size; it grows with "
+                      "batch, heads and query tokens)", p->workspace_size, need);
+    if (need && !ws) {
+        if (cudaMallocAsync(&own, need, st) == cudaSuccess) {
+            ws = own;
+        } else {
+            (void)cudaGetLastError();
+            a.splits = 1, need = 0;
+        }
+    }
+    if (need) {
+        const size_t rows = (size_t)p->batch * (size_t)p->heads_kv * (size_t)(p->seqlen_q * pb->group);
+        a.part_o = (float *)ws;
+        a.part_lse = (float *)((char *)ws + align256((size_t)a.splits * rows * (size_t)p->head_dim_v * 4));
+    }
     portattn_status_t s = pa_cuda_append(pb, stream, err, err_len); /* new tokens first, same stream */
-    if (s) return s;
+    if (s) {
+        if (own) (void)cudaFreeAsync(own, st);
+        return s;
+    }
 
     a.q = p->q.data, a.k = p->k.data, a.v = p->v.data, a.o = p->o.data, a.lse = p->lse;
     a.seqused_k = p->seqused_k, a.block_table = p->block_table;
@@ -109,28 +139,6 @@ extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *s
     for (a.page_shift = 0; p->block_table && ((int64_t)1 << a.page_shift) < p->page_size;) a.page_shift++;
     a.rows = (int)(p->seqlen_q * pb->group), a.mtiles = (a.rows + 15) / 16;
     a.wl = pb->window_left, a.wr = pb->window_right;
-    a.splits = pa_sm80_decode_splits(pb);
-
-    /* Split partials go to the caller's workspace, else to a stream-ordered allocation. */
-    const size_t need = decode_ws_bytes(pb, a.splits);
-    void *ws = p->workspace, *own = NULL;
-    if (need && !ws) {
-        cudaError_t e = cudaMallocAsync(&own, need, st);
-        if (e != cudaSuccess) {
-            (void)cudaGetLastError();
-            return pa_cuda_status(e, "cuda-sm80 decode: workspace allocation (pass params->workspace)", err, err_len);
-        }
-        ws = own;
-    } else if (need && p->workspace_size < need) {
-        return pa_fmt(err, err_len, PORTATTN_ERROR_INVALID_ARGUMENT,
-                      "workspace_size = %zu, this call needs %zu (portattn_forward_workspace_size)", p->workspace_size,
-                      need);
-    }
-    if (need) {
-        const size_t rows = (size_t)p->batch * (size_t)p->heads_kv * (size_t)a.rows;
-        a.part_o = (float *)ws;
-        a.part_lse = (float *)((char *)ws + align256((size_t)a.splits * rows * (size_t)p->head_dim_v * 4));
-    }
 
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
     cudaError_t e = p->head_dim_qk == 64 ? sm80_decode_d64(&a, bf16, st)

@@ -355,7 +355,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a)
                                                : b * a.ls[0] + h * a.ls[1] + (int64_t)row * a.ls[2];
                     a.lse[off] = lsum[mt][r] > 0.f
                                      ? (mrow[mt][r] * a.mult + __log2f(lsum[mt][r])) * 0.69314718055994531f
-                                     : -INFINITY;
+                                     : lsum[mt][r] == 0.f ? -INFINITY : NAN; /* NaN scores give NaN */
                 }
         }
     }
