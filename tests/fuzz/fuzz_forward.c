@@ -1,6 +1,6 @@
 /* libFuzzer target over the public API on the CPU backend (issue 9). The input bytes choose shapes,
- * strides, dtypes, flags, windows, cu_seqlens contents (monotone or not), NULL / aliased / misaligned
- * pointers and struct_size. Every buffer is allocated to exactly the extent the call describes, so
+ * strides, dtypes, flags, windows, cu_seqlens contents (monotone or not), KV-cache lengths and page
+ * tables, appends, workspaces, NULL / aliased / misaligned pointers and struct_size. Every buffer is allocated to exactly the extent the call describes, so
  * AddressSanitizer catches a single element read or written out of bounds; descriptions too large to
  * back with memory are only passed when validation must reject them (int64 or address-space overflow).
  * A call must return a documented status, with a message when it fails, and never crash. */
@@ -147,6 +147,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         p.lse_stride[0] = ls[0], p.lse_stride[1] = ls[1], p.lse_stride[2] = ls[2];
     }
     for (int i = 0; i < 4; i++) t[i]->data = mem[i];
+
+    /* Append (k_new/v_new, exactly sized and contiguous, written into the exactly sized K/V: an append
+     * past the cache's end is an ASan finding) and a split-KV workspace the CPU backend ignores. */
+    void *app[3] = {NULL, NULL, NULL};
+    uint8_t af = (uint8_t)take(&b, 1);
+    if ((af & 1) && p.batch > 0 && p.batch <= 64) {
+        p.seqlen_new = af & 2 ? (int64_t)(take(&b, 1) % 5) : take_dim(&b, 4);
+        int64_t nd[2][4] = {{p.batch, p.seqlen_new, p.heads_kv, p.head_dim_qk}, {p.batch, p.seqlen_new, p.heads_kv, p.head_dim_v}};
+        portattn_tensor_t *nt[2] = {&p.k_new, &p.v_new};
+        for (int i = 0; i < 2; i++) {
+            int64_t st[4] = {w((uint64_t)nd[i][1] * (uint64_t)nd[i][2] * (uint64_t)nd[i][3]),
+                             w((uint64_t)nd[i][2] * (uint64_t)nd[i][3]), nd[i][3], 1};
+            memcpy(nt[i]->stride, st, sizeof st);
+            int64_t e = extent(nd[i], st);
+            if (e < 0) must_fail = 1;
+            else if (e > MAX_ELEMS) skip = 1;
+            else if (e > 0) app[i] = malloc((size_t)(e * esz)), memset(app[i], 0x3d, (size_t)(e * esz));
+            nt[i]->data = app[i] ? app[i] : (af & 4 ? NULL : mem[0]); /* NULL, or aliasing Q */
+        }
+    }
+    if (af & 8) {
+        size_t n = (size_t)(take(&b, 1) % 8) * 256;
+        app[2] = n ? aligned_alloc(256, n) : NULL;
+        p.workspace = app[2] ? (af & 16 ? (char *)app[2] + 16 : app[2]) : NULL; /* sometimes misaligned */
+        p.workspace_size = af & 32 ? n : (size_t)take(&b, 2);
+        p.num_splits = (int)(take(&b, 1) % 7) - 1;
+    }
     uint8_t ptr_mut = (uint8_t)take(&b, 1);
     if (ptr_mut < 20 && mem[0]) p.o.data = mem[0];                                   /* O aliases Q */
     else if (ptr_mut < 30 && mem[3]) p.o.data = (char *)mem[3] + 1;                    /* misaligned */
@@ -169,13 +196,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fprintf(stderr, "undocumented status %d or message '%s'\n", (int)s, msg);
             abort(); /* a finding: the fuzzer reports it */
         }
-        static long calls, ok_paged, ok_used, ok_any; /* PORTATTN_FUZZ_STATS=1: are the paths reached? */
+        static long calls, ok_paged, ok_used, ok_any, ok_append; /* PORTATTN_FUZZ_STATS=1: paths reached? */
         calls++, ok_any += s == PORTATTN_SUCCESS;
+        ok_append += s == PORTATTN_SUCCESS && p.seqlen_new > 0 && p.batch > 0 && p.seqlen_q > 0;
         ok_paged += s == PORTATTN_SUCCESS && p.block_table && p.batch > 0 && p.seqlen_q > 0;
         ok_used += s == PORTATTN_SUCCESS && p.seqused_k && p.batch > 0 && p.seqlen_q > 0;
         if (calls % 100000 == 0 && getenv("PORTATTN_FUZZ_STATS"))
-            fprintf(stderr, "calls %ld: success %ld, paged success %ld, seqused_k success %ld\n", calls, ok_any,
-                    ok_paged, ok_used);
+            fprintf(stderr, "calls %ld: success %ld, paged success %ld, seqused_k success %ld, append success %ld\n",
+                    calls, ok_any, ok_paged, ok_used, ok_append);
         if (must_fail && s == PORTATTN_SUCCESS) {
             fprintf(stderr, "a call that must fail succeeded: dtype %d b %lld sq %lld sk %lld hq %lld hkv %lld d %lld/%lld "
                     "varlen %d\n", (int)p.dtype, (long long)p.batch, (long long)p.seqlen_q, (long long)p.seqlen_k,
@@ -187,6 +215,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     for (int i = 0; i < 5; i++) free(mem[i]);
+    for (int i = 0; i < 3; i++) free(app[i]);
     free(cu[0]), free(cu[1]), free(kvc[0]), free(kvc[1]);
     return 0;
 }
