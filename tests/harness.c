@@ -288,7 +288,20 @@ oracle_done:
     }
     if (c->page) p.block_table = dbt, p.block_table_stride = pps, p.page_size = c->page, p.num_pages = npages;
     p.backend = backend;
+    p.num_splits = c->splits;
+    /* a workspace sized by the query, as callers who capture CUDA graphs pass one */
+    void *dws = NULL;
+    size_t ws_bytes = 0;
+    if (portattn_forward_workspace_size(&p, &ws_bytes) == PORTATTN_SUCCESS && ws_bytes) {
+        if (!(dws = dm_alloc(kind, ws_bytes))) {
+            snprintf(note, sizeof note, "workspace allocation failed");
+            goto done;
+        }
+        p.workspace = dws, p.workspace_size = ws_bytes;
+    }
     portattn_status_t s = portattn_forward(&p, NULL);
+    p.workspace = NULL, p.workspace_size = 0;
+    dm_free(kind, dws);
     if (s == PORTATTN_ERROR_NOT_SUPPORTED) {
         snprintf(note, sizeof note, "%s", portattn_last_error());
         res = RUN_NOT_SUPPORTED;

@@ -22,6 +22,7 @@ typedef struct tcase {
     int64_t page;         /* KV cache: page size of a shuffled page pool (0 = contiguous K/V) */
     int used;             /* KV cache: ragged seqused_k per sequence (some 0 and 1) */
     int64_t append;       /* KV cache: new tokens per sequence appended through k_new/v_new */
+    int splits;           /* params.num_splits (0 = heuristic) */
 } tcase;
 
 extern const tcase test_cases[];

@@ -16,10 +16,12 @@ typedef struct job {
     portattn_backend_t backend;
     dm_kind kind;
     int id;
-    int64_t s, h, d;
+    int64_t sq, sk, h, d;
     void *q, *k, *v, *o; /* memory of `kind` */
     float *lse;
-    size_t bytes;
+    void *ws;             /* split-KV workspace (decode jobs that pass one) */
+    size_t ws_bytes;
+    size_t bytes, kv_bytes; /* O (and Q), K (and V) */
     portattn_status_t status;
     char err[256];
 } job;
@@ -29,11 +31,12 @@ static void run_job(job *j)
     portattn_fwd_params_t p;
     portattn_fwd_params_init(&p);
     p.dtype = PORTATTN_DTYPE_BF16, p.backend = j->backend;
-    p.batch = 1, p.seqlen_q = p.seqlen_k = j->s, p.heads_q = p.heads_kv = j->h, p.head_dim_qk = p.head_dim_v = j->d;
-    p.q = portattn_tensor_bshd(j->q, j->s, j->h, j->d), p.k = portattn_tensor_bshd(j->k, j->s, j->h, j->d);
-    p.v = portattn_tensor_bshd(j->v, j->s, j->h, j->d), p.o = portattn_tensor_bshd(j->o, j->s, j->h, j->d);
-    p.lse = j->lse, p.lse_stride[0] = j->h * j->s, p.lse_stride[1] = j->s, p.lse_stride[2] = 1;
+    p.batch = 1, p.seqlen_q = j->sq, p.seqlen_k = j->sk, p.heads_q = p.heads_kv = j->h, p.head_dim_qk = p.head_dim_v = j->d;
+    p.q = portattn_tensor_bshd(j->q, j->sq, j->h, j->d), p.k = portattn_tensor_bshd(j->k, j->sk, j->h, j->d);
+    p.v = portattn_tensor_bshd(j->v, j->sk, j->h, j->d), p.o = portattn_tensor_bshd(j->o, j->sq, j->h, j->d);
+    p.lse = j->lse, p.lse_stride[0] = j->h * j->sq, p.lse_stride[1] = j->sq, p.lse_stride[2] = 1;
     p.causal = j->id & 1, p.window_left = j->id % 3 == 0 ? 37 : -1;
+    p.workspace = j->ws, p.workspace_size = j->ws_bytes;
     j->status = portattn_forward(&p, NULL);
     if (j->status) snprintf(j->err, sizeof j->err, "%s", portattn_last_error());
     else if (dm_sync(j->kind)) j->status = PORTATTN_ERROR_DEVICE;
@@ -48,7 +51,7 @@ static void *thread_main(void *arg)
 /* Output and LSE of a job, downloaded to the host. */
 static int fetch(const job *j, unsigned char *out)
 {
-    size_t lse_bytes = (size_t)(j->h * j->s) * 4;
+    size_t lse_bytes = (size_t)(j->h * j->sq) * 4;
     return dm_download(j->kind, out, j->o, j->bytes) || dm_download(j->kind, out + j->bytes, j->lse, lse_bytes);
 }
 
@@ -71,19 +74,35 @@ int main(int argc, char **argv)
         job *j = &jobs[t];
         memset(j, 0, sizeof *j);
         j->backend = be, j->kind = dm_kind_of(be), j->id = t;
-        j->s = 150 + 37 * t, j->h = 2 + t % 3, j->d = t % 2 ? 64 : 128;
-        j->bytes = (size_t)(j->s * j->h * j->d) * 2;
-        uint16_t *host = malloc(j->bytes);
+        /* jobs 0-3: prefill shapes; 4-5: decode shapes (few queries, long keys: split-KV on GPUs, job 5
+         * with its own workspace, job 4 with the library's per-call allocation) */
+        j->sq = t < 4 ? 150 + 37 * t : t == 4 ? 1 : 4, j->sk = t < 4 ? j->sq : 2500 + 700 * t;
+        j->h = 2 + t % 3, j->d = t % 2 ? 64 : 128;
+        j->bytes = (size_t)(j->sq * j->h * j->d) * 2, j->kv_bytes = (size_t)(j->sk * j->h * j->d) * 2;
+        uint16_t *host = malloc(j->kv_bytes > j->bytes ? j->kv_bytes : j->bytes);
         void **bufs[3] = {&j->q, &j->k, &j->v};
         for (int b = 0; b < 3; b++) {
-            for (size_t e = 0; e < j->bytes / 2; e++) host[e] = pa_f32_to_bf16((float)urand(&rng));
-            *bufs[b] = dm_alloc(j->kind, j->bytes);
-            if (!*bufs[b] || dm_upload(j->kind, *bufs[b], host, j->bytes)) return printf("allocation failed\n"), 1;
+            const size_t n = b ? j->kv_bytes : j->bytes;
+            for (size_t e = 0; e < n / 2; e++) host[e] = pa_f32_to_bf16((float)urand(&rng));
+            *bufs[b] = dm_alloc(j->kind, n);
+            if (!*bufs[b] || dm_upload(j->kind, *bufs[b], host, n)) return printf("allocation failed\n"), 1;
         }
         free(host);
-        j->o = dm_alloc(j->kind, j->bytes), j->lse = dm_alloc(j->kind, (size_t)(j->h * j->s) * 4);
-        serial[t] = malloc(j->bytes + (size_t)(j->h * j->s) * 4);
+        j->o = dm_alloc(j->kind, j->bytes), j->lse = dm_alloc(j->kind, (size_t)(j->h * j->sq) * 4);
+        serial[t] = malloc(j->bytes + (size_t)(j->h * j->sq) * 4);
         if (!j->o || !j->lse || !serial[t]) return printf("allocation failed\n"), 1;
+        if (t == 5) { /* size the workspace the way a caller would */
+            portattn_fwd_params_t p;
+            portattn_fwd_params_init(&p);
+            p.dtype = PORTATTN_DTYPE_BF16, p.backend = be, p.batch = 1, p.seqlen_q = j->sq, p.seqlen_k = j->sk;
+            p.heads_q = p.heads_kv = j->h, p.head_dim_qk = p.head_dim_v = j->d, p.causal = 1;
+            p.q = portattn_tensor_bshd(j->q, j->sq, j->h, j->d), p.k = portattn_tensor_bshd(j->k, j->sk, j->h, j->d);
+            p.v = portattn_tensor_bshd(j->v, j->sk, j->h, j->d), p.o = portattn_tensor_bshd(j->o, j->sq, j->h, j->d);
+            if (portattn_forward_workspace_size(&p, &j->ws_bytes))
+                return printf("FAIL workspace size: %s\n", portattn_last_error()), 1;
+            if (j->ws_bytes && !(j->ws = dm_alloc(j->kind, j->ws_bytes))) return printf("allocation failed\n"), 1;
+            printf("job 5: workspace %zu bytes\n", j->ws_bytes);
+        }
         run_job(j); /* the serial reference */
         checks++;
         if (j->status || fetch(j, serial[t])) {
@@ -93,7 +112,7 @@ int main(int argc, char **argv)
     }
     size_t most = 0;
     for (int t = 0; t < THREADS; t++)
-        if (jobs[t].bytes + (size_t)(jobs[t].h * jobs[t].s) * 4 > most) most = jobs[t].bytes + (size_t)(jobs[t].h * jobs[t].s) * 4;
+        if (jobs[t].bytes + (size_t)(jobs[t].h * jobs[t].sq) * 4 > most) most = jobs[t].bytes + (size_t)(jobs[t].h * jobs[t].sq) * 4;
     got = malloc(most);
     if (!got) return printf("allocation failed\n"), 1;
     for (int rep = 0; rep < REPS; rep++) {
@@ -103,7 +122,7 @@ int main(int argc, char **argv)
         for (int t = 0; t < THREADS; t++) {
             const job *j = &jobs[t];
             checks++;
-            int same = !j->status && !fetch(j, got) && !memcmp(got, serial[t], j->bytes + (size_t)(j->h * j->s) * 4);
+            int same = !j->status && !fetch(j, got) && !memcmp(got, serial[t], j->bytes + (size_t)(j->h * j->sq) * 4);
             if (!same) {
                 failures++;
                 printf("FAIL rep %d job %d: %s\n", rep, t, j->status ? j->err : "bits differ from the serial run");
@@ -114,7 +133,7 @@ int main(int argc, char **argv)
            failures ? "NO" : "yes");
     for (int t = 0; t < THREADS; t++) {
         dm_free(jobs[t].kind, jobs[t].q), dm_free(jobs[t].kind, jobs[t].k), dm_free(jobs[t].kind, jobs[t].v);
-        dm_free(jobs[t].kind, jobs[t].o), dm_free(jobs[t].kind, jobs[t].lse);
+        dm_free(jobs[t].kind, jobs[t].o), dm_free(jobs[t].kind, jobs[t].lse), dm_free(jobs[t].kind, jobs[t].ws);
         free(serial[t]);
     }
     free(got);
