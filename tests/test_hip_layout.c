@@ -1,0 +1,75 @@
+/* The lane layouts of backends/hip/hip_mfma_layout.h (issue 5): each map is a bijection of the matrix
+ * onto (lane, item) slots, and matches the documented examples (amd-anchors.md section 1.3 and the
+ * AMD lab notes' 32x32x8 walk-through: "the first 32 lanes of a[0..3] hold columns 0-3 of A and the
+ * last 32 lanes hold columns 4-7; d[0:3] holds rows 0-7"...). It also checks the two facts the
+ * planned CDNA kernel relies on: the S^T = K Q^T accumulator of one 32-key x 32-query tile is, reg
+ * for reg, the B operand of the next O^T += V^T P^T step (no shuffles for P), and each lane of that
+ * accumulator holds a single query column (the row softmax is per lane plus one xor-32 exchange). */
+#include <stdio.h>
+#include <string.h>
+
+#include "hip_mfma_layout.h"
+
+static int failures, checks;
+
+static void check(int ok, const char *what)
+{
+    checks++;
+    if (!ok) failures++, printf("FAIL %s\n", what);
+}
+
+/* Every (r, c) of an R x C matrix maps to a distinct (lane, item) with lane < lanes, item < items,
+ * and every slot is used (copies = 1) or, for the WMMA A/B replication, the first copy's slots. */
+static int bijective(pa_lane_item (*f)(int, int), int R, int C, int lanes, int items)
+{
+    static unsigned char used[64 * 64];
+    memset(used, 0, sizeof used);
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) {
+            pa_lane_item s = f(r, c);
+            if (s.lane < 0 || s.lane >= lanes || s.item < 0 || s.item >= items || used[s.lane * items + s.item]) return 0;
+            used[s.lane * items + s.item] = 1;
+        }
+    int n = 0;
+    for (int i = 0; i < lanes * items; i++) n += used[i];
+    return n == R * C;
+}
+
+int main(void)
+{
+    /* bijections */
+    check(bijective(pa_mfma32_a, 32, 8, 64, 4), "mfma 32x32x8 A is a bijection");
+    check(bijective(pa_mfma32_b, 8, 32, 64, 4), "mfma 32x32x8 B is a bijection");
+    check(bijective(pa_mfma32_d, 32, 32, 64, 16), "mfma 32x32x8 D is a bijection");
+    check(bijective(pa_mfma16_a, 16, 16, 64, 4), "mfma 16x16x16 A is a bijection");
+    check(bijective(pa_mfma16_b, 16, 16, 64, 4), "mfma 16x16x16 B is a bijection");
+    check(bijective(pa_mfma16_d, 16, 16, 64, 4), "mfma 16x16x16 D is a bijection");
+    check(bijective(pa_wmma_a, 16, 16, 16, 16), "wmma A (first copy) is a bijection onto lanes 0-15");
+    check(bijective(pa_wmma_d, 16, 16, 32, 8), "wmma D is a bijection");
+
+    /* documented examples (lab notes, 32x32x8): A columns 0-3 in lanes 0-31, 4-7 in lanes 32-63;
+     * D regs 0-3 hold rows 0-3 (lanes 0-31) and 4-7 (lanes 32-63) */
+    check(pa_mfma32_a(5, 2).lane == 5 && pa_mfma32_a(5, 2).item == 2, "A[5][2] in lane 5 item 2");
+    check(pa_mfma32_a(5, 6).lane == 37 && pa_mfma32_a(5, 6).item == 2, "A[5][6] in lane 37 item 2");
+    check(pa_mfma32_d(3, 7).lane == 7 && pa_mfma32_d(3, 7).item == 3, "D[3][7] in lane 7 reg 3");
+    check(pa_mfma32_d(6, 7).lane == 39 && pa_mfma32_d(6, 7).item == 2, "D[6][7] in lane 39 reg 2");
+    check(pa_mfma32_d(13, 0).lane == 32 && pa_mfma32_d(13, 0).item == 5, "D[13][0] in lane 32 reg 5");
+    check(pa_mfma16_d(6, 3).lane == 19 && pa_mfma16_d(6, 3).item == 2, "16x16 D[6][3] in lane 19 reg 2");
+    check(pa_wmma_d(5, 2).lane == 18 && pa_wmma_d(5, 2).item == 2, "wmma D[5][2] in lane 18 reg 2");
+
+    /* The planned CDNA kernel: S^T (keys x queries) = K Q^T on 32 x 32 tiles, then O^T += V^T P^T with
+     * P^T as the B operand, 8 keys per step. Key i = 8 s + t of step s must sit in B's slot for k = t:
+     * the same lane and register 4 s + t % 4 of the accumulator, item t % 4 of the operand. */
+    int reuse = 1, one_column = 1;
+    for (int key = 0; key < 32; key++)
+        for (int q = 0; q < 32; q++) {
+            pa_lane_item acc = pa_mfma32_d(key, q), op = pa_mfma32_b(key % 8, q);
+            reuse &= acc.lane == op.lane && acc.item == 4 * (key / 8) + op.item;
+            one_column &= acc.lane % 32 == q;
+        }
+    check(reuse, "S^T accumulator regs 4s..4s+3 are the B operand of P.V step s");
+    check(one_column, "each lane of the S^T accumulator holds one query column");
+
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures ? 1 : 0;
+}
