@@ -88,10 +88,17 @@ PA_LDS_FN int pa_lds_v_half_addr(const pa_lds_model *m, int lane, int mn, int ke
  * phase `ph` are listed in out[] (returns how many). b128 reads on the 32-bank CDNA LDS use CK's
  * lane groups (amd-anchors.md section 2); everything else takes consecutive lanes filling the banks
  * once (b32 and b16: half a wave; b64: 16 lanes; b128: 8; twice as many on 64 banks). */
-PA_LDS_FN int pa_lds_phase(const pa_lds_model *m, int bytes, int is_read, int ph, int out[64])
+/* Consecutive lanes that fill the banks once with `bytes` each (at most a wave). */
+PA_LDS_FN int pa_lds_phase_size(const pa_lds_model *m, int bytes)
 {
     const int per_lane = bytes < 4 ? 4 : bytes; /* b16 occupies a bank like b32 */
-    const int n = m->banks * m->bank_bytes / per_lane < m->wave ? m->banks * m->bank_bytes / per_lane : m->wave;
+    const int n = m->banks * m->bank_bytes / per_lane;
+    return n < m->wave ? n : m->wave;
+}
+
+PA_LDS_FN int pa_lds_phase(const pa_lds_model *m, int bytes, int is_read, int ph, int out[64])
+{
+    const int n = pa_lds_phase_size(m, bytes);
     if (bytes == 16 && is_read && m->ck_b128_read_phases && m->wave == 64) {
         static const int first[8][2] = {{0, 20}, {4, 16}, {8, 28}, {12, 24}, {32, 52}, {36, 48}, {40, 60}, {44, 56}};
         for (int i = 0; i < 4; i++) out[i] = first[ph][0] + i, out[4 + i] = first[ph][1] + i;
@@ -102,11 +109,6 @@ PA_LDS_FN int pa_lds_phase(const pa_lds_model *m, int bytes, int is_read, int ph
 }
 
 /* Phases of one wave-wide access. */
-PA_LDS_FN int pa_lds_phases(const pa_lds_model *m, int bytes)
-{
-    const int per_lane = bytes < 4 ? 4 : bytes;
-    const int n = m->banks * m->bank_bytes / per_lane;
-    return n >= m->wave ? 1 : m->wave / n;
-}
+PA_LDS_FN int pa_lds_phases(const pa_lds_model *m, int bytes) { return m->wave / pa_lds_phase_size(m, bytes); }
 
 #endif

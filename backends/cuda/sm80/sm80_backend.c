@@ -51,27 +51,50 @@ static int sm80_device_ok(char *why, size_t why_len)
     return 1;
 }
 
-/* Decode kernel: layouts as the prefill kernel's, and every pointer it reads on the device. */
-static int sm80_decode_ok(const pa_problem *pb, char *why, size_t why_len)
+/* Both kernels: Q and O (and K and V when there are keys) in sm80_layout_ok's layout. */
+static int sm80_layouts_ok(const pa_problem *pb, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    const int needs_kv = p->seqlen_k > 0;
+    return sm80_layout_ok(&p->q, "q", pb->varlen, why, why_len) && sm80_layout_ok(&p->o, "o", pb->varlen, why, why_len) &&
+           (!needs_kv || (sm80_layout_ok(&p->k, "k", pb->varlen, why, why_len) &&
+                          sm80_layout_ok(&p->v, "v", pb->varlen, why, why_len)));
+}
+
+/* Every pointer a kernel reads must be usable by the current device. */
+typedef struct sm80_ptr { const void *ptr; const char *what; int need; } sm80_ptr;
+
+static int sm80_ptrs_ok(const sm80_ptr *ptrs, size_t n, char *why, size_t why_len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ptrs[i].need && !pa_cuda_ptr_check(ptrs[i].ptr, ptrs[i].what, why, why_len)) return 0;
+    return 1;
+}
+
+/* Decode kernel, by shape alone: dtype, the kernel's limits, layouts. */
+static int sm80_decode_shape_ok(const pa_problem *pb, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
     if (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16)
         return REFUSE("dtype %s not supported (f16, bf16)", pa_dtype_name(p->dtype));
     if (!pa_sm80_decode_supports(pb, why, why_len)) return 0;
+    return p->batch == 0 || p->seqlen_q == 0 || sm80_layouts_ok(pb, why, why_len);
+}
+
+/* Decode kernel: its shape, and every pointer it reads on the device. */
+static int sm80_decode_ok(const pa_problem *pb, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    if (!sm80_decode_shape_ok(pb, why, why_len)) return 0;
     if (p->batch == 0 || p->seqlen_q == 0) return 1;
     const int needs_kv = p->seqlen_k > 0;
-    if (!sm80_layout_ok(&p->q, "q", 0, why, why_len) || !sm80_layout_ok(&p->o, "o", 0, why, why_len) ||
-        (needs_kv && (!sm80_layout_ok(&p->k, "k", 0, why, why_len) || !sm80_layout_ok(&p->v, "v", 0, why, why_len))))
-        return 0;
-    struct { const void *ptr; const char *what; int need; } ptrs[] = {
+    const sm80_ptr ptrs[] = {
         {p->q.data, "q.data", 1}, {p->o.data, "o.data", 1}, {p->k.data, "k.data", needs_kv},
         {p->v.data, "v.data", needs_kv}, {p->lse, "lse", p->lse != NULL},
         {p->seqused_k, "seqused_k", p->seqused_k != NULL}, {p->block_table, "block_table", p->block_table != NULL},
         {p->k_new.data, "k_new.data", pb->seqlen_new > 0}, {p->v_new.data, "v_new.data", pb->seqlen_new > 0},
     };
-    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
-        if (ptrs[i].need && !pa_cuda_ptr_check(ptrs[i].ptr, ptrs[i].what, why, why_len)) return 0;
-    return 1;
+    return sm80_ptrs_ok(ptrs, sizeof ptrs / sizeof ptrs[0], why, why_len);
 }
 
 static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len);
@@ -99,13 +122,7 @@ static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
 static int sm80_use_decode(const pa_problem *pb)
 {
     char why[256];
-    const portattn_dtype_t t = pb->p.dtype;
-    return sm80_decode_candidate(pb) && (t == PORTATTN_DTYPE_F16 || t == PORTATTN_DTYPE_BF16) &&
-           pa_sm80_decode_supports(pb, why, sizeof why) &&
-           (pb->p.batch == 0 || pb->p.seqlen_q == 0 ||
-            (sm80_layout_ok(&pb->p.q, "q", 0, why, sizeof why) && sm80_layout_ok(&pb->p.o, "o", 0, why, sizeof why) &&
-             (pb->p.seqlen_k == 0 ||
-              (sm80_layout_ok(&pb->p.k, "k", 0, why, sizeof why) && sm80_layout_ok(&pb->p.v, "v", 0, why, sizeof why)))));
+    return sm80_decode_candidate(pb) && sm80_decode_shape_ok(pb, why, sizeof why);
 }
 
 static portattn_status_t sm80_run(const pa_problem *pb, void *stream, char *err, size_t err_len)
@@ -118,11 +135,7 @@ static size_t sm80_workspace(const pa_problem *pb) { return sm80_use_decode(pb) 
 
 static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
-    const portattn_fwd_params_t *p = &pb->p;
-    int major = 0, minor = 0;
-    char dev[96];
-    if (!pa_cuda_device_info(&major, &minor, NULL, dev, sizeof dev)) return REFUSE("%s", dev);
-    if (major < 8) return REFUSE("needs compute capability 8.0+, device is %d.%d", major, minor);
+    const portattn_fwd_params_t *p = &pb->p; /* the device was checked by sm80_supports */
     const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
     if (!dt) return REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
     const int64_t d = p->head_dim_qk;
@@ -145,19 +158,14 @@ static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kern
 
     const int needs_kv = p->seqlen_k > 0, run = p->batch > 0 && pb->max_seqlen_q > 0;
     if (run) {
-        if (!sm80_layout_ok(&p->q, "q", pb->varlen, why, why_len) ||
-            !sm80_layout_ok(&p->o, "o", pb->varlen, why, why_len) ||
-            (needs_kv && (!sm80_layout_ok(&p->k, "k", pb->varlen, why, why_len) ||
-                          !sm80_layout_ok(&p->v, "v", pb->varlen, why, why_len))))
-            return 0;
-        struct { const void *ptr; const char *what; int need; } ptrs[] = {
+        const sm80_ptr ptrs[] = {
             {p->q.data, "q.data", 1}, {p->o.data, "o.data", 1},
             {p->k.data, "k.data", needs_kv}, {p->v.data, "v.data", needs_kv},
             {p->lse, "lse", p->lse != NULL},
             {p->cu_seqlens_q, "cu_seqlens_q", pb->varlen}, {p->cu_seqlens_k, "cu_seqlens_k", pb->varlen},
         };
-        for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
-            if (ptrs[i].need && !pa_cuda_ptr_check(ptrs[i].ptr, ptrs[i].what, why, why_len)) return 0;
+        if (!sm80_layouts_ok(pb, why, why_len) || !sm80_ptrs_ok(ptrs, sizeof ptrs / sizeof ptrs[0], why, why_len))
+            return 0;
     }
     if (kernel && kernel_len)
         pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80<%s,d%lld,%dx%d>", dt, (long long)d,

@@ -76,17 +76,20 @@ extern "C" int pa_sm80_decode_splits(const pa_problem *pb)
 
 static size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
 
-static size_t decode_ws_bytes(const pa_problem *pb, int splits)
+/* Workspace bytes for `splits` (0 with one split); *lse_offset: where the partial LSEs start, after
+ * the partial O [split][row][d]. One place for the size and the layout. */
+static size_t decode_ws_bytes(const pa_problem *pb, int splits, size_t *lse_offset)
 {
-    if (splits <= 1) return 0;
     const portattn_fwd_params_t *p = &pb->p;
     const size_t rows = (size_t)p->batch * (size_t)p->heads_kv * (size_t)(p->seqlen_q * pb->group);
-    return align256((size_t)splits * rows * (size_t)p->head_dim_v * 4) + align256((size_t)splits * rows * 4);
+    const size_t o_bytes = align256((size_t)splits * rows * (size_t)p->head_dim_v * 4);
+    if (lse_offset) *lse_offset = o_bytes;
+    return splits <= 1 ? 0 : o_bytes + align256((size_t)splits * rows * 4);
 }
 
 extern "C" size_t pa_sm80_decode_workspace(const pa_problem *pb)
 {
-    return decode_ws_bytes(pb, pa_sm80_decode_splits(pb));
+    return decode_ws_bytes(pb, pa_sm80_decode_splits(pb), NULL);
 }
 
 extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
@@ -102,7 +105,7 @@ extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *s
     /* Split partials go to the caller's workspace, else to a stream-ordered allocation; where the
      * runtime cannot allocate (no memory pools, out of memory) the call runs unsplit, which needs
      * none. All of it is settled before the append, so a refused call leaves the cache untouched. */
-    size_t need = decode_ws_bytes(pb, a.splits);
+    size_t lse_offset = 0, need = decode_ws_bytes(pb, a.splits, &lse_offset);
     void *ws = p->workspace, *own = NULL;
     if (need && ws && p->workspace_size < need)
         return pa_fmt(err, err_len, PORTATTN_ERROR_INVALID_ARGUMENT,
@@ -116,11 +119,7 @@ extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *s
             a.splits = 1, need = 0;
         }
     }
-    if (need) {
-        const size_t rows = (size_t)p->batch * (size_t)p->heads_kv * (size_t)(p->seqlen_q * pb->group);
-        a.part_o = (float *)ws;
-        a.part_lse = (float *)((char *)ws + align256((size_t)a.splits * rows * (size_t)p->head_dim_v * 4));
-    }
+    if (need) a.part_o = (float *)ws, a.part_lse = (float *)((char *)ws + lse_offset);
     portattn_status_t s = pa_cuda_append(pb, stream, err, err_len); /* new tokens first, same stream */
     if (s) {
         if (own) (void)cudaFreeAsync(own, st);
