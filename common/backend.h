@@ -31,6 +31,7 @@ extern const pa_backend pa_backend_cuda_generic;
 /* Where a pointer lives, from the CUDA runtime (backends/cuda/cuda_host.c). */
 int pa_cuda_ptr_is_device_only(const void *ptr); /* host cannot dereference it */
 int pa_cuda_ptr_is_device_accessible(const void *ptr); /* current device can dereference it */
+int pa_cuda_take_device_error(char *buf, size_t len);  /* a device error this thread's queries met */
 #endif
 
 /* Can the host dereference ptr? Asks every compiled GPU runtime; 1 when none objects. */

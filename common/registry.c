@@ -74,6 +74,29 @@ static void append(char *buf, size_t len, const char *name, const char *text)
     if (n < len) snprintf(buf + n, len - n, "%s%s: %s", n ? "; " : "", name, text);
 }
 
+/* A device error met while asking the backends (a sticky launch failure, a lost device): 1 and
+ * its message, cleared. Without one a refusal is the problem's fault, not the device's. */
+static int gpu_device_error(char *buf, size_t len)
+{
+#ifdef PORTATTN_HAVE_CUDA
+    return pa_cuda_take_device_error(buf, len);
+#else
+    (void)buf, (void)len;
+    return 0;
+#endif
+}
+
+/* A refusal (message already in why): PORTATTN_ERROR_DEVICE with the device error in front when
+ * the backends met one, else NOT_SUPPORTED. */
+static portattn_status_t refusal(char *why, size_t why_len)
+{
+    char dev[192], text[768];
+    snprintf(text, sizeof text, "%s", why);
+    if (gpu_device_error(dev, sizeof dev))
+        return pa_fmt(why, why_len, PORTATTN_ERROR_DEVICE, "%s; %s", dev, text);
+    return PORTATTN_ERROR_NOT_SUPPORTED;
+}
+
 /* Picks the backend for a validated problem. On success *be is set and sel filled. */
 static portattn_status_t select_backend(const pa_problem *pb, const pa_backend **be, portattn_selection_t *sel,
                                         char *why, size_t why_len)
@@ -83,6 +106,7 @@ static portattn_status_t select_backend(const pa_problem *pb, const pa_backend *
     portattn_status_t st = forced_backend(pb, &forced, &by, why, why_len);
     if (st) return st;
     memset(sel, 0, sizeof *sel);
+    gpu_device_error(NULL, 0); /* forget errors of earlier calls */
     char text[256];
 
     if (forced != PORTATTN_BACKEND_AUTO) {
@@ -94,9 +118,10 @@ static portattn_status_t select_backend(const pa_problem *pb, const pa_backend *
         if (!b->probe(text, sizeof text))
             return pa_fmt(why, why_len, PORTATTN_ERROR_BACKEND_UNAVAILABLE, "%s (forced by %s) is unavailable: %s",
                           name, by, text);
-        if (!b->supports(pb, sel->kernel, sizeof sel->kernel, text, sizeof text))
-            return pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, "%s (forced by %s) cannot run this call: %s",
-                          name, by, text);
+        if (!b->supports(pb, sel->kernel, sizeof sel->kernel, text, sizeof text)) {
+            snprintf(why, why_len, "%s (forced by %s) cannot run this call: %s", name, by, text);
+            return refusal(why, why_len);
+        }
         *be = b;
         snprintf(sel->reason, sizeof sel->reason, "forced by %s", by);
     } else {
@@ -112,9 +137,10 @@ static portattn_status_t select_backend(const pa_problem *pb, const pa_backend *
             else
                 *be = b;
         }
-        if (!*be)
-            return pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, "no backend can run this call: %s",
-                          sel->reason);
+        if (!*be) {
+            snprintf(why, why_len, "no backend can run this call: %s", sel->reason);
+            return refusal(why, why_len);
+        }
     }
     sel->backend = (*be)->id;
     snprintf(sel->backend_name, sizeof sel->backend_name, "%s", (*be)->name);

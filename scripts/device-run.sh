@@ -9,7 +9,7 @@
 #   DTYPES    bench dtypes, portattn names (default bf16), e.g. bf16,f16
 #   DIMS      bench head dims (default 64,128)      SEQS  bench seqlens (default 1024,4096,16384)
 #   ARCHS     PORTATTN_CUDA_ARCHS for the build (default "80;90")
-#   CTEST=all run the whole CTest suite (default: the cuda-labelled tests only)
+#   CTEST=all run the whole CTest suite, CTEST=none none of it (default: the cuda-labelled tests only)
 #   BENCH_SRC a portattn-bench source to build and time with instead of tools/ (pins the bench)
 #   SKIP_SANITIZER=1, SKIP_BENCH=1 leave those steps out; the sanitizer runs last (it is the slowest)
 #   SANITIZE_CASES  space-separated tool:case entries, e.g. "racecheck:d256_causal memcheck:varlen"
@@ -50,7 +50,8 @@ if [ -n "${BENCH_SRC:-}" ]; then # a pinned portattn-bench source (e.g. the last
 fi
 
 echo "== ctest $(t)"
-if [ "${CTEST:-cuda}" = all ]; then ctest --test-dir $B -j 8 --output-on-failure > "$OUT/ctest.tmp" 2>&1
+if [ "${CTEST:-cuda}" = none ]; then : > "$OUT/ctest.tmp"
+elif [ "${CTEST:-cuda}" = all ]; then ctest --test-dir $B -j 8 --output-on-failure > "$OUT/ctest.tmp" 2>&1
 else ctest --test-dir $B -L cuda -E 'test_cases|isa_gate' --output-on-failure > "$OUT/ctest.tmp" 2>&1; fi
 grep -E "tests passed|tests failed|Failed|\*\*\*" "$OUT/ctest.tmp" | tail -6; cat "$OUT/ctest.tmp" >> "$OUT/build.log"; rm -f "$OUT/ctest.tmp"
 

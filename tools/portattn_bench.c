@@ -86,6 +86,7 @@ typedef struct opts {
     sweep_kind sweep;
     int force, normal, prefer_measured;
     int no_workspace;        /* --no-workspace: let the library allocate split-KV scratch per call */
+    int num_splits;          /* --num-splits: params.num_splits (0 = the library's heuristic) */
     double check_limit;
     uint64_t seed;
     const char *json, *csv, *sweep_file, *devices, *device_entry;
@@ -155,6 +156,7 @@ static void usage(FILE *f)
         "                 default one sized by portattn_forward_workspace_size is allocated per row\n"
         "  --kv-copies N  decode rows: cycle through N copies of K and V (1..1024) instead of the automatic\n"
         "                 >= 256 MiB; 1 = K/V stay warm in L2 as in a plain PyTorch loop (sdpa.py)\n"
+        "  --num-splits N  params.num_splits for split-KV decode (1 = never split; 0, the default: heuristic)\n"
         "  --check | --no-check   compare O (and LSE) with the CPU reference; exit 1 on failure\n"
         "  --check-limit MACS     largest B*Hq*Sq*Sk*(Dqk+Dv) for the CPU reference (2e10); above it\n"
         "                         a GPU run is compared with the cuda-generic backend instead\n"
@@ -326,15 +328,16 @@ static const char *finish_shape(const shape_in *si, portattn_dtype_t dtype, shap
 /* Returns 0 to run, 1 to exit 0 (help printed), 2 for a usage error. */
 static int parse_args(int argc, char **argv, opts *o, int *list_backends)
 {
-    int64_t warmup = -1, reps = -1, seed = 1, kv_copies = 0;
+    int64_t warmup = -1, reps = -1, seed = 1, kv_copies = 0, num_splits = 0;
     const struct { const char *name; int *dst; int val; } switches[] = {
         {"--list-backends", list_backends, 1}, {"--check", &o->check, 1}, {"--no-check", &o->check, 0},
         {"--force", &o->force, 1}, {"--no-workspace", &o->no_workspace, 1}};
     const struct { const char *name; int64_t *dst; int64_t min; } ints[] = {
-        {"--warmup", &warmup, 0}, {"--reps", &reps, 1}, {"--seed", &seed, 0}, {"--kv-copies", &kv_copies, 1}};
+        {"--warmup", &warmup, 0}, {"--reps", &reps, 1}, {"--seed", &seed, 0}, {"--kv-copies", &kv_copies, 1},
+        {"--num-splits", &num_splits, 0}};
     static const char *const valued[] = {"--json", "--csv", "--sweep-file", "--sweep-seqlens", "--sweep-dims",
         "--sweep-batches", "--dist", "--check-limit", "--backend", "--devices", "--device-entry", "--peak", "--warmup",
-        "--reps", "--seed", "--kv-copies"};
+        "--reps", "--seed", "--kv-copies", "--num-splits"};
     shape_in *si = &o->in;
     for (int i = 1; i < argc; i++) {
         char name[64];
@@ -397,7 +400,9 @@ static int parse_args(int argc, char **argv, opts *o, int *list_backends)
         fprintf(stderr, "portattn-bench: bad value '%lld' for --kv-copies%s\n", (long long)kv_copies, value_hint("--kv-copies"));
         return 2;
     }
+    if (num_splits > 1024) { fprintf(stderr, "portattn-bench: --num-splits too large (at most 1024)\n"); return 2; }
     o->warmup = (int)warmup; o->reps = (int)reps; o->seed = (uint64_t)seed; o->kv_copies = (int)kv_copies;
+    o->num_splits = (int)num_splits;
 
     const char *err = NULL;
     int named = o->sweep == SWEEP_PREFILL || o->sweep == SWEEP_DECODE;
@@ -965,6 +970,7 @@ static int run_shape(const opts *o, const shape *s, dm_kind kind, rng *gen, row 
     c.kbytes = b.nk * es; c.vbytes = b.nv * es;
     c.copies = r->kv_copies;
 
+    p->num_splits = o->num_splits;
     portattn_selection_t sel;
     portattn_status_t st = portattn_forward_query(p, &sel);
     if (st != PORTATTN_SUCCESS) BAIL_API("portattn_forward_query", st);

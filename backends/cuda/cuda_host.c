@@ -21,6 +21,10 @@ static atomic_int g_dev_state[PA_CUDA_MAX_DEVICES];
 static atomic_int g_absent_state;
 static char g_absent_why[128];
 
+/* The last device error a query of this thread ran into (a sticky launch failure, a lost device),
+ * so that the selector can report "device error" instead of "pointer not accessible". */
+static _Thread_local char g_dev_error[160];
+
 static int pa_cuda_is_absence(cudaError_t e)
 {
     return e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver;
@@ -42,9 +46,19 @@ static void pa_cuda_fail(cudaError_t e, char *why, size_t len)
             atomic_store_explicit(&g_absent_state, 2, memory_order_release);
         }
         if (why && len) snprintf(why, len, "no CUDA device: %s", cudaGetErrorString(e));
-    } else if (why && len) {
-        snprintf(why, len, "CUDA device unusable: %s", cudaGetErrorString(e));
+    } else {
+        snprintf(g_dev_error, sizeof g_dev_error, "CUDA device unusable: %s (%s)", cudaGetErrorString(e),
+                 cudaGetErrorName(e));
+        if (why && len) snprintf(why, len, "%s", g_dev_error);
     }
+}
+
+int pa_cuda_take_device_error(char *buf, size_t len)
+{
+    if (!g_dev_error[0]) return 0;
+    if (buf && len) snprintf(buf, len, "%s", g_dev_error);
+    g_dev_error[0] = 0;
+    return 1;
 }
 
 static cudaError_t pa_cuda_query(int dev, pa_dev_info *out)
@@ -141,7 +155,13 @@ static pa_cuda_mem pa_cuda_where(const void *ptr, int *device, int *mapped)
     if (!ptr || pa_cuda_absent()) return PA_MEM_UNKNOWN;
     struct cudaPointerAttributes a;
     cudaError_t e = cudaPointerGetAttributes(&a, ptr);
-    if (e != cudaSuccess) { pa_cuda_fail(e, NULL, 0); return PA_MEM_UNKNOWN; }
+    if (e != cudaSuccess) {
+        /* A pointer the runtime has never seen is not an error (cudaErrorInvalidValue on old
+         * drivers); anything else means the device itself is in trouble. */
+        if (e == cudaErrorInvalidValue) { (void)cudaGetLastError(); return PA_MEM_HOST; }
+        pa_cuda_fail(e, NULL, 0);
+        return PA_MEM_UNKNOWN;
+    }
     *device = a.device;
     switch (a.type) {
     case cudaMemoryTypeDevice: return PA_MEM_DEVICE;
@@ -196,6 +216,7 @@ int pa_cuda_ptr_check(const void *ptr, const char *what, char *why, size_t why_l
         if (why_len) {
             if (!ptr) snprintf(why, why_len, "%s is NULL", what);
             else if (pa_cuda_absent()) snprintf(why, why_len, "%s: %s", what, g_absent_why);
+            else if (g_dev_error[0]) snprintf(why, why_len, "%s: %s", what, g_dev_error);
             else snprintf(why, why_len, "%s is not a CUDA-accessible pointer", what);
         }
         return 0;
@@ -207,5 +228,5 @@ portattn_status_t pa_cuda_status(cudaError_t e, const char *what, char *err, siz
     if (e == cudaSuccess) return PORTATTN_SUCCESS;
     portattn_status_t st = e == cudaErrorMemoryAllocation ? PORTATTN_ERROR_OUT_OF_MEMORY
                                                           : PORTATTN_ERROR_DEVICE;
-    return pa_fmt(err, err_len, st, "%s: %s", what, cudaGetErrorString(e));
+    return pa_fmt(err, err_len, st, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }

@@ -31,8 +31,12 @@ int pa_cuda_ptr_is_device_accessible(const void *ptr);
  * e.g. "q.data is host memory", "k.data is on device 1, current device 0". */
 int pa_cuda_ptr_check(const void *ptr, const char *what, char *why, size_t why_len);
 
+/* 1 if a CUDA query of this thread failed with a device error (not "no device", not a bad
+ * pointer) since the last call; copies the message and clears it. */
+int pa_cuda_take_device_error(char *buf, size_t len);
+
 /* cudaSuccess -> PORTATTN_SUCCESS (err untouched); cudaErrorMemoryAllocation -> OUT_OF_MEMORY;
- * anything else -> DEVICE. Message "what: <cudaGetErrorString>". */
+ * anything else -> DEVICE. Message "what: <cudaGetErrorString> (<cudaGetErrorName>)". */
 portattn_status_t pa_cuda_status(cudaError_t e, const char *what, char *err, size_t err_len);
 
 #ifdef __cplusplus

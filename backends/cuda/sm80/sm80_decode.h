@@ -45,6 +45,7 @@ typedef struct sm80_dec_args {
     int rows;                   /* seqlen_q * group: packed rows per (sequence, KV head) */
     int mtiles;                 /* ceil(rows / 16) */
     int splits;
+    int pdl;                    /* 1 on sm_90+: the combine is a programmatic dependent launch */
     int64_t wl, wr;             /* window sides, -1 = unbounded (causal folded into wr = 0) */
     int transform, softcap;     /* as sm80_args: scores rewritten before the base-2 softmax */
     float mult, pre_mul, post_mul;

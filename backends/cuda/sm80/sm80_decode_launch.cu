@@ -40,14 +40,15 @@ extern "C" int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t w
     if (optin < need)
         return REFUSE("decode d%lld needs %d bytes of shared memory, device allows %d per block", (long long)d, need,
                       optin);
-    if ((p->batch * p->heads_kv * rows + 3) / 4 > INT32_MAX)
+    if (p->batch * p->heads_kv * rows > INT32_MAX)
         return REFUSE("decode kernel: %lld packed rows over the combine grid", (long long)(p->batch * p->heads_kv * rows));
     return 1;
 }
 
-/* FlashAttention-2's rule: the fewest splits whose wave efficiency (CTAs over whole waves of the
- * device's CTA slots) is within 85% of the best, at least 128 keys per split (4 warps x 2 tiles),
- * at most 128 splits. Keys are counted at the capacity (seqlen_k): device-resident cache lengths
+/* FlashAttention-2's rule with a tighter bound: the fewest splits whose wave efficiency (CTAs over
+ * whole waves of the device's CTA slots) is within 95% of the best (FA2's 85% left 40 of the
+ * H200's 264 slots idle at batch 1: 28 splits x 8 KV heads; 32 fill 97%, as cuDNN's grid does),
+ * at least 128 keys per split (4 warps x 2 tiles), at most 128 splits. Keys are counted at the capacity (seqlen_k): device-resident cache lengths
  * are not read on the host. params->num_splits overrides (1 = never split). */
 extern "C" int pa_sm80_decode_splits(const pa_problem *pb)
 {
@@ -70,7 +71,7 @@ extern "C" int pa_sm80_decode_splits(const pa_problem *pb)
         if (eff[s] > best) best = eff[s];
     }
     for (int s = 1; s <= most; ++s)
-        if (eff[s] >= 0.85 * best) return s;
+        if (eff[s] >= 0.95 * best) return s;
     return 1;
 }
 
@@ -138,6 +139,8 @@ extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *s
     for (a.page_shift = 0; p->block_table && ((int64_t)1 << a.page_shift) < p->page_size;) a.page_shift++;
     a.rows = (int)(p->seqlen_q * pb->group), a.mtiles = (a.rows + 15) / 16;
     a.wl = pb->window_left, a.wr = pb->window_right;
+    int major = 0;
+    a.pdl = pa_cuda_device_info(&major, NULL, NULL, NULL, 0) && major >= 9;
 
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
     cudaError_t e = p->head_dim_qk == 64 ? sm80_decode_d64(&a, bf16, st)
