@@ -27,6 +27,9 @@ typedef struct pa_backend {
 extern const pa_backend pa_backend_cpu;
 #ifdef PORTATTN_HAVE_CUDA
 extern const pa_backend pa_backend_cuda_sm80;
+#ifdef PORTATTN_HAVE_SM90
+extern const pa_backend pa_backend_cuda_sm90;
+#endif
 extern const pa_backend pa_backend_cuda_generic;
 /* Where a pointer lives, from the CUDA runtime (backends/cuda/cuda_host.c). */
 int pa_cuda_ptr_is_device_only(const void *ptr); /* host cannot dereference it */

@@ -8,6 +8,9 @@
 
 /* Compiled-in backends; the selector walks the ids in preference order (the enum order). */
 static const pa_backend *const compiled[] = {
+#ifdef PORTATTN_HAVE_SM90
+    &pa_backend_cuda_sm90,
+#endif
 #ifdef PORTATTN_HAVE_CUDA
     &pa_backend_cuda_sm80,
     &pa_backend_cuda_generic,

@@ -51,8 +51,8 @@ static int sm80_device_ok(char *why, size_t why_len)
     return 1;
 }
 
-/* Both kernels: Q and O (and K and V when there are keys) in sm80_layout_ok's layout. */
-static int sm80_layouts_ok(const pa_problem *pb, char *why, size_t why_len)
+/* Both kernels (and cuda-sm90's): Q and O (and K and V when there are keys) in sm80_layout_ok's layout. */
+int pa_sm80_layouts_ok(const pa_problem *pb, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
     const int needs_kv = p->seqlen_k > 0;
@@ -78,7 +78,7 @@ static int sm80_decode_shape_ok(const pa_problem *pb, char *why, size_t why_len)
     if (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16)
         return REFUSE("dtype %s not supported (f16, bf16)", pa_dtype_name(p->dtype));
     if (!pa_sm80_decode_supports(pb, why, why_len)) return 0;
-    return p->batch == 0 || p->seqlen_q == 0 || sm80_layouts_ok(pb, why, why_len);
+    return p->batch == 0 || p->seqlen_q == 0 || pa_sm80_layouts_ok(pb, why, why_len);
 }
 
 /* Decode kernel: its shape, and every pointer it reads on the device. */
@@ -133,6 +133,20 @@ static portattn_status_t sm80_run(const pa_problem *pb, void *stream, char *err,
 
 static size_t sm80_workspace(const pa_problem *pb) { return sm80_use_decode(pb) ? pa_sm80_decode_workspace(pb) : 0; }
 
+/* Prefill kernels (and cuda-sm90's): every pointer they read is usable by the current device. */
+int pa_sm80_prefill_ptrs_ok(const pa_problem *pb, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    const int needs_kv = p->seqlen_k > 0;
+    const sm80_ptr ptrs[] = {
+        {p->q.data, "q.data", 1}, {p->o.data, "o.data", 1},
+        {p->k.data, "k.data", needs_kv}, {p->v.data, "v.data", needs_kv},
+        {p->lse, "lse", p->lse != NULL},
+        {p->cu_seqlens_q, "cu_seqlens_q", pb->varlen}, {p->cu_seqlens_k, "cu_seqlens_k", pb->varlen},
+    };
+    return sm80_ptrs_ok(ptrs, sizeof ptrs / sizeof ptrs[0], why, why_len);
+}
+
 static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p; /* the device was checked by sm80_supports */
@@ -156,17 +170,9 @@ static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kern
     const int bm = pa_sm80_block_rows((int)d);
     if (bm == 0) return REFUSE("cannot read the device's shared memory per SM");
 
-    const int needs_kv = p->seqlen_k > 0, run = p->batch > 0 && pb->max_seqlen_q > 0;
-    if (run) {
-        const sm80_ptr ptrs[] = {
-            {p->q.data, "q.data", 1}, {p->o.data, "o.data", 1},
-            {p->k.data, "k.data", needs_kv}, {p->v.data, "v.data", needs_kv},
-            {p->lse, "lse", p->lse != NULL},
-            {p->cu_seqlens_q, "cu_seqlens_q", pb->varlen}, {p->cu_seqlens_k, "cu_seqlens_k", pb->varlen},
-        };
-        if (!sm80_layouts_ok(pb, why, why_len) || !sm80_ptrs_ok(ptrs, sizeof ptrs / sizeof ptrs[0], why, why_len))
-            return 0;
-    }
+    if (p->batch > 0 && pb->max_seqlen_q > 0 &&
+        (!pa_sm80_layouts_ok(pb, why, why_len) || !pa_sm80_prefill_ptrs_ok(pb, why, why_len)))
+        return 0;
     if (kernel && kernel_len)
         pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80<%s,d%lld,%dx%d>", dt, (long long)d,
                bm, PA_SM80_BN((int)d));

@@ -36,6 +36,9 @@ typedef struct sm80_args {
     int softcap;
 } sm80_args;
 
+/* Fills the argument struct of a validated problem (sm80_launch.cu; cuda-sm90 uses it too). */
+portattn_status_t sm80_fill_args(const pa_problem *pb, sm80_args *a, char *err, size_t err_len);
+
 /* ROWS x D tile from global rows [row0, row0 + ROWS) (zeros from row `limit` on) into shared.
  * Each thread keeps one column chunk and steps down the rows with a pointer increment (far fewer
  * registers than per-chunk index math); with padded rows (d96) the pad chunks' threads idle. A

@@ -38,6 +38,27 @@ extern "C" int pa_sm80_score_map(const pa_problem *pb, int *transform, int *soft
     return isfinite(*mult) && isfinite(*pre_mul) && isfinite(*post_mul) && *mult != 0.f;
 }
 
+/* The kernel argument struct of a validated problem (shared with cuda-sm90). */
+portattn_status_t sm80_fill_args(const pa_problem *pb, sm80_args *a, char *err, size_t err_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    memset(a, 0, sizeof *a);
+    a->q = p->q.data, a->k = p->k.data, a->v = p->v.data, a->o = p->o.data, a->lse = p->lse;
+    if (pb->varlen) a->cu_q = p->cu_seqlens_q, a->cu_k = p->cu_seqlens_k;
+    for (int i = 0; i < 3; ++i) {
+        a->qs[i] = p->q.stride[i], a->ks[i] = p->k.stride[i], a->vs[i] = p->v.stride[i], a->os[i] = p->o.stride[i];
+        a->ls[i] = p->lse_stride[i];
+    }
+    a->batch = (int)p->batch, a->heads = (int)p->heads_q, a->group = (int)pb->group;
+    a->seqlen_q = (int)p->seqlen_q, a->seqlen_k = (int)p->seqlen_k;
+    a->wl = sm80_window(pb->window_left, p->seqlen_q, p->seqlen_k);
+    a->wr = sm80_window(pb->window_right, p->seqlen_q, p->seqlen_k);
+    if (!pa_sm80_score_map(pb, &a->transform, &a->softcap, &a->mult, &a->pre_mul, &a->post_mul))
+        return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "scale %g / softcap %g out of range",
+                      (double)pb->scale, (double)p->softcap);
+    return PORTATTN_SUCCESS;
+}
+
 extern "C" portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
@@ -50,20 +71,8 @@ extern "C" portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *str
     if (p->batch <= 0 || pb->max_seqlen_q <= 0) return PORTATTN_SUCCESS; /* nothing to write */
 
     sm80_args a;
-    memset(&a, 0, sizeof a);
-    a.q = p->q.data, a.k = p->k.data, a.v = p->v.data, a.o = p->o.data, a.lse = p->lse;
-    if (pb->varlen) a.cu_q = p->cu_seqlens_q, a.cu_k = p->cu_seqlens_k;
-    for (int i = 0; i < 3; ++i) {
-        a.qs[i] = p->q.stride[i], a.ks[i] = p->k.stride[i], a.vs[i] = p->v.stride[i], a.os[i] = p->o.stride[i];
-        a.ls[i] = p->lse_stride[i];
-    }
-    a.batch = (int)p->batch, a.heads = (int)p->heads_q, a.group = (int)pb->group;
-    a.seqlen_q = (int)p->seqlen_q, a.seqlen_k = (int)p->seqlen_k;
-    a.wl = sm80_window(pb->window_left, p->seqlen_q, p->seqlen_k);
-    a.wr = sm80_window(pb->window_right, p->seqlen_q, p->seqlen_k);
-    if (!pa_sm80_score_map(pb, &a.transform, &a.softcap, &a.mult, &a.pre_mul, &a.post_mul))
-        return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm80: scale %g / softcap %g out of range",
-                      (double)pb->scale, (double)p->softcap);
+    portattn_status_t s = sm80_fill_args(pb, &a, err, err_len);
+    if (s) return s;
 
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
     cudaStream_t st = (cudaStream_t)stream;

@@ -1,0 +1,37 @@
+/* cuda-sm90: the instance shapes (shared by the backend table and the kernel files) and the
+ * launcher prototype. */
+#ifndef PORTATTN_SM90_LAUNCH_H
+#define PORTATTN_SM90_LAUNCH_H
+
+#include "backend.h"
+
+/* One producer warpgroup and two consumer warpgroups of 64 query rows each. The producer gives
+ * registers to the consumers: 40 x 128 + 232 x 256 = 64,512 of the SM's 65,536. */
+#define PA_SM90_BM 128
+#define PA_SM90_THREADS 384
+#define PA_SM90_PRODUCER_REGS 40
+#define PA_SM90_CONSUMER_REGS 232
+/* Instances (Dqk == Dv, f16/bf16): 128-key tiles; d64 keeps 3 K/V slots, d128 2
+ * (shared memory: 112 KB and 160 KB of the H100/H200's 227 KB per block). */
+#define PA_SM90_HAS_DIM(d) ((d) == 64 || (d) == 128)
+#define PA_SM90_BN(d) 128
+#define PA_SM90_STAGES(d) ((d) == 64 ? 3 : 2)
+/* Dynamic shared memory: the Q tile, ST K and V slots, the barriers, and 1 KB to align the tiles. */
+#define PA_SM90_SMEM_SHAPE(d, bn, st) (PA_SM90_BM * (d) * 2 + 2 * (st) * (bn) * (d) * 2 + 8 * (1 + 3 * (st)) + 1024)
+#define PA_SM90_SMEM(d) PA_SM90_SMEM_SHAPE(d, PA_SM90_BN(d), PA_SM90_STAGES(d))
+/* Sequence lengths and indices are int32 inside the kernel, as in cuda-sm80. */
+#define PA_SM90_MAX_SEQ ((1 << 30) - 1)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *stream, char *err, size_t err_len);
+/* 1 if this build holds the sm_90a kernels (nvcc new enough for sm_90a). */
+int pa_sm90_compiled(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
