@@ -27,6 +27,98 @@
 #include "sm90_ptx.cuh"
 #include "sm90_wgmma.cuh"
 
+/* The per-thread softmax state of a consumer (two rows: rowc and rowc + 8 of the block) and the
+ * work on one S tile: score transform, mask on boundary tiles, online softmax in base 2 (as
+ * cuda-sm80: a row with nothing visible keeps max -inf and exponent base 0), P packed into the
+ * A fragments of the register-A wgmma, the O correction factors in corr. */
+template <typename T, int BN> struct sm90_tile_softmax {
+    float mrow[2], lsum[2];
+    int dlo, dhi, kdiag, sk, lane;
+    int transform, softcap; /* the score map, copied out of the kernel parameters */
+    float mult, pre_mul, post_mul;
+
+    __device__ __forceinline__ void init(const sm80_args &a, int row, int sq, int sk_, int lane_)
+    {
+        sk = sk_, lane = lane_;
+        transform = a.transform, softcap = a.softcap, mult = a.mult, pre_mul = a.pre_mul, post_mul = a.post_mul;
+        /* Key j is visible to row i iff dlo <= j - i <= dhi and j < sk (as cuda-sm80). */
+        const int64_t span = (int64_t)sk + sq + 1;
+        int64_t dl = a.wl < 0 ? -span : (int64_t)sk - sq - a.wl, dh = a.wr < 0 ? span : (int64_t)sk - sq + a.wr;
+        dlo = (int)(dl < -span ? -span : dl), dhi = (int)(dh > span ? span : dh);
+        kdiag = -row;
+        mrow[0] = mrow[1] = -INFINITY, lsum[0] = lsum[1] = 0.f;
+    }
+
+    /* Rewrites S in place: base-2 logits (softcap, negative scale), -inf where masked, then P of
+     * the online softmax (fp32; pack() rounds it into the A fragments later). */
+    __device__ __forceinline__ void step(float (&sc)[BN / 2], int n, int full_lo, int full_hi, float (&corr)[2])
+    {
+        constexpr int NS = BN / 8;
+        if (softcap) {
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i) sc[i] = post_mul * tanhf(sc[i] * pre_mul);
+        } else if (transform) {
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i) sc[i] *= pre_mul;
+        }
+        if (n < full_lo || n >= full_hi) { /* boundary tile: mask per element */
+            /* Visible keys of row r as offsets from this thread's first column of the tile, so that
+             * each element's test is against a compile-time constant. */
+            const int k0 = n * BN + (lane & 3) * 2;
+            int lo[2], hi[2];
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int row = -kdiag + 8 * r; /* key - row in [dlo, dhi], key < sk */
+                lo[r] = (int)max((int64_t)row + dlo, (int64_t)0) - k0;
+                hi[r] = (int)min((int64_t)row + dhi, (int64_t)sk - 1) - k0;
+            }
+#pragma unroll
+            for (int j = 0; j < NS; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int c = j * 8 + (e & 1), r = e >> 1;
+                    if (c < lo[r] || c > hi[r]) sc[4 * j + e] = -INFINITY;
+                }
+        }
+        float mnew[2] = {mrow[0], mrow[1]}, base2[2];
+#pragma unroll
+        for (int j = 0; j < NS; ++j) {
+            mnew[0] = fmaxf(mnew[0], fmaxf(sc[4 * j], sc[4 * j + 1]));
+            mnew[1] = fmaxf(mnew[1], fmaxf(sc[4 * j + 2], sc[4 * j + 3]));
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 1));
+            mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 2));
+            base2[r] = mnew[r] == -INFINITY ? 0.f : mnew[r] * mult;
+            corr[r] = sm80_ex2(mrow[r] * mult - base2[r]);
+            mrow[r] = mnew[r];
+            lsum[r] *= corr[r];
+        }
+#pragma unroll
+        for (int j = 0; j < NS; ++j) {
+            const float p0 = sm80_ex2(fmaf(sc[4 * j], mult, -base2[0]));
+            const float p1 = sm80_ex2(fmaf(sc[4 * j + 1], mult, -base2[0]));
+            const float p2 = sm80_ex2(fmaf(sc[4 * j + 2], mult, -base2[1]));
+            const float p3 = sm80_ex2(fmaf(sc[4 * j + 3], mult, -base2[1]));
+            lsum[0] += p0 + p1;
+            lsum[1] += p2 + p3;
+            sc[4 * j] = p0, sc[4 * j + 1] = p1, sc[4 * j + 2] = p2, sc[4 * j + 3] = p3;
+        }
+    }
+
+    /* P (fp32 in the S layout) into the A fragments of the P V wgmma: the S accumulator of 16 keys
+     * is, rounded to 16 bits, the register-A fragment of one k-step (as mma.sync's). */
+    static __device__ __forceinline__ void pack(const float (&sc)[BN / 2], uint32_t (&pf)[BN / 16][4], T tag)
+    {
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+            pf[j >> 1][(j & 1) * 2 + 0] = sm80_pack(sc[4 * j], sc[4 * j + 1], tag);
+            pf[j >> 1][(j & 1) * 2 + 1] = sm80_pack(sc[4 * j + 2], sc[4 * j + 3], tag);
+        }
+    }
+};
+
 template <typename T, int D, int BN, int ST>
 __global__ void __launch_bounds__(PA_SM90_THREADS, 1)
     sm90_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
@@ -36,16 +128,17 @@ __global__ void __launch_bounds__(PA_SM90_THREADS, 1)
     constexpr int BM = PA_SM90_BM, NB = D / 64;       /* 64-column blocks of a row */
     constexpr int QBLK = BM * 128, KBLK = BN * 128;    /* bytes of one column block of Q, of K or V */
     constexpr int QBYTES = NB * QBLK, KVBYTES = NB * KBLK;
-    constexpr int NS = BN / 8, NO = D / 8;             /* 8-wide column tiles of S and of O */
+    constexpr int NO = D / 8;                          /* 8-wide column tiles of O */
     static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256, "tile shape");
 
     extern __shared__ uint8_t smem_raw[];
     const uint32_t base = (sm90_smem_u32(smem_raw) + 1023) & ~1023u; /* swizzle atoms need 1 KB alignment */
     const uint32_t q_s = base, k_s = q_s + QBYTES, v_s = k_s + ST * KVBYTES, bar = v_s + ST * KVBYTES;
-    const uint32_t full_q = bar; /* then full_k[ST], full_v[ST], empty[ST], 8 bytes each */
+    const uint32_t full_q = bar; /* then full_k[ST], full_v[ST], empty_k[ST], empty_v[ST], 8 bytes each */
 #define FULL_K(s) (bar + 8 + 8 * (s))
 #define FULL_V(s) (bar + 8 + 8 * (ST + (s)))
-#define EMPTY(s) (bar + 8 + 8 * (2 * ST + (s)))
+#define EMPTY_K(s) (bar + 8 + 8 * (2 * ST + (s)))
+#define EMPTY_V(s) (bar + 8 + 8 * (3 * ST + (s)))
 
     const int tid = threadIdx.x, wg = tid >> 7;
 
@@ -72,7 +165,8 @@ __global__ void __launch_bounds__(PA_SM90_THREADS, 1)
         for (int s = 0; s < ST; ++s) {
             sm90_bar_init(FULL_K(s), 1);
             sm90_bar_init(FULL_V(s), 1);
-            sm90_bar_init(EMPTY(s), 2); /* one arrival per consumer warpgroup */
+            sm90_bar_init(EMPTY_K(s), 2); /* one arrival per consumer warpgroup */
+            sm90_bar_init(EMPTY_V(s), 2);
         }
         sm90_bar_init_fence();
     }
@@ -86,11 +180,14 @@ __global__ void __launch_bounds__(PA_SM90_THREADS, 1)
         for (int c = 0; c < NB; ++c) sm90_tma_load_4d(q_s + c * QBLK, &tq, full_q, c * 64, m0, h, b);
         for (int n = n_lo, it = 0; n < n_hi; ++n, ++it) {
             const int s = it % ST, u = it / ST;
-            if (u > 0) sm90_bar_wait(EMPTY(s), (u - 1) & 1); /* both consumers are done with the slot */
+            /* K and V slots are given back separately: K once both S products on it are done, V once
+             * both P V products are, so K_{n+1} can land while P_n V_n still reads V_n. */
+            if (u > 0) sm90_bar_wait(EMPTY_K(s), (u - 1) & 1);
             sm90_bar_expect_tx(FULL_K(s), KVBYTES);
 #pragma unroll
             for (int c = 0; c < NB; ++c)
                 sm90_tma_load_4d(k_s + s * KVBYTES + c * KBLK, &tk, FULL_K(s), c * 64, n * BN, hk, b);
+            if (u > 0) sm90_bar_wait(EMPTY_V(s), (u - 1) & 1);
             sm90_bar_expect_tx(FULL_V(s), KVBYTES);
 #pragma unroll
             for (int c = 0; c < NB; ++c)
@@ -104,104 +201,99 @@ __global__ void __launch_bounds__(PA_SM90_THREADS, 1)
     const int cw = wg - 1, lane = tid & 31, wq = (tid >> 5) & 3;
     const int rowc = cw * 64 + wq * 16 + (lane >> 2); /* this thread's rows in the block: rowc, rowc + 8 */
     const T tag = T();
+    sm90_tile_softmax<T, BN> sm;
+    sm.init(a, m0 + rowc, sq, sk, lane);
 
-    /* Key j is visible to row i iff dlo <= j - i <= dhi and j < sk (as cuda-sm80). */
-    const int64_t span = (int64_t)sk + sq + 1;
-    int64_t dl = a.wl < 0 ? -span : (int64_t)sk - sq - a.wl, dh = a.wr < 0 ? span : (int64_t)sk - sq + a.wr;
-    const int dlo = (int)(dl < -span ? -span : dl), dhi = (int)(dh > span ? span : dh);
-    const int kdiag = -(m0 + rowc);
-
-    float o[D / 2], mrow[2] = {-INFINITY, -INFINITY}, lsum[2] = {0.f, 0.f};
+    float o[D / 2];
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+    float sc[BN / 2], corr[2];
+    uint32_t pf[BN / 16][4];
 
     sm90_bar_wait(full_q, 0);
     const uint32_t q_wg = q_s + cw * 64 * 128; /* this warpgroup's 64 rows of each column block */
+    /* S = Q K^T of the tile in slot s (committed as one wgmma group) */
+#define ISSUE_S(s)                                                                                                \
+    sm90_wgmma_ss0<BN>(sc, sm90_desc_sw128(q_wg, 16, 1024), sm90_desc_sw128(k_s + (s) * KVBYTES, 16, 1024), tag);  \
+    _Pragma("unroll") for (int kk = 1; kk < D / 16; ++kk)                                                         \
+        sm90_wgmma_ss<BN>(sc, sm90_desc_sw128(q_wg + (kk / 4) * QBLK + (kk % 4) * 32, 16, 1024),                 \
+                          sm90_desc_sw128(k_s + (s) * KVBYTES + (kk / 4) * KBLK + (kk % 4) * 32, 16, 1024), 1,    \
+                          tag);                                                                                   \
+    sm90_wgmma_commit()
 
-    for (int n = n_lo, it = 0; n < n_hi; ++n, ++it) {
-        const int s = it % ST;
-        const uint32_t ph = (it / ST) & 1;
-        const uint32_t ks = k_s + s * KVBYTES, vs = v_s + s * KVBYTES;
-
-        /* S = Q K_n^T */
-        float sc[BN / 2];
-        sm90_bar_wait(FULL_K(s), ph);
+    /* Software pipeline inside the warpgroup (FlashAttention-3's intra-warpgroup overlap): while
+     * O += P_n V_n runs on the tensor cores, S_{n+1} = Q K_{n+1}^T has already been issued ahead of
+     * it and its softmax runs on the other units. P_n stays in registers the async wgmma reads, so
+     * P_{n+1} goes to a second set. */
+    if (n_lo < n_hi) {
+        sm90_bar_wait(FULL_K(0), 0);
         sm90_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-            const int c = kk / 4, kin = (kk % 4) * 32; /* column block, byte offset of the 16 columns */
-            sm90_wgmma_ss<BN>(sc, sm90_desc_sw128(q_wg + c * QBLK + kin, 16, 1024),
-                              sm90_desc_sw128(ks + c * KBLK + kin, 16, 1024), kk > 0, tag);
-        }
-        sm90_wgmma_commit();
+        ISSUE_S(0);
         sm90_wgmma_wait<0>();
+        if ((tid & 127) == 0) sm90_bar_arrive(EMPTY_K(0));
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);
-
-        if (a.transform) {
-#pragma unroll
-            for (int i = 0; i < BN / 2; ++i)
-                sc[i] = a.softcap ? a.post_mul * tanhf(sc[i] * a.pre_mul) : sc[i] * a.pre_mul;
-        }
-        if (n < full_lo || n >= full_hi) { /* boundary tile: mask per element */
-#pragma unroll
-            for (int j = 0; j < NS; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int key = n * BN + j * 8 + (lane & 3) * 2 + (e & 1);
-                    const int diff = key + kdiag - (e >> 1) * 8;
-                    if (diff < dlo || diff > dhi || key >= sk) sc[4 * j + e] = -INFINITY;
-                }
-        }
-
-        /* Online softmax, base 2 (as cuda-sm80): a row with nothing visible keeps max -inf and base 0. */
-        float mnew[2] = {mrow[0], mrow[1]}, base2[2], corr[2];
-#pragma unroll
-        for (int j = 0; j < NS; ++j) {
-            mnew[0] = fmaxf(mnew[0], fmaxf(sc[4 * j], sc[4 * j + 1]));
-            mnew[1] = fmaxf(mnew[1], fmaxf(sc[4 * j + 2], sc[4 * j + 3]));
-        }
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 1));
-            mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 2));
-            base2[r] = mnew[r] == -INFINITY ? 0.f : mnew[r] * a.mult;
-            corr[r] = sm80_ex2(mrow[r] * a.mult - base2[r]);
-            mrow[r] = mnew[r];
-            lsum[r] *= corr[r];
-        }
-        uint32_t pf[BN / 16][4];
-#pragma unroll
-        for (int j = 0; j < NS; ++j) {
-            const float p0 = sm80_ex2(fmaf(sc[4 * j], a.mult, -base2[0]));
-            const float p1 = sm80_ex2(fmaf(sc[4 * j + 1], a.mult, -base2[0]));
-            const float p2 = sm80_ex2(fmaf(sc[4 * j + 2], a.mult, -base2[1]));
-            const float p3 = sm80_ex2(fmaf(sc[4 * j + 3], a.mult, -base2[1]));
-            lsum[0] += p0 + p1;
-            lsum[1] += p2 + p3;
-            pf[j >> 1][(j & 1) * 2 + 0] = sm80_pack(p0, p1, tag);
-            pf[j >> 1][(j & 1) * 2 + 1] = sm80_pack(p2, p3, tag);
-        }
-#pragma unroll
-        for (int j = 0; j < NO; ++j) {
-            o[4 * j] *= corr[0], o[4 * j + 1] *= corr[0];
-            o[4 * j + 2] *= corr[1], o[4 * j + 3] *= corr[1];
-        }
-
-        /* O += P V_n: V's rows are keys (the K dimension), its 64-column blocks LBO apart. */
-        sm90_bar_wait(FULL_V(s), ph);
-#pragma unroll
-        for (int i = 0; i < D / 2; ++i) sm90_reg_fence(o[i]);
-        sm90_wgmma_fence();
-#pragma unroll
-        for (int t = 0; t < BN / 16; ++t)
-            sm90_wgmma_rs<D>(o, pf[t], sm90_desc_sw128(vs + t * 16 * 128, KBLK, 1024), 1, tag);
-        sm90_wgmma_commit();
-        sm90_wgmma_wait<0>();
-#pragma unroll
-        for (int i = 0; i < D / 2; ++i) sm90_reg_fence(o[i]);
-        if ((tid & 127) == 0) sm90_bar_arrive(EMPTY(s)); /* this warpgroup is done with the slot */
+        sm.step(sc, n_lo, full_lo, full_hi, corr);
+        sm.pack(sc, pf, tag);
     }
+    /* O *= corr: before any wgmma of the step is issued (ptxas serializes wgmmas whose input
+     * registers are written inside the pipeline stage). */
+#define RESCALE_O()                                                                                               \
+    _Pragma("unroll") for (int j = 0; j < D / 8; ++j) {                                                           \
+        o[4 * j] *= corr[0], o[4 * j + 1] *= corr[0];                                                             \
+        o[4 * j + 2] *= corr[1], o[4 * j + 3] *= corr[1];                                                         \
+    }                                                                                                             \
+    _Pragma("unroll") for (int i = 0; i < D / 2; ++i) sm90_reg_fence(o[i])
+    /* O += P V of the tile in slot s (its own wgmma group; its V has landed: no barrier loop may sit
+     * between the wgmmas of a stage either). */
+#define ISSUE_PV(s)                                                                                               \
+    _Pragma("unroll") for (int t = 0; t < BN / 16; ++t)                                                           \
+        sm90_wgmma_rs<D>(o, pf[t], sm90_desc_sw128(v_s + (s) * KVBYTES + t * 16 * 128, KBLK, 1024), 1, tag);     \
+    sm90_wgmma_commit()
+    /* After P V: O and P were live until the wait; then the slot goes back to the producer. */
+#define FINISH_PV(s)                                                                                              \
+    _Pragma("unroll") for (int i = 0; i < D / 2; ++i) sm90_reg_fence(o[i]);                                        \
+    _Pragma("unroll") for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);                                      \
+    _Pragma("unroll") for (int t = 0; t < BN / 16; ++t)                                                           \
+        _Pragma("unroll") for (int i = 0; i < 4; ++i) sm90_reg_fence(pf[t][i]);                                   \
+    if ((tid & 127) == 0) sm90_bar_arrive(EMPTY_V(s))
+
+    /* Every tile but the last: S_{n+1} is issued before P_n V_n, and its mask, max and exponentials
+     * run while P_n V_n does (FlashAttention-3's order); only the rounding of P_{n+1} into the A
+     * fragments waits for P_n V_n, which still reads them. No branch sits around a wgmma of a stage
+     * and only S (whose group has retired) is rewritten inside one, so ptxas keeps both in flight. */
+    int n = n_lo, it = 0;
+    for (; n + 1 < n_hi; ++n, ++it) {
+        const int s = it % ST, s1 = (it + 1) % ST;
+        RESCALE_O();
+        sm90_bar_wait(FULL_K(s1), ((it + 1) / ST) & 1);
+        sm90_bar_wait(FULL_V(s), (it / ST) & 1);
+        sm90_wgmma_fence();
+        ISSUE_S(s1);
+        ISSUE_PV(s);
+        sm90_wgmma_wait<1>(); /* S_{n+1} done; P_n V_n may still run */
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);
+        if ((tid & 127) == 0) sm90_bar_arrive(EMPTY_K(s1));
+        sm.step(sc, n + 1, full_lo, full_hi, corr);
+        sm90_wgmma_wait<0>();
+        FINISH_PV(s);
+        sm.pack(sc, pf, tag);
+    }
+    if (n < n_hi) { /* the last tile: its P V alone */
+        const int s = it % ST;
+        RESCALE_O();
+        sm90_bar_wait(FULL_V(s), (it / ST) & 1);
+        sm90_wgmma_fence();
+        ISSUE_PV(s);
+        sm90_wgmma_wait<0>();
+        FINISH_PV(s);
+    }
+#undef RESCALE_O
+#undef ISSUE_PV
+#undef FINISH_PV
+#undef ISSUE_S
+    float mrow[2] = {sm.mrow[0], sm.mrow[1]}, lsum[2] = {sm.lsum[0], sm.lsum[1]};
 
     /* Epilogue: row sums across the quad, normalise once, write O and LSE from registers. */
     const int qrow0 = m0 + rowc;
@@ -226,7 +318,8 @@ __global__ void __launch_bounds__(PA_SM90_THREADS, 1)
     }
 #undef FULL_K
 #undef FULL_V
-#undef EMPTY
+#undef EMPTY_K
+#undef EMPTY_V
 #endif
 }
 
