@@ -35,6 +35,7 @@ int main(void)
     p.dtype = PORTATTN_DTYPE_F16, p.batch = 1, p.seqlen_q = p.seqlen_k = S, p.heads_q = p.heads_kv = H;
     p.head_dim_qk = p.head_dim_v = 128;
     portattn_selection_t sel;
+    portattn_status_t st0;
     void **sets[2] = {dev, host};
     for (int s = 0; s < 2; s++) {
         void **b = sets[s];
@@ -47,8 +48,28 @@ int main(void)
         CHECK(!s || strstr(sel.reason, "host memory"), "host pointers: reason '%s'", sel.reason);
         CHECK(portattn_forward(&p, NULL) == PORTATTN_SUCCESS && !dm_sync(DM_CUDA), "run: %s", portattn_last_error());
     }
+    /* Preference order on device pointers: cuda-sm90 where it runs (H100/H200), and the split-KV
+     * decode kernel of cuda-sm80 for a few query tokens, with sm90's reason for passing. */
+    portattn_backend_info_t sm90;
+    portattn_backend_get_info(PORTATTN_BACKEND_CUDA_SM90, &sm90);
+    p.q = portattn_tensor_bshd(dev[0], S, H, 128), p.k = portattn_tensor_bshd(dev[1], S, H, 128);
+    p.v = portattn_tensor_bshd(dev[2], S, H, 128), p.o = portattn_tensor_bshd(dev[3], S, H, 128);
+    CHECK(portattn_forward_query(&p, &sel) == PORTATTN_SUCCESS &&
+              sel.backend == (sm90.available ? PORTATTN_BACKEND_CUDA_SM90 : PORTATTN_BACKEND_CUDA_SM80),
+          "prefill d128 picked %s (cuda-sm90 %s)", sel.backend_name, sm90.available ? "available" : sm90.detail);
+    p.seqlen_q = 1;
+    p.q = portattn_tensor_bshd(dev[0], 1, H, 128), p.o = portattn_tensor_bshd(dev[3], 1, H, 128);
+    st0 = portattn_forward_query(&p, &sel);
+    printf("decode (Sq = 1) -> %s / %s (skipped: %s)\n", sel.backend_name, sel.kernel, sel.reason);
+    CHECK(st0 == PORTATTN_SUCCESS && sel.backend == PORTATTN_BACKEND_CUDA_SM80 && strstr(sel.kernel, "decode") &&
+              (!sm90.available || strstr(sel.reason, "cuda-sm90: 1 query tokens")),
+          "decode picked %s / %s (%s)", sel.backend_name, sel.kernel, sel.reason);
+    p.seqlen_q = S;
+
     /* Forced CUDA on host pointers: refused, no fallback. */
     p.backend = PORTATTN_BACKEND_CUDA_GENERIC;
+    p.q = portattn_tensor_bshd(host[0], S, H, 128), p.k = portattn_tensor_bshd(host[1], S, H, 128);
+    p.v = portattn_tensor_bshd(host[2], S, H, 128), p.o = portattn_tensor_bshd(host[3], S, H, 128);
     CHECK(portattn_forward(&p, NULL) == PORTATTN_ERROR_NOT_SUPPORTED && strstr(portattn_last_error(), "host memory"),
           "forced on host memory: %s", portattn_last_error());
     /* Head dim 300 on device pointers: the GPU kernels refuse, the CPU cannot read device memory. */
