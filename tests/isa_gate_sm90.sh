@@ -52,7 +52,7 @@ awk '
   /Used [0-9]+ registers/ { match($0, /Used [0-9]+ registers/); r = substr($0, RSTART + 5, RLENGTH - 15);
     n++; printf "  %-70s regs %3d  stack %s  spill st %s ld %s\n", k, r, st, ss, sl;
     if (st != 0 || ss != 0 || sl != 0) bad++ }
-  END { print "  kernels: " n; if (n < 4) { print "FAIL: expected 4 kernels (d64, d128 x f16/bf16)"; exit 1 }
+  END { print "  kernels: " n; if (n < 6) { print "FAIL: expected 6 kernels (d64, d128, d256 x f16/bf16)"; exit 1 }
         if (bad) { print "FAIL: " bad " kernel(s) with stack frame or spills"; exit 1 } }' "$WORK/ptxas.txt" || fail=1
 echo "  registers after setmaxnreg: producer warpgroup $(grep -o 'PA_SM90_PRODUCER_REGS [0-9]*' "$SRC/backends/cuda/sm90/sm90_launch.h" | awk '{print $2}'), consumers $(grep -o 'PA_SM90_CONSUMER_REGS [0-9]*' "$SRC/backends/cuda/sm90/sm90_launch.h" | awk '{print $2}')"
 c=$(grep -c -E 'C751[34]|wgmma.mma_async instructions are serialized' "$WORK/ptxas.txt")

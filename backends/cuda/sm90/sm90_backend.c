@@ -46,7 +46,7 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (!dt) return REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
     const int64_t d = p->head_dim_qk;
     if (p->head_dim_v != d || !PA_SM90_HAS_DIM(d))
-        return REFUSE("head dims %lld/%lld: instances take 64 and 128 with Dqk == Dv", (long long)d,
+        return REFUSE("head dims %lld/%lld: instances take 64, 128 and 256 with Dqk == Dv", (long long)d,
                       (long long)p->head_dim_v);
     if (pb->kv_cache) return REFUSE("KV cache: not in this kernel (cuda-sm80's decode kernel takes it)");
     if (pb->varlen) return REFUSE("varlen: not in this kernel yet");

@@ -13,6 +13,8 @@ cudaError_t sm90_launch_d64(const CUtensorMap *, const CUtensorMap *, const CUte
                             cudaStream_t);
 cudaError_t sm90_launch_d128(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const sm80_args *, int,
                              cudaStream_t);
+cudaError_t sm90_launch_d256(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const sm80_args *, int,
+                             cudaStream_t);
 
 extern "C" int pa_sm90_compiled(void) { return 1; }
 
@@ -71,7 +73,9 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *str
         return pa_fmt(err, err_len, PORTATTN_ERROR_INTERNAL, "cuda-sm90: cuTensorMapEncodeTiled failed (CUresult %d)",
                       (int)r);
     cudaStream_t st = (cudaStream_t)stream;
-    cudaError_t e = d == 64 ? sm90_launch_d64(&tq, &tk, &tv, &a, bf16, st) : sm90_launch_d128(&tq, &tk, &tv, &a, bf16, st);
+    cudaError_t e = d == 64    ? sm90_launch_d64(&tq, &tk, &tv, &a, bf16, st)
+                    : d == 128 ? sm90_launch_d128(&tq, &tk, &tv, &a, bf16, st)
+                               : sm90_launch_d256(&tq, &tk, &tv, &a, bf16, st);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return pa_cuda_status(e, "cuda-sm90: kernel launch", err, err_len);

@@ -11,10 +11,11 @@
 #define PA_SM90_THREADS 384
 #define PA_SM90_PRODUCER_REGS 40
 #define PA_SM90_CONSUMER_REGS 232
-/* Instances (Dqk == Dv, f16/bf16): 128-key tiles; d64 keeps 3 K/V slots, d128 2
- * (shared memory: 112 KB and 160 KB of the H100/H200's 227 KB per block). */
-#define PA_SM90_HAS_DIM(d) ((d) == 64 || (d) == 128)
-#define PA_SM90_BN(d) 128
+/* Instances (Dqk == Dv, f16/bf16): 128-key tiles for d64 (3 K/V slots) and d128 (2), 64-key tiles
+ * for d256 (2; its O accumulator alone is 128 registers a thread). Shared memory: 112, 160 and
+ * 192 KB of the H100/H200's 227 KB per block. */
+#define PA_SM90_HAS_DIM(d) ((d) == 64 || (d) == 128 || (d) == 256)
+#define PA_SM90_BN(d) ((d) == 256 ? 64 : 128)
 #define PA_SM90_STAGES(d) ((d) == 64 ? 3 : 2)
 /* Dynamic shared memory: the Q tile, ST K and V slots, the barriers, and 1 KB to align the tiles. */
 #define PA_SM90_SMEM_SHAPE(d, bn, st) (PA_SM90_BM * (d) * 2 + 2 * (st) * (bn) * (d) * 2 + 8 * (1 + 4 * (st)) + 1024)
