@@ -115,7 +115,9 @@ static void out_of_memory(portattn_backend_t be, const char *name, const prob *t
     }
     for (int i = 0; i < n; i++) dm_free(DM_CUDA, chunks[i]);
     for (int i = 0; i < ntests; i++) {
-        if (st[i] == PORTATTN_SUCCESS) {
+        if (st[i] == PORTATTN_ERROR_NOT_SUPPORTED && strstr(msg[i], "query tokens")) {
+            printf("n/a  %s oom sq=%lld: the backend does not take this shape: %s\n", name, (long long)tests[i].sq, msg[i]);
+        } else if (st[i] == PORTATTN_SUCCESS) {
             double err = error_of(&tests[i]);
             printf("%-4s %s oom sq=%lld: success on a full device, rel-L2 %.2e\n", err <= 1e-2 ? "ok" : "FAIL", name,
                    (long long)tests[i].sq, err);
@@ -186,7 +188,7 @@ int main(int argc, char **argv)
         return 1;
     }
     out_of_memory(be, argv[1], t, 2);
-    dead_context(be, argv[1], &t[0]);
+    dead_context(be, argv[1], &t[1]); /* the prefill shape: every GPU backend takes it */
     /* The dead context cannot free device memory; the process exit does. */
     for (int i = 0; i < 2; i++) t[i].dq = t[i].dk = t[i].dv = t[i].dout = NULL, release(&t[i]);
     printf("%s\n", fails ? "FAILED" : "all passed");
