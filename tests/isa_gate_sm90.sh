@@ -54,7 +54,7 @@ awk '
     if (st != 0 || ss != 0 || sl != 0) bad++ }
   END { print "  kernels: " n; if (n < 6) { print "FAIL: expected 6 kernels (d64, d128, d256 x f16/bf16)"; exit 1 }
         if (bad) { print "FAIL: " bad " kernel(s) with stack frame or spills"; exit 1 } }' "$WORK/ptxas.txt" || fail=1
-echo "  registers after setmaxnreg: producer warpgroup $(grep -o 'PA_SM90_PRODUCER_REGS [0-9]*' "$SRC/backends/cuda/sm90/sm90_launch.h" | awk '{print $2}'), consumers $(grep -o 'PA_SM90_CONSUMER_REGS [0-9]*' "$SRC/backends/cuda/sm90/sm90_launch.h" | awk '{print $2}')"
+echo "  registers after setmaxnreg (launch.h): producer/consumers $(grep -o 'PA_SM90_PRODUCER_REGS(d) .*' "$SRC/backends/cuda/sm90/sm90_launch.h" | sed 's/.*? //; s/)$//') / $(grep -o 'PA_SM90_CONSUMER_REGS(d) .*' "$SRC/backends/cuda/sm90/sm90_launch.h" | sed 's/.*? //; s/)$//') (3 consumers : 2 consumers)"
 c=$(grep -c -E 'C751[34]|wgmma.mma_async instructions are serialized' "$WORK/ptxas.txt")
 printf '  %-76s %6d\n' "ptxas notes: wgmma serialized (C7513/C7514)" "$c"
 [ "$c" -eq 0 ] || { grep -E 'C751[34]' "$WORK/ptxas.txt" | head -4; bad "ptxas serializes wgmmas"; }

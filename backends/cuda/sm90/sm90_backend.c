@@ -56,7 +56,7 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (p->seqlen_k < 1) return REFUSE("no keys (a TMA map needs a row)");
     if (p->seqlen_q > PA_SM90_MAX_SEQ || p->seqlen_k > PA_SM90_MAX_SEQ)
         return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
-    const int64_t blocks = (p->seqlen_q + PA_SM90_BM - 1) / PA_SM90_BM;
+    const int64_t blocks = (p->seqlen_q + PA_SM90_BM((int)d) - 1) / PA_SM90_BM((int)d);
     if (p->batch > INT32_MAX || p->heads_q > INT32_MAX || blocks * p->batch * p->heads_q > INT32_MAX)
         return REFUSE("batch %lld x heads %lld x row blocks over the grid's 2^31-1", (long long)p->batch,
                       (long long)p->heads_q);
@@ -75,7 +75,7 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
         !pa_sm80_prefill_ptrs_ok(pb, why, why_len))
         return 0;
     if (kernel && kernel_len)
-        pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm90<%s,d%lld,%dx%d>", dt, (long long)d, PA_SM90_BM,
+        pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm90<%s,d%lld,%dx%d>", dt, (long long)d, PA_SM90_BM((int)d),
                PA_SM90_BN((int)d));
     return 1;
 }

@@ -1,11 +1,12 @@
 /* The cuda-sm90 forward kernel (FlashAttention-3 structure, first version), included by one .cu per
  * head dim and built for sm_90a only.
  *
- * A CTA owns BM = 128 query rows of one (batch, head) and runs three warpgroups: warpgroup 0 is the
- * producer (one thread issues every TMA load; the group gives its registers away with setmaxnreg),
- * warpgroups 1 and 2 are consumers, each owning 64 of the rows in full. K and V tiles of BN keys
- * stream through an ST-slot ring: per slot a "K landed" and a "V landed" barrier (TMA transaction
- * counts) and an "empty" barrier both consumers arrive on once their P V product has read the slot.
+ * A CTA owns BM = 64 x NC query rows of one (batch, head) and runs NC + 1 warpgroups: warpgroup 0
+ * is the producer (one thread issues every TMA load; the group gives its registers away with
+ * setmaxnreg), warpgroups 1..NC are consumers, each owning 64 of the rows in full (NC = 2, or 3 at
+ * d64). K and V tiles of BN keys stream through an ST-slot ring: per slot a "K landed" and a
+ * "V landed" barrier (TMA transaction counts), and "K free"/"V free" barriers every consumer arrives
+ * on once its S, or its P V, product has read the slot.
  *
  * Per K/V tile a consumer issues S = Q K^T as wgmma (both operands from shared memory), applies
  * the mask and the online softmax (base 2, scale folded) to S in registers, packs P into the A
@@ -120,12 +121,12 @@ template <typename T, int BN> struct sm90_tile_softmax {
 };
 
 template <typename T, int D, int BN, int ST>
-__global__ void __launch_bounds__(PA_SM90_THREADS, 1)
+__global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
     sm90_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
              const __grid_constant__ CUtensorMap tv, const sm80_args a)
 {
 #ifdef PA_SM90_DEVICE
-    constexpr int BM = PA_SM90_BM, NB = D / 64;       /* 64-column blocks of a row */
+    constexpr int NC = PA_SM90_NC(D), BM = PA_SM90_BM(D), NB = D / 64; /* consumers, rows, 64-column blocks */
     constexpr int QBLK = BM * 128, KBLK = BN * 128;    /* bytes of one column block of Q, of K or V */
     constexpr int QBYTES = NB * QBLK, KVBYTES = NB * KBLK;
     constexpr int NO = D / 8;                          /* 8-wide column tiles of O */
@@ -165,15 +166,15 @@ __global__ void __launch_bounds__(PA_SM90_THREADS, 1)
         for (int s = 0; s < ST; ++s) {
             sm90_bar_init(FULL_K(s), 1);
             sm90_bar_init(FULL_V(s), 1);
-            sm90_bar_init(EMPTY_K(s), 2); /* one arrival per consumer warpgroup */
-            sm90_bar_init(EMPTY_V(s), 2);
+            sm90_bar_init(EMPTY_K(s), NC); /* one arrival per consumer warpgroup */
+            sm90_bar_init(EMPTY_V(s), NC);
         }
         sm90_bar_init_fence();
     }
     __syncthreads();
 
     if (wg == 0) { /* producer */
-        sm90_setmaxnreg_dec<PA_SM90_PRODUCER_REGS>();
+        sm90_setmaxnreg_dec<PA_SM90_PRODUCER_REGS(D)>();
         if (tid != 0) return;
         sm90_bar_expect_tx(full_q, QBYTES);
 #pragma unroll
@@ -197,7 +198,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS, 1)
     }
 
     /* consumers */
-    sm90_setmaxnreg_inc<PA_SM90_CONSUMER_REGS>();
+    sm90_setmaxnreg_inc<PA_SM90_CONSUMER_REGS(D)>();
     const int cw = wg - 1, lane = tid & 31, wq = (tid >> 5) & 3;
     const int rowc = cw * 64 + wq * 16 + (lane >> 2); /* this thread's rows in the block: rowc, rowc + 8 */
     const T tag = T();
@@ -332,11 +333,11 @@ static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap
     static int optin_done[64];
     cudaError_t e = sm80_smem_optin(kern, smem, optin_done);
     if (e != cudaSuccess) return e;
-    const int64_t nmb = ((int64_t)a->seqlen_q + PA_SM90_BM - 1) / PA_SM90_BM;
+    const int64_t nmb = ((int64_t)a->seqlen_q + PA_SM90_BM(D) - 1) / PA_SM90_BM(D);
     CUtensorMap q = *tq, k = *tk, v = *tv;
     sm80_args arg = *a;
     void *args[] = {&q, &k, &v, &arg};
-    return cudaLaunchKernel((const void *)kern, dim3((unsigned)(nmb * a->batch * a->heads)), dim3(PA_SM90_THREADS),
+    return cudaLaunchKernel((const void *)kern, dim3((unsigned)(nmb * a->batch * a->heads)), dim3(PA_SM90_THREADS(D)),
                             args, smem, stream);
 }
 

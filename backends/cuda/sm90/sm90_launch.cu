@@ -36,6 +36,21 @@ static PFN_cuTensorMapEncodeTiled_v12000 sm90_encoder(void)
     return f;
 }
 
+/* The driver's encoder needs the device's context current on the calling thread. The runtime makes
+ * it current lazily, at the first runtime call that needs it, which a thread that has only called
+ * portattn may not have made yet (the encoder then fails with CUDA_ERROR_INVALID_CONTEXT):
+ * cudaSetDevice on the current device makes it current, once per thread and device. */
+static cudaError_t sm90_bind_context(void)
+{
+    static thread_local int bound = -1;
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess || bound == dev) return e;
+    e = cudaSetDevice(dev);
+    if (e == cudaSuccess) bound = dev;
+    return e;
+}
+
 /* A [batch, seq, heads, dim] tensor of 16-bit elements as boxes of 64 columns x `rows` rows with the
  * 128-byte swizzle; rows past `seq` read as zeros. Size-1 dimensions get a nominal stride (TMA
  * wants multiples of 16 bytes; the stride of a single index is never used). */
@@ -62,18 +77,23 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *str
     if (s) return s;
     PFN_cuTensorMapEncodeTiled_v12000 enc = sm90_encoder();
     if (!enc) return pa_fmt(err, err_len, PORTATTN_ERROR_DEVICE, "cuda-sm90: the driver has no cuTensorMapEncodeTiled");
+    cudaError_t e = sm90_bind_context();
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return pa_cuda_status(e, "cuda-sm90: making the device's context current", err, err_len);
+    }
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
     CUtensorMap tq, tk, tv;
-    CUresult r = sm90_tmap(enc, &tq, p->q.data, bf16, p->batch, p->seqlen_q, p->heads_q, d, p->q.stride, PA_SM90_BM);
+    CUresult r = sm90_tmap(enc, &tq, p->q.data, bf16, p->batch, p->seqlen_q, p->heads_q, d, p->q.stride, PA_SM90_BM(d));
     if (r == CUDA_SUCCESS)
         r = sm90_tmap(enc, &tk, p->k.data, bf16, p->batch, p->seqlen_k, p->heads_kv, d, p->k.stride, PA_SM90_BN(d));
     if (r == CUDA_SUCCESS)
         r = sm90_tmap(enc, &tv, p->v.data, bf16, p->batch, p->seqlen_k, p->heads_kv, d, p->v.stride, PA_SM90_BN(d));
-    if (r != CUDA_SUCCESS)
-        return pa_fmt(err, err_len, PORTATTN_ERROR_INTERNAL, "cuda-sm90: cuTensorMapEncodeTiled failed (CUresult %d)",
-                      (int)r);
+    /* CUresult and cudaError_t share their numbers (a dead context: 719 in both), so the runtime
+     * names the error; supports() keeps the arguments inside the encoder's limits. */
+    if (r != CUDA_SUCCESS) return pa_cuda_status((cudaError_t)r, "cuda-sm90: cuTensorMapEncodeTiled", err, err_len);
     cudaStream_t st = (cudaStream_t)stream;
-    cudaError_t e = d == 64    ? sm90_launch_d64(&tq, &tk, &tv, &a, bf16, st)
+    e = d == 64    ? sm90_launch_d64(&tq, &tk, &tv, &a, bf16, st)
                     : d == 128 ? sm90_launch_d128(&tq, &tk, &tv, &a, bf16, st)
                                : sm90_launch_d256(&tq, &tk, &tv, &a, bf16, st);
     if (e != cudaSuccess) {

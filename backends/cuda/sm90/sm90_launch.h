@@ -5,12 +5,15 @@
 
 #include "backend.h"
 
-/* One producer warpgroup and two consumer warpgroups of 64 query rows each. The producer gives
- * registers to the consumers: 40 x 128 + 232 x 256 = 64,512 of the SM's 65,536. */
-#define PA_SM90_BM 128
-#define PA_SM90_THREADS 384
-#define PA_SM90_PRODUCER_REGS 40
-#define PA_SM90_CONSUMER_REGS 232
+/* One producer warpgroup and NC consumer warpgroups of 64 query rows each: two for d128/d256, three
+ * for d64 (whose exponentials cost as much as its GEMMs: a third warpgroup keeps the tensor cores fed
+ * while two do softmax, as FlashAttention-3's 192-row d64 tiles). The producer gives registers to
+ * the consumers: 40 x 128 + 232 x 256 and 24 x 128 + 160 x 384 = 64,512 of the SM's 65,536. */
+#define PA_SM90_NC(d) ((d) == 64 ? 3 : 2)
+#define PA_SM90_BM(d) (64 * PA_SM90_NC(d))
+#define PA_SM90_THREADS(d) (128 * (PA_SM90_NC(d) + 1))
+#define PA_SM90_PRODUCER_REGS(d) (PA_SM90_NC(d) == 3 ? 24 : 40)
+#define PA_SM90_CONSUMER_REGS(d) (PA_SM90_NC(d) == 3 ? 160 : 232)
 /* Instances (Dqk == Dv, f16/bf16): 128-key tiles for d64 (3 K/V slots) and d128 (2), 64-key tiles
  * for d256 (2; its O accumulator alone is 128 registers a thread). Shared memory: 112, 160 and
  * 192 KB of the H100/H200's 227 KB per block. */
@@ -18,7 +21,7 @@
 #define PA_SM90_BN(d) ((d) == 256 ? 64 : 128)
 #define PA_SM90_STAGES(d) ((d) == 64 ? 3 : 2)
 /* Dynamic shared memory: the Q tile, ST K and V slots, the barriers, and 1 KB to align the tiles. */
-#define PA_SM90_SMEM_SHAPE(d, bn, st) (PA_SM90_BM * (d) * 2 + 2 * (st) * (bn) * (d) * 2 + 8 * (1 + 4 * (st)) + 1024)
+#define PA_SM90_SMEM_SHAPE(d, bn, st) (PA_SM90_BM(d) * (d) * 2 + 2 * (st) * (bn) * (d) * 2 + 8 * (1 + 4 * (st)) + 1024)
 #define PA_SM90_SMEM(d) PA_SM90_SMEM_SHAPE(d, PA_SM90_BN(d), PA_SM90_STAGES(d))
 /* Sequence lengths and indices are int32 inside the kernel, as in cuda-sm80. */
 #define PA_SM90_MAX_SEQ ((1 << 30) - 1)
