@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build needs when they are missing (root or sudo required then).
 # The CUDA toolkit is optional: with nvcc on PATH (or at /usr/local/cuda/bin) the CUDA backends
-# are built too. HIP comes with issue 5 (hipcc libamdhip64-dev rocm-device-libs).
+# are built too. The AMD toolchain (Debian's hipcc 5.2.3 with clang-15, libamdhip64-dev,
+# rocm-device-libs) is installed when the archive has it, for the hip-cdna compile + ISA gate; where it
+# cannot be installed that test is skipped, nothing else depends on it.
 set -euo pipefail
 need=()
 command -v cmake >/dev/null || need+=(cmake)
@@ -19,4 +21,11 @@ if ((${#need[@]})); then
   sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+if ! command -v hipcc >/dev/null && [ "${PORTATTN_SKIP_HIP_DEPS:-0}" != 1 ]; then
+  echo "deps: installing the HIP toolchain (hipcc libamdhip64-dev rocm-device-libs)"
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  { $sudo apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends hipcc libamdhip64-dev rocm-device-libs; } ||
+    echo "deps: HIP toolchain not installed; isa_gate_hip will be skipped"
 fi

@@ -1,0 +1,15 @@
+/* hip-cdna launcher (hipcc, gfx90a/gfx940): one workgroup of 4 waves per 128 query rows of one
+ * (batch, head). Not registered with the front end yet: the kernel has not run (see NOTES.md). */
+#include "cdna_fwd_kernel.h"
+
+extern "C" hipError_t pa_hip_cdna_launch(const pa_hip_args *a, int bf16, int d, int64_t max_sq, hipStream_t stream)
+{
+    const int64_t mb = (max_sq + PA_CDNA_BM - 1) / PA_CDNA_BM, bh = (int64_t)a->batch * a->heads;
+    const int64_t gy = bh < 65535 ? bh : 65535, gz = (bh + gy - 1) / gy;
+    const dim3 grid((unsigned)mb, (unsigned)gy, (unsigned)gz), block(PA_CDNA_WAVES * PA_WAVE);
+    if (d == 64 && bf16) hipLaunchKernelGGL((pa_cdna_fwd<true, 64>), grid, block, 0, stream, *a);
+    else if (d == 64) hipLaunchKernelGGL((pa_cdna_fwd<false, 64>), grid, block, 0, stream, *a);
+    else if (bf16) hipLaunchKernelGGL((pa_cdna_fwd<true, 128>), grid, block, 0, stream, *a);
+    else hipLaunchKernelGGL((pa_cdna_fwd<false, 128>), grid, block, 0, stream, *a);
+    return hipGetLastError();
+}

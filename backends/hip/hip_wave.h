@@ -1,0 +1,156 @@
+/* The wave primitives of the HIP kernels (issue 5), in one place: the real AMD builtins under hipcc,
+ * and an exact emulation under nvcc (T3: the same kernel source runs on an NVIDIA GPU, a 64-lane
+ * wave as 64 consecutive threads, MFMA computed from the lane maps of hip_mfma_layout.h, cross-lane
+ * exchanges through shared memory). The kernels use nothing wave-level outside this header, so the
+ * emulated and the real paths differ only here.
+ *   pa_in4     4 16-bit inputs of one lane (f16 or bf16 bits)
+ *   pa_acc32   the 16 f32 accumulators of one lane of a 32x32 MFMA tile
+ *   pa_wave_mfma32<BF16>(acc, a, b)   acc += A B (v_mfma_f32_32x32x8{f16,bf16_1k})
+ *   pa_wave_xor32(x)                  the value of lane ^ 32
+ *   pa_exp2(x), pa_to_f32<BF16>(bits), pa_from_f32<BF16>(x) */
+#ifndef PORTATTN_HIP_WAVE_H
+#define PORTATTN_HIP_WAVE_H
+
+#include <stdint.h>
+
+#include "hip_mfma_layout.h"
+
+#if defined(__HIPCC__)
+#include <hip/hip_runtime.h>
+#define PA_WAVE_REAL 1
+#elif defined(__CUDACC__)
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#define PA_WAVE_EMU 1
+#else
+#error "hip_wave.h is for hipcc (AMD) or nvcc (the emulation)"
+#endif
+
+#define PA_WAVE 64 /* CDNA: wave64 */
+
+typedef struct pa_in4 { uint16_t h[4]; } pa_in4;
+typedef struct pa_acc32 { float r[16]; } pa_acc32;
+
+__device__ __forceinline__ int pa_wave_lane(void) { return (int)(threadIdx.x % PA_WAVE); }
+
+template <bool BF16> __device__ __forceinline__ float pa_to_f32(uint16_t b)
+{
+    if (BF16) return __uint_as_float((uint32_t)b << 16);
+#ifdef PA_WAVE_REAL
+    _Float16 h;
+    __builtin_memcpy(&h, &b, 2);
+    return (float)h;
+#else
+    return __half2float(__ushort_as_half(b));
+#endif
+}
+
+template <bool BF16> __device__ __forceinline__ uint16_t pa_from_f32(float x)
+{
+    if (BF16) { /* round to nearest even; NaN stays NaN */
+        const uint32_t u = __float_as_uint(x);
+        if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+        return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+#ifdef PA_WAVE_REAL
+    const _Float16 h = (_Float16)x;
+    uint16_t b;
+    __builtin_memcpy(&b, &h, 2);
+    return b;
+#else
+    return __half_as_ushort(__float2half_rn(x));
+#endif
+}
+
+__device__ __forceinline__ float pa_exp2(float x)
+{
+    return exp2f(x); /* clang-15 has no __builtin_amdgcn_exp2f; ocml's exp2f is v_exp_f32 + range fix-ups */
+}
+
+#ifdef PA_WAVE_REAL
+typedef _Float16 pa_h4v __attribute__((ext_vector_type(4)));
+typedef short pa_s4v __attribute__((ext_vector_type(4)));
+typedef float pa_f16v __attribute__((ext_vector_type(16)));
+
+/* The per-wave scratch the emulation needs; nothing on AMD. */
+#define PA_WAVE_SCRATCH(nwaves)
+
+template <bool BF16> __device__ __forceinline__ void pa_wave_mfma32(pa_acc32 &acc, const pa_in4 &a, const pa_in4 &b)
+{
+    pa_f16v c;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) c[i] = acc.r[i];
+    if (BF16) {
+        pa_s4v x, y;
+        __builtin_memcpy(&x, &a, 8);
+        __builtin_memcpy(&y, &b, 8);
+        c = __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(x, y, c, 0, 0, 0);
+    } else {
+        pa_h4v x, y;
+        __builtin_memcpy(&x, &a, 8);
+        __builtin_memcpy(&y, &b, 8);
+        c = __builtin_amdgcn_mfma_f32_32x32x8f16(x, y, c, 0, 0, 0);
+    }
+#pragma unroll
+    for (int i = 0; i < 16; ++i) acc.r[i] = c[i];
+}
+
+__device__ __forceinline__ float pa_wave_xor32(float x) { return __shfl_xor(x, 32); }
+
+#else /* PA_WAVE_EMU: 64 consecutive threads of the block are one wave */
+
+/* Shared scratch of the emulation: operands of every lane of every wave. */
+#define PA_WAVE_SCRATCH(nwaves) __shared__ pa_in4 pa_emu_a[nwaves][PA_WAVE], pa_emu_b[nwaves][PA_WAVE]; \
+    __shared__ float pa_emu_x[nwaves][PA_WAVE]
+
+/* Barrier over the 64 threads of this wave (named barrier 1 + wave; a block has at most 15 waves). */
+__device__ __forceinline__ void pa_wave_sync(void)
+{
+    asm volatile("bar.sync %0, %1;" ::"r"(1 + (int)(threadIdx.x / PA_WAVE)), "r"(PA_WAVE) : "memory");
+}
+
+/* acc += A B of v_mfma_f32_32x32x8: element (i, k) of A is item k % 4 of lane i + 32 (k / 4), (k, j)
+ * of B item k % 4 of lane j + 32 (k / 4), and this lane's accumulator register r holds D(i, j) with
+ * (lane, r) = pa_mfma32_d(i, j). Products of 16-bit values are exact in f32; the sum runs in k order. */
+template <bool BF16>
+__device__ __forceinline__ void pa_wave_mfma32_emu(pa_acc32 &acc, const pa_in4 &a, const pa_in4 &b,
+                                                   pa_in4 (*sa)[PA_WAVE], pa_in4 (*sb)[PA_WAVE])
+{
+    const int w = threadIdx.x / PA_WAVE, l = threadIdx.x % PA_WAVE;
+    sa[w][l] = a, sb[w][l] = b;
+    pa_wave_sync();
+    const int j = l % 32;
+#pragma unroll
+    for (int r = 0; r < 16; ++r) {
+        const int i = 8 * (r / 4) + 4 * (l / 32) + r % 4; /* inverse of pa_mfma32_d */
+        float s = acc.r[r];
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+            s = fmaf(pa_to_f32<BF16>(sa[w][i + 32 * (k / 4)].h[k % 4]), pa_to_f32<BF16>(sb[w][j + 32 * (k / 4)].h[k % 4]), s);
+        acc.r[r] = s;
+    }
+    pa_wave_sync(); /* the scratch is reused by the next call */
+}
+
+__device__ __forceinline__ float pa_wave_xor32_emu(float x, float (*sx)[PA_WAVE])
+{
+    const int w = threadIdx.x / PA_WAVE, l = threadIdx.x % PA_WAVE;
+    sx[w][l] = x;
+    pa_wave_sync();
+    const float y = sx[w][l ^ 32];
+    pa_wave_sync();
+    return y;
+}
+#endif
+
+/* Kernel-side spellings that work in both builds (the emulation passes its scratch). */
+#ifdef PA_WAVE_REAL
+#define PA_MFMA32(BF16, acc, a, b) pa_wave_mfma32<BF16>(acc, a, b)
+#define PA_XOR32(x) pa_wave_xor32(x)
+#else
+#define PA_MFMA32(BF16, acc, a, b) pa_wave_mfma32_emu<BF16>(acc, a, b, pa_emu_a, pa_emu_b)
+#define PA_XOR32(x) pa_wave_xor32_emu(x, pa_emu_x)
+#endif
+
+#endif

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# T0/T1 for the hip-cdna kernel (no AMD GPU needed): compiles backends/hip/cdna_fwd.hip with hipcc for
+# gfx90a and gfx940 (Debian 12's hipcc 5.2.3 builds both) and gates the code objects' assembly: the
+# 32x32x8 MFMA of f16 and bf16 present for each target, no VGPR spills, no scratch, no calls
+# (s_swappc), LDS within 64 KiB; prints VGPRs/AGPRs/occupancy per kernel. With nvcc it also compiles
+# the same kernel source against the wave emulation (cdna_fwd_emu.cu, the T3 build) for sm_90.
+# The kernel has not run anywhere yet (no AMD GPU; the emulated run on an NVIDIA GPU is next).
+# usage: isa_gate_hip.sh HIPCC NVCC SOURCE_DIR WORK_DIR     exit 0 pass, 1 fail, 77 no hipcc
+set -uo pipefail
+HIPCC=${1:-}
+NVCC=${2:-}
+SRC=${3:?source dir}
+WORK=${4:?work dir}
+if [ -z "$HIPCC" ] || ! [ -x "$(command -v "$HIPCC")" ]; then
+  echo "SKIP: no hipcc (Debian: apt-get install hipcc libamdhip64-dev rocm-device-libs)"
+  exit 77
+fi
+mkdir -p "$WORK" && cd "$WORK" || exit 1
+rm -f ./*.s
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+"$HIPCC" --offload-arch=gfx90a --offload-arch=gfx940 -O3 -std=c++17 --save-temps -I"$SRC/backends/hip" \
+  -c "$SRC/backends/hip/cdna_fwd.hip" -o cdna_fwd.o > hipcc.log 2>&1 || { tail -20 hipcc.log; bad "hipcc"; }
+for t in gfx90a gfx940; do
+  s=$(ls ./*-hip-amdgcn-amd-amdhsa-$t.s 2>/dev/null | head -1)
+  [ -n "$s" ] || { bad "$t: no assembly"; continue; }
+  echo "== $t"
+  if [ $t = gfx90a ]; then pats="v_mfma_f32_32x32x8f16 v_mfma_f32_32x32x8bf16_1k"; else pats="v_mfma_f32_32x32x8_f16 v_mfma_f32_32x32x8_bf16"; fi
+  for p in $pats; do
+    c=$(grep -c -E "^[[:space:]]*$p\b" "$s"); printf '  %-40s %6d\n' "$p" "$c"
+    [ "$c" -gt 0 ] || bad "$t lacks $p"
+  done
+  c=$(grep -c -E '^[[:space:]]*s_swappc' "$s"); printf '  %-40s %6d\n' "s_swappc (calls)" "$c"; [ "$c" -eq 0 ] || bad "$t: calls"
+  awk -v t=$t '
+    /^[[:space:]]*\.name:[[:space:]]+_Z/ { k = $2 }
+    /\.group_segment_fixed_size:/ { lds = $2 }
+    /\.private_segment_fixed_size:/ { scr = $2 }
+    /\.vgpr_count:/ { v = $2 }
+    /\.vgpr_spill_count:/ { sp = $2 }
+    /\.agpr_count:/ { ag = $NF }
+    /\.wavefront_size:/ { n++; printf "  %-46s VGPR %3d AGPR %3d LDS %6d scratch %d spills %d\n", k, v, ag, lds, scr, sp;
+                          if (scr != 0 || sp != 0 || lds > 65536) bad++ }
+    END { if (n < 4) { print "FAIL: " t ": expected 4 kernels (d64, d128 x f16, bf16), found " n; exit 1 }
+          if (bad) { print "FAIL: " t ": " bad " kernel(s) with scratch, spills or LDS over 64 KiB"; exit 1 } }' "$s" || fail=1
+  grep -E "; Occupancy:" "$s" | sort | uniq -c | sed 's/^/  /'
+done
+if [ -n "$NVCC" ] && [ -x "$(command -v "$NVCC")" ]; then
+  "$NVCC" -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -I"$SRC/backends/hip" -c "$SRC/backends/hip/cdna_fwd_emu.cu" \
+    -o cdna_fwd_emu.o > nvcc.log 2>&1 && echo "== emulated build (nvcc, sm_90): compiles" || { tail -20 nvcc.log; bad "nvcc emulated build"; }
+else
+  echo "== emulated build: NOT RUN (no nvcc)"
+fi
+[ $fail -eq 0 ] && echo "ISA gate hip-cdna: PASS" || echo "ISA gate hip-cdna: FAIL"
+exit $fail
