@@ -30,6 +30,9 @@ extern const pa_backend pa_backend_cuda_sm80;
 #ifdef PORTATTN_HAVE_SM90
 extern const pa_backend pa_backend_cuda_sm90;
 #endif
+#ifdef PORTATTN_HIP_EMULATION
+extern const pa_backend pa_backend_hip_cdna_emu; /* backends/hip/cdna_emu_backend.c, test builds */
+#endif
 extern const pa_backend pa_backend_cuda_generic;
 /* Where a pointer lives, from the CUDA runtime (backends/cuda/cuda_host.c). */
 int pa_cuda_ptr_is_device_only(const void *ptr); /* host cannot dereference it */

@@ -13,6 +13,11 @@ static const pa_backend *const compiled[] = {
 #endif
 #ifdef PORTATTN_HAVE_CUDA
     &pa_backend_cuda_sm80,
+#endif
+#ifdef PORTATTN_HIP_EMULATION
+    &pa_backend_hip_cdna_emu,
+#endif
+#ifdef PORTATTN_HAVE_CUDA
     &pa_backend_cuda_generic,
 #endif
     &pa_backend_cpu,

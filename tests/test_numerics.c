@@ -6,8 +6,8 @@
  *     that do not see j are bitwise clean on the CPU backend, while GPU kernels may also turn their
  *     column c NaN (0 x NaN inside a key tile, as in FlashAttention), and nothing else;
  *   - keys whose scores are all -inf count as no visible key: O = 0, LSE = -inf.
- * f32, bf16 and f16; causal, 24 x 24 (prefill kernels) and 4 x 40 (decode kernels). Exit 0 pass, 1 fail,
- * 77 backend absent. */
+ * f32, bf16 and f16; causal, 24 x 24 (prefill kernels), 4 x 40 (decode kernels) and 40 x 20 (rows that
+ * see no key beside rows that do, in one key tile). Exit 0 pass, 1 fail, 77 backend absent. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@
 #include "harness.h"
 #include "problem.h"
 
-/* Two shapes: 24 x 24 (the prefill kernels) and 4 queries x 40 keys (the decode kernels, Sq <= 16). */
+/* Three shapes: 24 x 24 and 40 x 20 (the prefill kernels), 4 queries x 40 keys (the decode kernels). */
 enum { SMAX = 40, H = 4, HKV = 2, D = 64, NQ = SMAX * H * D, NK = SMAX * HKV * D, NL = H * SMAX };
 static int SQ, SK; /* the current shape */
 enum { ROW_CLEAN, ROW_NAN, ROW_COLUMN, ROW_COLUMN_MAYBE, ROW_ZERO };
@@ -125,9 +125,11 @@ int main(int argc, char **argv)
     static int expect[SMAX][H];
     const portattn_dtype_t dts[3] = {PORTATTN_DTYPE_F32, PORTATTN_DTYPE_BF16, PORTATTN_DTYPE_F16};
     const int vc = 5, g = H / HKV; /* poisoned V column */
-    const int shapes[2][4] = {{24, 24, 7, 13}, {4, 40, 1, 38}}; /* Sq, Sk, poisoned query row, poisoned key */
+    /* Sq, Sk, poisoned query row, poisoned key; the third shape has rows that see no key (s < 20) in
+     * the key tile of a poisoned V row, which must stay exactly 0 (no 0 x NaN) */
+    const int shapes[3][4] = {{24, 24, 7, 13}, {4, 40, 1, 38}, {40, 20, 30, 5}};
     int ran = 0;
-    for (int t = 0; t < 6; t++) {
+    for (int t = 0; t < 9; t++) {
         SQ = shapes[t / 3][0], SK = shapes[t / 3][1];
         const int qs = shapes[t / 3][2], kj = shapes[t / 3][3], diag = SK - SQ; /* row s sees keys <= s + diag */
         const portattn_dtype_t dt = dts[t % 3];
@@ -160,7 +162,11 @@ int main(int argc, char **argv)
         x.v[(kj * HKV + 1) * D + vc] = NAN;
         for (int s = 0; s < SQ; s++)
             for (int h = 0; h < H; h++)
-                expect[s][h] = h / g != 1 ? ROW_CLEAN : kj <= s + diag ? ROW_COLUMN : cpu ? ROW_CLEAN : ROW_COLUMN_MAYBE;
+                expect[s][h] = h / g != 1       ? ROW_CLEAN
+                               : kj <= s + diag ? ROW_COLUMN
+                               : s + diag < 0   ? ROW_ZERO /* sees no key at all: O = 0, LSE = -inf */
+                               : cpu            ? ROW_CLEAN
+                                                : ROW_COLUMN_MAYBE;
         if (run(be, dt, &x)) failures++, printf("FAIL run\n");
         else check("NaN in one V element -> that column of its rows", dn, &clean, &x, expect, vc);
         /* K rows of -inf with q > 0: every score of KV head 0 is -inf -> no visible key */

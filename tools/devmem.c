@@ -16,6 +16,9 @@ dm_kind dm_kind_of(portattn_backend_t backend)
     case PORTATTN_BACKEND_CUDA_SM90:
     case PORTATTN_BACKEND_CUDA_SM80:
     case PORTATTN_BACKEND_CUDA_GENERIC: return DM_CUDA;
+#ifdef PORTATTN_HIP_EMULATION
+    case PORTATTN_BACKEND_HIP_CDNA: return DM_CUDA; /* the kernel under the nvcc emulation */
+#endif
     default: return DM_HOST; /* HIP gets its own kind with the HIP backend */
     }
 }

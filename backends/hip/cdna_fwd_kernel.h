@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(PA_CDNA_WAVES * PA_WAVE) pa_cdna_fwd(const pa_
             for (int m = 0; m < 4; ++m) {
                 uint16_t v4[4];
 #pragma unroll
-                for (int r = 0; r < 4; ++r) v4[r] = pa_from_f32<BF16>(o[c].r[4 * m + r] * inv);
+                for (int r = 0; r < 4; ++r) v4[r] = l == 0.f ? 0 : pa_from_f32<BF16>(o[c].r[4 * m + r] * inv);
                 __builtin_memcpy(orow + 32 * c + 8 * m + 4 * (lane / 32), v4, 8);
             }
         if (a.lse && lane < 32) {

@@ -229,7 +229,8 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
 #pragma unroll
         for (int j = 0; j < NO; ++j)
             *(float2 *)(red + (warp * 16 + row) * RS + j * 8 + (lane & 3) * 2) =
-                make_float2(acc[j][2 * r] * f, acc[j][2 * r + 1] * f);
+                tot[r] == 0.f ? make_float2(0.f, 0.f) /* no visible key: 0, not 0 x NaN */
+                              : make_float2(acc[j][2 * r] * f, acc[j][2 * r + 1] * f);
     }
     const int64_t R = (int64_t)a.batch * a.heads_kv * a.rows; /* packed rows of the whole call */
     const int64_t grow0 = ((int64_t)b * a.heads_kv + hk) * a.rows + mt * 16;
@@ -330,7 +331,8 @@ __global__ void __launch_bounds__(128) sm80_decode_combine(const sm80_dec_args a
     T *o = (T *)a.o + b * a.os[0] + qi * a.os[1] + hq * a.os[2] + lane * E;
     const T tag = T();
 #pragma unroll
-    for (int e = 0; e < E; e += 2) *(uint32_t *)(o + e) = sm80_pack(acc[e] * inv, acc[e + 1] * inv, tag);
+    for (int e = 0; e < E; e += 2)
+        *(uint32_t *)(o + e) = tot == 0.f ? 0u : sm80_pack(acc[e] * inv, acc[e + 1] * inv, tag);
     if (lane == 0 && a.lse)
         a.lse[b * a.ls[0] + hq * a.ls[1] + qi * a.ls[2]] =
             tot > 0.f ? (mx + __log2f(tot)) * 0.69314718055994531f : tot == 0.f ? -INFINITY : NAN;

@@ -338,7 +338,8 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a)
 #pragma unroll
                 for (int j = 0; j < NO; ++j)
                     *(uint32_t *)(smem + sm80_swz<PITCH>(row, j) + (lane & 3) * 4) =
-                        sm80_pack(acc[mt][j][2 * r] * inv, acc[mt][j][2 * r + 1] * inv, tag);
+                        l == 0.f ? 0u /* no visible key: exactly 0, even where V held a NaN (0 x NaN) */
+                                 : sm80_pack(acc[mt][j][2 * r] * inv, acc[mt][j][2 * r + 1] * inv, tag);
             }
         __syncwarp();
 #pragma unroll

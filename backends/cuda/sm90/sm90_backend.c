@@ -31,6 +31,7 @@ static int sm90_probe(char *detail, size_t detail_len)
 static int sm90_tma_ok(const portattn_tensor_t *t, const char *name, const int64_t n[3], char *why, size_t why_len)
 {
     for (int i = 0; i < 3; i++) {
+        if (n[i] == 1) continue; /* a single index: the map gets a nominal stride */
         if (t->stride[i] >= ((int64_t)1 << 39))
             return REFUSE("%s.stride[%d] = %lld: TMA strides stay below 2^40 bytes", name, i, (long long)t->stride[i]);
         if (t->stride[i] == 0 && n[i] > 1) return REFUSE("%s.stride[%d] = 0: TMA needs distinct rows", name, i);

@@ -36,31 +36,44 @@ static PFN_cuTensorMapEncodeTiled_v12000 sm90_encoder(void)
     return f;
 }
 
-/* The driver's encoder needs the device's context current on the calling thread. The runtime makes
- * it current lazily, at the first runtime call that needs it, which a thread that has only called
- * portattn may not have made yet (the encoder then fails with CUDA_ERROR_INVALID_CONTEXT):
- * cudaSetDevice on the current device makes it current, once per thread and device. */
-static cudaError_t sm90_bind_context(void)
+/* The driver's encoder needs a context current on the calling thread. The runtime makes the
+ * device's primary context current lazily, at the first runtime call that needs one, which a thread
+ * that has only called portattn may not have made yet (the encoder then fails with
+ * CUDA_ERROR_INVALID_CONTEXT). Only when no context is current is the primary one made current
+ * (cudaSetDevice on the current device); a caller's own context is never replaced. */
+typedef CUresult (*sm90_ctx_get_fn)(CUcontext *);
+static cudaError_t sm90_ensure_context(void)
 {
-    static thread_local int bound = -1;
+    static sm90_ctx_get_fn get; /* a racing second lookup finds the same pointer */
+    sm90_ctx_get_fn f = __atomic_load_n(&get, __ATOMIC_ACQUIRE);
+    if (!f) {
+        void *p = NULL;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess || !p) {
+            (void)cudaGetLastError();
+            return cudaErrorNotSupported;
+        }
+        f = (sm90_ctx_get_fn)p;
+        __atomic_store_n(&get, f, __ATOMIC_RELEASE);
+    }
+    CUcontext cur = NULL;
+    if (f(&cur) == CUDA_SUCCESS && cur) return cudaSuccess;
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
-    if (e != cudaSuccess || bound == dev) return e;
-    e = cudaSetDevice(dev);
-    if (e == cudaSuccess) bound = dev;
-    return e;
+    return e == cudaSuccess ? cudaSetDevice(dev) : e;
 }
 
 /* A [batch, seq, heads, dim] tensor of 16-bit elements as boxes of 64 columns x `rows` rows with the
- * 128-byte swizzle; rows past `seq` read as zeros. Size-1 dimensions get a nominal stride (TMA
- * wants multiples of 16 bytes; the stride of a single index is never used). */
+ * 128-byte swizzle; rows past `seq` read as zeros. Size-1 dimensions get a nominal stride of 16
+ * bytes (TMA wants multiples of 16 below 2^40; the stride of a single index is never used). */
 static CUresult sm90_tmap(PFN_cuTensorMapEncodeTiled_v12000 enc, CUtensorMap *m, const void *ptr, int bf16, int64_t b,
                           int64_t s, int64_t h, int64_t d, const int64_t st[3], int rows)
 {
     const cuuint64_t dims[4] = {(cuuint64_t)d, (cuuint64_t)s, (cuuint64_t)h, (cuuint64_t)b};
     const int64_t el[3] = {st[1], st[2], st[0]}, n[3] = {s, h, b};
     cuuint64_t strides[3];
-    for (int i = 0; i < 3; ++i) strides[i] = (cuuint64_t)(n[i] == 1 && el[i] * 2 < 16 ? 16 : el[i] * 2);
+    for (int i = 0; i < 3; ++i) strides[i] = (cuuint64_t)(n[i] == 1 ? 16 : el[i] * 2);
     const cuuint32_t box[4] = {64, (cuuint32_t)rows, 1, 1}, es[4] = {1, 1, 1, 1};
     return enc(m, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, (void *)ptr, dims,
                strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
@@ -77,7 +90,7 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *str
     if (s) return s;
     PFN_cuTensorMapEncodeTiled_v12000 enc = sm90_encoder();
     if (!enc) return pa_fmt(err, err_len, PORTATTN_ERROR_DEVICE, "cuda-sm90: the driver has no cuTensorMapEncodeTiled");
-    cudaError_t e = sm90_bind_context();
+    cudaError_t e = sm90_ensure_context();
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return pa_cuda_status(e, "cuda-sm90: making the device's context current", err, err_len);

@@ -15,8 +15,8 @@
 #define PA_SM90_PRODUCER_REGS(d) (PA_SM90_NC(d) == 3 ? 24 : 40)
 #define PA_SM90_CONSUMER_REGS(d) (PA_SM90_NC(d) == 3 ? 160 : 232)
 /* Instances (Dqk == Dv, f16/bf16): 128-key tiles for d64 (3 K/V slots) and d128 (2), 64-key tiles
- * for d256 (2; its O accumulator alone is 128 registers a thread). Shared memory: 112, 160 and
- * 192 KB of the H100/H200's 227 KB per block. */
+ * for d256 (2; its O accumulator alone is 128 registers a thread). Shared memory (PA_SM90_SMEM):
+ * about 121, 161 and 193 KB of the H100/H200's 227 KB per block. */
 #define PA_SM90_HAS_DIM(d) ((d) == 64 || (d) == 128 || (d) == 256)
 #define PA_SM90_BN(d) ((d) == 256 ? 64 : 128)
 #define PA_SM90_STAGES(d) ((d) == 64 ? 3 : 2)

@@ -67,11 +67,6 @@ template <int R> __device__ __forceinline__ void sm90_setmaxnreg_dec(void)
 /* Keeps the compiler from moving accesses of an accumulator register across the async MMA. */
 __device__ __forceinline__ void sm90_reg_fence(float &r) { asm volatile("" : "+f"(r)::"memory"); }
 __device__ __forceinline__ void sm90_reg_fence(uint32_t &r) { asm volatile("" : "+r"(r)::"memory"); }
-/* Named barrier over `count` threads (a multiple of 32), ids 1..15 (0 is __syncthreads). */
-__device__ __forceinline__ void sm90_named_sync(int id, int count)
-{
-    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
-}
 #endif
 
 /* Shared-memory matrix descriptor with the 128-byte swizzle (the layout a SWIZZLE_128B TMA box of
