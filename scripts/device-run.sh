@@ -19,6 +19,8 @@
 #             device-to-device copy bandwidth: decode.md (tools/decode_table.py) + decode.tgz
 #   REPORT=1  also the decode sweep + peers, tools/report.py over everything, python/compare_sdpa.py;
 #             JSON/CSV/report go into one report.tgz (the device returns at most 8 files)
+#   HIP_EMU=1 also build hip-cdna's kernel under the nvcc wave emulation (-DPORTATTN_HIP_EMULATION=ON)
+#             and run the case table and test_numerics on it (T3 of issue 5)
 #   NCU="args"  profile one forward call with Nsight Compute: stall reasons, shared-memory bank
 #             conflicts, tensor pipe use (args: portattn-bench shape flags; the first backend)
 set -uo pipefail
@@ -35,7 +37,8 @@ t() { echo "[$(( $(date +%s) - S ))s]"; }
 { nvidia-smi; nvcc --version; git log -1 --format='commit %H %cd' 2>/dev/null; git status --short 2>/dev/null; date -u; } \
   > "$OUT/build.log" 2>&1
 echo "== build $(t)"
-cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DPORTATTN_CUDA_ARCHS="${ARCHS:-80;90}" >> "$OUT/build.log" 2>&1 &&
+cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DPORTATTN_CUDA_ARCHS="${ARCHS:-80;90}" \
+  -DPORTATTN_HIP_EMULATION=$([ -n "${HIP_EMU:-}" ] && echo ON || echo OFF) >> "$OUT/build.log" 2>&1 &&
   cmake --build $B -j 16 --target portattn test_cases test_cuda_select >> "$OUT/build.log" 2>&1 ||
   { tail -40 "$OUT/build.log"; exit 1; }
 cmake --build $B -j 16 >> "$OUT/build.log" 2>&1 || echo "full build failed (tail of build.log below); going on with what built" &&
@@ -60,6 +63,13 @@ for be in $BACKENDS; do
   $B/tests/test_cases "$be" > "$OUT/cases_$be.log" 2>&1; echo "exit $?"
   grep -E "^FAIL|cases ran|passed" "$OUT/cases_$be.log" | tail -12
 done
+
+if [ -n "${HIP_EMU:-}" ]; then
+  echo "== hip-cdna under the wave emulation (T3) $(t)"
+  timeout 600 $B/tests/test_cases hip-cdna > "$OUT/cases_hip-cdna.log" 2>&1; echo "exit $?"
+  grep -E "^FAIL|cases ran|passed" "$OUT/cases_hip-cdna.log" | tail -12
+  timeout 300 $B/tests/test_numerics hip-cdna 2>&1 | tail -n 3
+fi
 
 echo "== ISA gates $(t)"
 ctest --test-dir $B -L isa -V > "$OUT/isa.log" 2>&1
