@@ -18,22 +18,26 @@ cudaError_t sm90_launch_d256(const CUtensorMap *, const CUtensorMap *, const CUt
 
 extern "C" int pa_sm90_compiled(void) { return 1; }
 
-/* cuTensorMapEncodeTiled from the driver, found once (the library links the static runtime only). */
-static PFN_cuTensorMapEncodeTiled_v12000 sm90_encoder(void)
+/* A driver function (CUDA 12 ABI), found once and cached in *slot (the library links the static
+ * runtime only); NULL when the driver lacks it. A racing second lookup finds the same pointer. */
+static void *sm90_driver_fn(const char *name, void **slot)
 {
-    static PFN_cuTensorMapEncodeTiled_v12000 fn; /* a racing second lookup finds the same pointer */
-    PFN_cuTensorMapEncodeTiled_v12000 f = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
+    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (f) return f;
-    void *p = NULL;
     cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess || !p) {
+    if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || !f) {
         (void)cudaGetLastError();
         return NULL;
     }
-    f = (PFN_cuTensorMapEncodeTiled_v12000)p;
-    __atomic_store_n(&fn, f, __ATOMIC_RELEASE);
+    __atomic_store_n(slot, f, __ATOMIC_RELEASE);
     return f;
+}
+
+static PFN_cuTensorMapEncodeTiled_v12000 sm90_encoder(void)
+{
+    static void *fn;
+    return (PFN_cuTensorMapEncodeTiled_v12000)sm90_driver_fn("cuTensorMapEncodeTiled", &fn);
 }
 
 /* The driver's encoder needs a context current on the calling thread. The runtime makes the
@@ -41,24 +45,14 @@ static PFN_cuTensorMapEncodeTiled_v12000 sm90_encoder(void)
  * that has only called portattn may not have made yet (the encoder then fails with
  * CUDA_ERROR_INVALID_CONTEXT). Only when no context is current is the primary one made current
  * (cudaSetDevice on the current device); a caller's own context is never replaced. */
-typedef CUresult (*sm90_ctx_get_fn)(CUcontext *);
 static cudaError_t sm90_ensure_context(void)
 {
-    static sm90_ctx_get_fn get; /* a racing second lookup finds the same pointer */
-    sm90_ctx_get_fn f = __atomic_load_n(&get, __ATOMIC_ACQUIRE);
-    if (!f) {
-        void *p = NULL;
-        cudaDriverEntryPointQueryResult q;
-        if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-            q != cudaDriverEntryPointSuccess || !p) {
-            (void)cudaGetLastError();
-            return cudaErrorNotSupported;
-        }
-        f = (sm90_ctx_get_fn)p;
-        __atomic_store_n(&get, f, __ATOMIC_RELEASE);
-    }
+    static void *fn;
+    typedef CUresult (*ctx_get_fn)(CUcontext *);
+    const ctx_get_fn get = (ctx_get_fn)sm90_driver_fn("cuCtxGetCurrent", &fn);
+    if (!get) return cudaErrorNotSupported;
     CUcontext cur = NULL;
-    if (f(&cur) == CUDA_SUCCESS && cur) return cudaSuccess;
+    if (get(&cur) == CUDA_SUCCESS && cur) return cudaSuccess;
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     return e == cudaSuccess ? cudaSetDevice(dev) : e;

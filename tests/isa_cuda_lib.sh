@@ -1,0 +1,61 @@
+# Shared by the CUDA ISA gates (isa_gate_sm80.sh, isa_gate_sm90.sh); sourced, not run.
+#   isa_setup WHAT NVCC SRC WORK     finds ptxas beside nvcc (exit 77 without nvcc), makes WORK,
+#                                    sets NVCC SRC WORK BIN PTXAS fail, defines bad()
+#   isa_compile CU GENCODE ARCH      nvcc --ptx then ptxas -v, appended to WORK/all.ptx, ptxas.txt
+#   isa_count FILE WIDTH PATTERN...  prints each fixed-string pattern's count, bad() when 0
+#   isa_ptxas_table MIN WHAT         per-kernel registers/stack/spills; bad when a kernel spills or
+#                                    fewer than MIN kernels were compiled (WHAT names them)
+#   isa_cuobjdump                    prints the cuobjdump path, or nothing
+isa_setup() {
+  local what=$1
+  NVCC=${2:-}; SRC=${3:?source dir}; WORK=${4:?work dir}
+  if [ -z "$NVCC" ] || ! [ -x "$(command -v "$NVCC")" ]; then
+    echo "SKIP: no CUDA compiler (nvcc) to build the $what kernels"
+    exit 77
+  fi
+  BIN=$(dirname "$(command -v "$NVCC")")
+  PTXAS=$BIN/ptxas; [ -x "$PTXAS" ] || PTXAS=$(command -v ptxas || true)
+  [ -x "$PTXAS" ] || { echo "FAIL: ptxas not found beside $NVCC"; exit 1; }
+  mkdir -p "$WORK"
+  fail=0
+  : > "$WORK/all.ptx"; : > "$WORK/ptxas.txt"
+}
+
+bad() { echo "FAIL: $*"; fail=1; }
+
+isa_compile() {
+  local cu=$1 gencode=$2 arch=$3 n
+  n=$(basename "$cu" .cu)
+  "$NVCC" -std=c++17 -O3 $INC "$gencode" --ptx -o "$WORK/$n.ptx" "$cu" > "$WORK/$n.nvcc.log" 2>&1 ||
+    { cat "$WORK/$n.nvcc.log"; bad "$n: nvcc --ptx"; return 1; }
+  "$PTXAS" -arch="$arch" -O3 -v -o "$WORK/$n.cubin" "$WORK/$n.ptx" > "$WORK/$n.ptxas.log" 2>&1 ||
+    { cat "$WORK/$n.ptxas.log"; bad "$n: ptxas"; return 1; }
+  cat "$WORK/$n.ptx" >> "$WORK/all.ptx"; cat "$WORK/$n.ptxas.log" >> "$WORK/ptxas.txt"
+}
+
+isa_count() {
+  local file=$1 width=$2 pat c; shift 2
+  for pat in "$@"; do
+    c=$(grep -c -F "$pat" "$file")
+    printf "  %-${width}s %6d\n" "$pat" "$c"
+    [ "$c" -gt 0 ] || bad "$(basename "$file") lacks $pat"
+  done
+}
+
+isa_ptxas_table() {
+  awk -v min="$1" -v what="$2" '
+    /Compiling entry function/ { match($0, /'"'"'[^'"'"']*'"'"'/); k = substr($0, RSTART + 1, RLENGTH - 2) }
+    /bytes stack frame/ { st = $1; ss = $5; sl = $9 }
+    /Used [0-9]+ registers/ { match($0, /Used [0-9]+ registers/); r = substr($0, RSTART + 5, RLENGTH - 15);
+      n++; printf "  %-70s regs %3d  stack %s  spill st %s ld %s\n", k, r, st, ss, sl;
+      if (st != 0 || ss != 0 || sl != 0) bad++ }
+    END { print "  kernels: " n; if (n < min) { print "FAIL: expected " min " kernels (" what ")"; exit 1 }
+          if (bad) { print "FAIL: " bad " kernel(s) with stack frame or spills"; exit 1 } }' "$WORK/ptxas.txt" || fail=1
+}
+
+isa_cuobjdump() {
+  local c
+  c=$(command -v cuobjdump || true)
+  [ -n "$c" ] || { [ -x "$BIN/cuobjdump" ] && c=$BIN/cuobjdump; }
+  echo "$c"
+}
