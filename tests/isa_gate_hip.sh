@@ -3,7 +3,8 @@
 # gfx90a and gfx940 (Debian 12's hipcc 5.2.3 builds both) and gates the code objects' assembly: the
 # 32x32x8 MFMA of f16 and bf16 present for each target, no VGPR spills, no scratch, no calls
 # (s_swappc), LDS within 64 KiB; prints VGPRs/AGPRs/occupancy per kernel. With nvcc it also compiles
-# the same kernel source against the wave emulation (cdna_fwd_emu.cu, the T3 build) for sm_90.
+# the same kernel source against the wave emulation (cdna_fwd_emu.cu, the T3 build) for sm_90, and
+# prints tools/hip_estimate.py's static model of the kernels on MI250X and MI300X.
 # The kernel has not run anywhere yet (no AMD GPU; the emulated run on an NVIDIA GPU is next).
 # usage: isa_gate_hip.sh HIPCC NVCC SOURCE_DIR WORK_DIR     exit 0 pass, 1 fail, 77 no hipcc
 set -uo pipefail
@@ -44,6 +45,10 @@ for t in gfx90a gfx940; do
           if (bad) { print "FAIL: " t ": " bad " kernel(s) with scratch, spills or LDS over 64 KiB"; exit 1 } }' "$s" || fail=1
   grep -E "; Occupancy:" "$s" | sort | uniq -c | sed 's/^/  /'
 done
+# the static model for porting studies (prints only; a model, not a measurement)
+if command -v python3 >/dev/null; then
+  python3 "$SRC/tools/hip_estimate.py" ./*-hip-amdgcn-amd-amdhsa-gfx90a.s ./*-hip-amdgcn-amd-amdhsa-gfx940.s 2>&1 | sed 's/^/  /'
+fi
 if [ -n "$NVCC" ] && [ -x "$(command -v "$NVCC")" ]; then
   "$NVCC" -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -I"$SRC/backends/hip" -c "$SRC/backends/hip/cdna_fwd_emu.cu" \
     -o cdna_fwd_emu.o > nvcc.log 2>&1 && echo "== emulated build (nvcc, sm_90): compiles" || { tail -20 nvcc.log; bad "nvcc emulated build"; }

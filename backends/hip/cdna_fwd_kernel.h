@@ -75,6 +75,8 @@ __global__ void __launch_bounds__(PA_CDNA_WAVES * PA_WAVE) pa_cdna_fwd(const pa_
     pa_cdna_keys(m0, sq, sk, a.wl, a.wr, &lo_f, &hi_f);
     pa_cdna_keys(mlast, sq, sk, a.wl, a.wr, &lo_l, &hi_l);
     const int n_lo = lo_f / PA_CDNA_BN, n_hi = hi_l < lo_f ? n_lo : hi_l / PA_CDNA_BN + 1;
+    /* Tiles in [full_lo, full_hi) are visible to every row of the block: no mask there. */
+    const int full_lo = (lo_l + PA_CDNA_BN - 1) / PA_CDNA_BN, full_hi = (hi_f + 1) / PA_CDNA_BN;
 
     /* Q^T as the B operand of S^T, for every k-step: lane l holds query l % 32 and, at step
      * 2g + t, head-dim elements 16g + 8 (l / 32) + 4t .. +3 (the KPack-8 order of the K reads). */
@@ -129,16 +131,24 @@ __global__ void __launch_bounds__(PA_CDNA_WAVES * PA_WAVE) pa_cdna_fwd(const pa_
         }
 
         /* Register r holds key 8 (r / 4) + 4 (lane / 32) + r % 4 of the tile for this lane's query. */
+        if (a.softcap) {
+#pragma unroll
+            for (int r = 0; r < 16; ++r) st.r[r] = a.post_mul * tanhf(st.r[r] * a.pre_mul);
+        } else if (a.transform) {
+#pragma unroll
+            for (int r = 0; r < 16; ++r) st.r[r] *= a.pre_mul;
+        }
+        if (n < full_lo || n >= full_hi) { /* boundary tile: mask per element */
+            const int k0 = n * PA_CDNA_BN + 4 * (lane / 32);
+#pragma unroll
+            for (int r = 0; r < 16; ++r) {
+                const int key = k0 + 8 * (r / 4) + r % 4;
+                if (key < klo || key > khi) st.r[r] = -INFINITY;
+            }
+        }
         float mx = -INFINITY;
 #pragma unroll
-        for (int r = 0; r < 16; ++r) {
-            float s = st.r[r];
-            if (a.transform) s = a.softcap ? a.post_mul * tanhf(s * a.pre_mul) : s * a.pre_mul;
-            const int key = n * PA_CDNA_BN + 8 * (r / 4) + 4 * (lane / 32) + r % 4;
-            if (key < klo || key > khi) s = -INFINITY;
-            st.r[r] = s;
-            mx = fmaxf(mx, s);
-        }
+        for (int r = 0; r < 16; ++r) mx = fmaxf(mx, st.r[r]);
         mx = fmaxf(mx, PA_XOR32(mx));
         const float mnew = fmaxf(mrow, mx), base = mnew == -INFINITY ? 0.f : mnew * a.mult;
         const float corr = pa_exp2(mrow * a.mult - base);

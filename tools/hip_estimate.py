@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""A static performance model of the HIP kernels for porting studies (issue 5): from the assembly
+hipcc writes (--save-temps), per kernel, the body of its key-tile loop (the backward branch whose
+region holds the most MFMAs) is counted: MFMAs, other vector ALU instructions, LDS bytes. With the
+per-architecture MFMA cycles and peaks of shared/reference/amd-anchors.md (sections 1.2 and 4.1) it
+prints an upper bound in TFLOPS beside the peak.
+
+It is a MODEL, not a measurement: no memory latency, no instruction-issue limits beyond the counts,
+LDS at 128 bytes/clock/CU, a wave64 VALU instruction = 4 cycles of its SIMD, MFMA and VALU of
+different waves fully overlapped when a SIMD holds two or more waves (occupancy), serialized with one.
+
+usage: hip_estimate.py FILE-gfx90a.s [FILE-gfx940.s ...]
+"""
+import re
+import sys
+
+# arch -> (GPU, MFMA 32x32x8 16-bit cycles, CUs, clock GHz, peak dense fp16 TFLOPS as AMD counts it)
+ARCH = {
+    "gfx90a": ("MI250X, one GCD (of 2)", 64, 110, 1.7, 191.5),
+    "gfx940": ("MI300X (gfx942 runs the same instructions)", 32, 304, 2.1, 1307.4),
+}
+FLOPS_PER_MFMA = 2 * 32 * 32 * 8
+LDS_BYTES = {"b128": 16, "b96": 12, "b64": 8, "b32": 4, "u16": 2, "b16": 2, "i16": 2, "u8": 1, "b8": 1, "i8": 1}
+
+
+def kernels(lines):
+    """(name, first line, last line) of each kernel in a .s file."""
+    out, name, start = [], None, 0
+    for i, l in enumerate(lines):
+        m = re.match(r"^(_Z\w+):", l)
+        if m:
+            name, start = m.group(1), i
+        elif name and l.startswith(".Lfunc_end"):
+            out.append((name, start, i))
+            name = None
+    return out
+
+
+def loop_body(lines, a, b):
+    """The region [label, backward branch] inside [a, b) holding the most MFMAs."""
+    labels = {}
+    best = (0, a, a)
+    for i in range(a, b):
+        m = re.match(r"^(\.LBB\w+):", lines[i])
+        if m:
+            labels[m.group(1)] = i
+        m = re.match(r"^\s+s_(?:c?branch)\w*\s+(\.LBB\w+)", lines[i])
+        if m and m.group(1) in labels:
+            lo = labels[m.group(1)]
+            n = sum(1 for j in range(lo, i) if re.match(r"^\s+v_mfma", lines[j]))
+            if n > best[0]:
+                best = (n, lo, i)
+    return best
+
+
+def count(lines, lo, hi):
+    mfma = valu = lds = 0
+    for l in lines[lo:hi]:
+        m = re.match(r"^\s+([a-z_0-9]+)", l)
+        if not m:
+            continue
+        op = m.group(1)
+        if op.startswith("v_mfma"):
+            mfma += 1
+        elif op.startswith("v_"):
+            valu += 1
+        elif op.startswith("ds_read") or op.startswith("ds_write"):
+            kind = op.split("_")[-1].replace("2st64", "").replace("2", "")
+            lds += 64 * LDS_BYTES.get(kind, 4) * (2 if "read2" in op or "write2" in op else 1)
+    return mfma, valu, lds
+
+
+def main(files):
+    print("static model (not a measurement): key-tile loop body per wave, upper bound per GPU")
+    for f in files:
+        arch = next((a for a in ARCH if f.endswith(a + ".s")), None)
+        if not arch:
+            print(f"  {f}: unknown target, skipped")
+            continue
+        gpu, cyc, cus, ghz, peak = ARCH[arch]
+        lines = open(f).read().splitlines()
+        occ = [int(x) for x in re.findall(r"; Occupancy: (\d+)", "\n".join(lines))]
+        print(f"  {arch} = {gpu}: peak {peak:.1f} TFLOPS, MFMA 32x32x8 {cyc} cycles")
+        for k, (name, a, b) in enumerate(kernels(lines)):
+            n, lo, hi = loop_body(lines, a, b)
+            if not n:
+                print(f"    {name}: no MFMA loop found")
+                continue
+            mfma, valu, lds = count(lines, lo, hi)
+            occ_k = occ[k] if k < len(occ) else 1
+            c_mfma, c_valu, c_lds = mfma * cyc, valu * 4, lds / 32.0  # cycles of one SIMD per wave-tile
+            t = max(c_mfma, c_valu, c_lds) if occ_k >= 2 else c_mfma + c_valu + c_lds
+            eff = c_mfma / t
+            print(f"    {name:44s} loop: {mfma:3d} MFMA {valu:4d} VALU {lds // 1024:3d} KB LDS, occupancy {occ_k}"
+                  f" -> MFMA busy {100 * eff:4.1f}%: <= {eff * peak:6.1f} TFLOPS (model)")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    main(sys.argv[1:])
