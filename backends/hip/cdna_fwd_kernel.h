@@ -161,10 +161,13 @@ __global__ void __launch_bounds__(PA_CDNA_WAVES * PA_WAVE) pa_cdna_fwd(const pa_
             lsum += p;
             pf[r / 4].h[r % 4] = pa_from_f32<BF16>(p);
         }
+        if (PA_ANY(corr != 1.f)) { /* rescale only when some row's max grew (rare once it settles): the
+                                     * accumulators live in AGPRs, a rescale moves all of them */
 #pragma unroll
-        for (int c = 0; c < D / 32; ++c)
+            for (int c = 0; c < D / 32; ++c)
 #pragma unroll
-            for (int r = 0; r < 16; ++r) o[c].r[r] *= corr;
+                for (int r = 0; r < 16; ++r) o[c].r[r] *= corr;
+        }
 
         /* O^T += V^T P^T, 8 keys a step: V^T's A operand gathered as 4 keys of one column a lane. */
 #pragma unroll

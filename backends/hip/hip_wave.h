@@ -7,6 +7,7 @@
  *   pa_acc32   the 16 f32 accumulators of one lane of a 32x32 MFMA tile
  *   pa_wave_mfma32<BF16>(acc, a, b)   acc += A B (v_mfma_f32_32x32x8{f16,bf16_1k})
  *   pa_wave_xor32(x)                  the value of lane ^ 32
+ *   pa_wave_any(p)                    1 if p is nonzero in any lane of the wave
  *   pa_exp2(x), pa_to_f32<BF16>(bits), pa_from_f32<BF16>(x) */
 #ifndef PORTATTN_HIP_WAVE_H
 #define PORTATTN_HIP_WAVE_H
@@ -97,12 +98,13 @@ template <bool BF16> __device__ __forceinline__ void pa_wave_mfma32(pa_acc32 &ac
 }
 
 __device__ __forceinline__ float pa_wave_xor32(float x) { return __shfl_xor(x, 32); }
+__device__ __forceinline__ int pa_wave_any(int p) { return __any(p); }
 
 #else /* PA_WAVE_EMU: 64 consecutive threads of the block are one wave */
 
 /* Shared scratch of the emulation: operands of every lane of every wave. */
 #define PA_WAVE_SCRATCH(nwaves) __shared__ pa_in4 pa_emu_a[nwaves][PA_WAVE], pa_emu_b[nwaves][PA_WAVE]; \
-    __shared__ float pa_emu_x[nwaves][PA_WAVE]
+    __shared__ float pa_emu_x[nwaves][PA_WAVE]; __shared__ int pa_emu_i[nwaves][PA_WAVE]
 
 /* Barrier over the 64 threads of this wave (named barrier 1 + wave; a block has at most 15 waves). */
 __device__ __forceinline__ void pa_wave_sync(void)
@@ -133,6 +135,17 @@ __device__ __forceinline__ void pa_wave_mfma32_emu(pa_acc32 &acc, const pa_in4 &
     pa_wave_sync(); /* the scratch is reused by the next call */
 }
 
+__device__ __forceinline__ int pa_wave_any_emu(int p, int (*si)[PA_WAVE])
+{
+    const int w = threadIdx.x / PA_WAVE, l = threadIdx.x % PA_WAVE;
+    si[w][l] = p != 0;
+    pa_wave_sync();
+    int any = 0;
+    for (int i = 0; i < PA_WAVE; ++i) any |= si[w][i];
+    pa_wave_sync();
+    return any;
+}
+
 __device__ __forceinline__ float pa_wave_xor32_emu(float x, float (*sx)[PA_WAVE])
 {
     const int w = threadIdx.x / PA_WAVE, l = threadIdx.x % PA_WAVE;
@@ -148,9 +161,11 @@ __device__ __forceinline__ float pa_wave_xor32_emu(float x, float (*sx)[PA_WAVE]
 #ifdef PA_WAVE_REAL
 #define PA_MFMA32(BF16, acc, a, b) pa_wave_mfma32<BF16>(acc, a, b)
 #define PA_XOR32(x) pa_wave_xor32(x)
+#define PA_ANY(p) pa_wave_any(p)
 #else
 #define PA_MFMA32(BF16, acc, a, b) pa_wave_mfma32_emu<BF16>(acc, a, b, pa_emu_a, pa_emu_b)
 #define PA_XOR32(x) pa_wave_xor32_emu(x, pa_emu_x)
+#define PA_ANY(p) pa_wave_any_emu(p, pa_emu_i)
 #endif
 
 #endif
