@@ -46,8 +46,12 @@ for t in gfx90a gfx940; do
   grep -E "; Occupancy:" "$s" | sort | uniq -c | sed 's/^/  /'
 done
 # the static model for porting studies (prints only; a model, not a measurement)
+# (estimate_<target>.json for tools/report.py, which must take them as labelled estimates)
 if command -v python3 >/dev/null; then
-  python3 "$SRC/tools/hip_estimate.py" ./*-hip-amdgcn-amd-amdhsa-gfx90a.s ./*-hip-amdgcn-amd-amdhsa-gfx940.s 2>&1 | sed 's/^/  /'
+  python3 "$SRC/tools/hip_estimate.py" --json estimate ./*-hip-amdgcn-amd-amdhsa-gfx90a.s \
+    ./*-hip-amdgcn-amd-amdhsa-gfx940.s 2>&1 | sed 's/^/  /'
+  python3 "$SRC/tools/report.py" estimate/estimate_*.json --out estimate/report > report.log 2>&1 &&
+    grep -q "static estimate" estimate/report/summary.md || { cat report.log; bad "report.py on the estimates"; }
 fi
 if [ -n "$NVCC" ] && [ -x "$(command -v "$NVCC")" ]; then
   "$NVCC" -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -I"$SRC/backends/hip" -c "$SRC/backends/hip/cdna_fwd_emu.cu" \

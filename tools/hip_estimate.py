@@ -9,8 +9,13 @@ It is a MODEL, not a measurement: no memory latency, no instruction-issue limits
 LDS at 128 bytes/clock/CU, a wave64 VALU instruction = 4 cycles of its SIMD, MFMA and VALU of
 different waves fully overlapped when a SIMD holds two or more waves (occupancy), serialized with one.
 
-usage: hip_estimate.py FILE-gfx90a.s [FILE-gfx940.s ...]
+usage: hip_estimate.py [--json DIR] FILE-gfx90a.s [FILE-gfx940.s ...]
+  --json DIR  also writes DIR/estimate_<target>.json: the prefill sweep's shapes (B*S = 16k tokens,
+              H*D = 2048, s 512..16k, causal or not) at the model's bound, as portattn-bench rows
+              marked "estimate": true, for tools/report.py (which keeps them apart from measurements)
 """
+import json
+import os
 import re
 import sys
 
@@ -19,6 +24,8 @@ ARCH = {
     "gfx90a": ("MI250X, one GCD (of 2)", 64, 110, 1.7, 191.5),
     "gfx940": ("MI300X (gfx942 runs the same instructions)", 32, 304, 2.1, 1307.4),
 }
+DEVICE = {"gfx90a": "AMD Instinct MI250X (one GCD)", "gfx940": "AMD Instinct MI300X"}
+KERNEL = re.compile(r"_Z11pa_cdna_fwdILb([01])ELi(\d+)E")
 FLOPS_PER_MFMA = 2 * 32 * 32 * 8
 LDS_BYTES = {"b128": 16, "b96": 12, "b64": 8, "b32": 4, "u16": 2, "b16": 2, "i16": 2, "u8": 1, "b8": 1, "i8": 1}
 
@@ -70,9 +77,28 @@ def count(lines, lo, hi):
     return mfma, valu, lds
 
 
-def main(files):
+def sweep_rows(name, bound):
+    """The prefill sweep's shapes for one kernel instance at the model's bound."""
+    m = KERNEL.search(name)
+    if not m:
+        return []
+    dtype, d = ("bf16" if m.group(1) == "1" else "f16"), int(m.group(2))
+    rows = []
+    for s in (512, 1024, 2048, 4096, 8192, 16384):
+        for causal in (False, True):
+            rows.append({"backend": "hip-cdna", "kernel": f"cdna<{dtype},d{d}> (model)", "dtype": dtype,
+                         "batch": 16384 // s, "seqlen_q": s, "seqlen_k": s, "heads_q": 2048 // d,
+                         "heads_kv": 2048 // d, "head_dim_qk": d, "head_dim_v": d, "causal": causal,
+                         "tflops": round(bound, 1), "estimate": True})
+    return rows
+
+
+def main(args):
+    out_dir = None
+    if args[:1] == ["--json"]:
+        out_dir, args = args[1], args[2:]
     print("static model (not a measurement): key-tile loop body per wave, upper bound per GPU")
-    for f in files:
+    for f in args:
         arch = next((a for a in ARCH if f.endswith(a + ".s")), None)
         if not arch:
             print(f"  {f}: unknown target, skipped")
@@ -81,6 +107,7 @@ def main(files):
         lines = open(f).read().splitlines()
         occ = [int(x) for x in re.findall(r"; Occupancy: (\d+)", "\n".join(lines))]
         print(f"  {arch} = {gpu}: peak {peak:.1f} TFLOPS, MFMA 32x32x8 {cyc} cycles")
+        rows = []
         for k, (name, a, b) in enumerate(kernels(lines)):
             n, lo, hi = loop_body(lines, a, b)
             if not n:
@@ -93,6 +120,15 @@ def main(files):
             eff = c_mfma / t
             print(f"    {name:44s} loop: {mfma:3d} MFMA {valu:4d} VALU {lds // 1024:3d} KB LDS, occupancy {occ_k}"
                   f" -> MFMA busy {100 * eff:4.1f}%: <= {eff * peak:6.1f} TFLOPS (model)")
+            rows += sweep_rows(name, eff * peak)
+        if out_dir and rows:
+            os.makedirs(out_dir, exist_ok=True)
+            path = os.path.join(out_dir, f"estimate_{arch}.json")
+            with open(path, "w") as fh:
+                json.dump({"tool": "portattn-bench", "device": DEVICE[arch], "estimate": True,
+                           "note": "static model of the hip-cdna kernel (tools/hip_estimate.py), not a measurement",
+                           "rows": rows}, fh, indent=1)
+            print(f"  wrote {path}")
 
 
 if __name__ == "__main__":
