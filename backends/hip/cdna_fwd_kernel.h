@@ -58,8 +58,6 @@ __global__ void __launch_bounds__(PA_CDNA_WAVES * PA_WAVE) pa_cdna_fwd(const pa_
         s = s < 0 ? 0 : (s > a.seqlen_k ? a.seqlen_k : s), e = e < s ? s : (e > a.seqlen_k ? a.seqlen_k : e);
         k0 = s, sk = e - s;
     }
-    const int m0 = (a.wr >= 0 ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x) * PA_CDNA_BM;
-    if (m0 >= sq) return;
     const int64_t qb = a.cu_q ? (int64_t)q0 * a.qs[1] : b * a.qs[0], kb = a.cu_q ? (int64_t)k0 * a.ks[1] : b * a.ks[0];
     const int64_t vb = a.cu_q ? (int64_t)k0 * a.vs[1] : b * a.vs[0], ob = a.cu_q ? (int64_t)q0 * a.os[1] : b * a.os[0];
     const uint16_t *qh = (const uint16_t *)a.q + qb + h * a.qs[2];
@@ -67,139 +65,146 @@ __global__ void __launch_bounds__(PA_CDNA_WAVES * PA_WAVE) pa_cdna_fwd(const pa_
     const uint16_t *vh = (const uint16_t *)a.v + vb + hk * a.vs[2];
     uint16_t *oh = (uint16_t *)a.o + ob + h * a.os[2];
 
-    /* This lane's query and its visible keys; the block's key tiles (the hull of its rows). */
-    const int qrow = m0 + wave * 32 + lane % 32;
-    int klo, khi, lo_f, hi_f, lo_l, hi_l;
-    pa_cdna_keys(qrow, sq, sk, a.wl, a.wr, &klo, &khi);
-    const int mlast = (m0 + PA_CDNA_BM < sq ? m0 + PA_CDNA_BM : sq) - 1;
-    pa_cdna_keys(m0, sq, sk, a.wl, a.wr, &lo_f, &hi_f);
-    pa_cdna_keys(mlast, sq, sk, a.wl, a.wr, &lo_l, &hi_l);
-    const int n_lo = lo_f / PA_CDNA_BN, n_hi = hi_l < lo_f ? n_lo : hi_l / PA_CDNA_BN + 1;
-    /* Tiles in [full_lo, full_hi) are visible to every row of the block: no mask there. */
-    const int full_lo = (lo_l + PA_CDNA_BN - 1) / PA_CDNA_BN, full_hi = (hi_f + 1) / PA_CDNA_BN;
+    /* Row blocks of this sequence: a grid sized by a max_seqlen_q below the longest sequence still
+     * covers every row (as cuda-sm80). With a right-bounded mask the longest blocks come first. */
+    const int nmb = (sq + PA_CDNA_BM - 1) / PA_CDNA_BM;
+    for (int t = blockIdx.x; t < nmb; t += gridDim.x) {
+        const int m0 = (a.wr >= 0 ? nmb - 1 - t : t) * PA_CDNA_BM;
 
-    /* Q^T as the B operand of S^T, for every k-step: lane l holds query l % 32 and, at step
-     * 2g + t, head-dim elements 16g + 8 (l / 32) + 4t .. +3 (the KPack-8 order of the K reads). */
-    pa_in4 qf[D / 8];
-    {
-        const bool ok = qrow < sq;
-        const uint16_t *qr = qh + (int64_t)(ok ? qrow : 0) * a.qs[1];
-#pragma unroll
-        for (int g = 0; g < D / 16; ++g)
-#pragma unroll
-            for (int t = 0; t < 2; ++t)
-#pragma unroll
-                for (int i = 0; i < 4; ++i) qf[2 * g + t].h[i] = ok ? qr[16 * g + 8 * (lane / 32) + 4 * t + i] : 0;
-    }
+        /* This lane's query and its visible keys; the block's key tiles (the hull of its rows). */
+        const int qrow = m0 + wave * 32 + lane % 32;
+        int klo, khi, lo_f, hi_f, lo_l, hi_l;
+        pa_cdna_keys(qrow, sq, sk, a.wl, a.wr, &klo, &khi);
+        const int mlast = (m0 + PA_CDNA_BM < sq ? m0 + PA_CDNA_BM : sq) - 1;
+        pa_cdna_keys(m0, sq, sk, a.wl, a.wr, &lo_f, &hi_f);
+        pa_cdna_keys(mlast, sq, sk, a.wl, a.wr, &lo_l, &hi_l);
+        const int n_lo = lo_f / PA_CDNA_BN, n_hi = hi_l < lo_f ? n_lo : hi_l / PA_CDNA_BN + 1;
+        /* Tiles in [full_lo, full_hi) are visible to every row of the block: no mask there. */
+        const int full_lo = (lo_l + PA_CDNA_BN - 1) / PA_CDNA_BN, full_hi = (hi_f + 1) / PA_CDNA_BN;
 
-    pa_acc32 o[D / 32];
+        /* Q^T as the B operand of S^T, for every k-step: lane l holds query l % 32 and, at step
+         * 2g + t, head-dim elements 16g + 8 (l / 32) + 4t .. +3 (the KPack-8 order of the K reads). */
+        pa_in4 qf[D / 8];
+        {
+            const bool ok = qrow < sq;
+            const uint16_t *qr = qh + (int64_t)(ok ? qrow : 0) * a.qs[1];
 #pragma unroll
-    for (int c = 0; c < D / 32; ++c)
+            for (int g = 0; g < D / 16; ++g)
 #pragma unroll
-        for (int r = 0; r < 16; ++r) o[c].r[r] = 0.f;
-    float mrow = -INFINITY, lsum = 0.f;
-
-    for (int n = n_lo; n < n_hi; ++n) {
-        /* K and V tiles into LDS, 16 bytes a thread a pass; keys past the sequence read as zeros. */
-        __syncthreads();
+                for (int t = 0; t < 2; ++t)
 #pragma unroll
-        for (int p = 0; p < PA_CDNA_BN / RPP; ++p) {
-            const int r = p * RPP + tid / CH, c = tid % CH, key = n * PA_CDNA_BN + r;
-            uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-            if (key < sk) {
-                kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * c);
-                vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * c);
-            }
-            const int off = pa_lds_chunk_addr(&lm, r, c, CH) / 2;
-            *(uint4 *)(sk_t + off) = kv;
-            *(uint4 *)(sv_t + off) = vv;
-        }
-        __syncthreads();
-
-        /* S^T = K Q^T: two k-steps per 16-byte read of a K row. */
-        pa_acc32 st;
-#pragma unroll
-        for (int r = 0; r < 16; ++r) st.r[r] = 0.f;
-#pragma unroll
-        for (int g = 0; g < D / 16; ++g) {
-            const uint4 kk = *(const uint4 *)(sk_t + pa_lds_frag_addr(&lm, lane, 32, 0, g, CH) / 2);
-            pa_in4 k_lo, k_hi;
-            __builtin_memcpy(&k_lo, &kk.x, 8);
-            __builtin_memcpy(&k_hi, &kk.z, 8);
-            PA_MFMA32(BF16, st, k_lo, qf[2 * g]);
-            PA_MFMA32(BF16, st, k_hi, qf[2 * g + 1]);
+                    for (int i = 0; i < 4; ++i) qf[2 * g + t].h[i] = ok ? qr[16 * g + 8 * (lane / 32) + 4 * t + i] : 0;
         }
 
-        /* Register r holds key 8 (r / 4) + 4 (lane / 32) + r % 4 of the tile for this lane's query. */
-        if (a.softcap) {
-#pragma unroll
-            for (int r = 0; r < 16; ++r) st.r[r] = a.post_mul * tanhf(st.r[r] * a.pre_mul);
-        } else if (a.transform) {
-#pragma unroll
-            for (int r = 0; r < 16; ++r) st.r[r] *= a.pre_mul;
-        }
-        if (n < full_lo || n >= full_hi) { /* boundary tile: mask per element */
-            const int k0 = n * PA_CDNA_BN + 4 * (lane / 32);
-#pragma unroll
-            for (int r = 0; r < 16; ++r) {
-                const int key = k0 + 8 * (r / 4) + r % 4;
-                if (key < klo || key > khi) st.r[r] = -INFINITY;
-            }
-        }
-        float mx = -INFINITY;
-#pragma unroll
-        for (int r = 0; r < 16; ++r) mx = fmaxf(mx, st.r[r]);
-        mx = fmaxf(mx, PA_XOR32(mx));
-        const float mnew = fmaxf(mrow, mx), base = mnew == -INFINITY ? 0.f : mnew * a.mult;
-        const float corr = pa_exp2(mrow * a.mult - base);
-        mrow = mnew;
-        lsum *= corr;
-        pa_in4 pf[4];
-#pragma unroll
-        for (int r = 0; r < 16; ++r) {
-            const float p = pa_exp2(fmaf(st.r[r], a.mult, -base));
-            lsum += p;
-            pf[r / 4].h[r % 4] = pa_from_f32<BF16>(p);
-        }
-        if (PA_ANY(corr != 1.f)) { /* rescale only when some row's max grew (rare once it settles): the
-                                     * accumulators live in AGPRs, a rescale moves all of them */
-#pragma unroll
-            for (int c = 0; c < D / 32; ++c)
-#pragma unroll
-                for (int r = 0; r < 16; ++r) o[c].r[r] *= corr;
-        }
-
-        /* O^T += V^T P^T, 8 keys a step: V^T's A operand gathered as 4 keys of one column a lane. */
-#pragma unroll
-        for (int s = 0; s < 4; ++s)
-#pragma unroll
-            for (int c = 0; c < D / 32; ++c) {
-                pa_in4 va;
-#pragma unroll
-                for (int r = 0; r < 4; ++r) va.h[r] = sv_t[pa_lds_v_half_addr(&lm, lane, 32, 8 * s, r, 32 * c, CH) / 2];
-                PA_MFMA32(BF16, o[c], va, pf[s]);
-            }
-    }
-
-    /* Epilogue: the two half-waves' row sums, one normalisation, O^T registers 4m..4m+3 of column
-     * block c are head-dim elements 32c + 8m + 4 (lane / 32) .. +3 of this lane's query. */
-    const float l = lsum + PA_XOR32(lsum);
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    if (qrow < sq) {
-        uint16_t *orow = oh + (int64_t)qrow * a.os[1];
+        pa_acc32 o[D / 32];
 #pragma unroll
         for (int c = 0; c < D / 32; ++c)
 #pragma unroll
-            for (int m = 0; m < 4; ++m) {
-                uint16_t v4[4];
+            for (int r = 0; r < 16; ++r) o[c].r[r] = 0.f;
+        float mrow = -INFINITY, lsum = 0.f;
+
+        for (int n = n_lo; n < n_hi; ++n) {
+            /* K and V tiles into LDS, 16 bytes a thread a pass; keys past the sequence read as zeros. */
+            __syncthreads();
 #pragma unroll
-                for (int r = 0; r < 4; ++r) v4[r] = l == 0.f ? 0 : pa_from_f32<BF16>(o[c].r[4 * m + r] * inv);
-                __builtin_memcpy(orow + 32 * c + 8 * m + 4 * (lane / 32), v4, 8);
+            for (int p = 0; p < PA_CDNA_BN / RPP; ++p) {
+                const int r = p * RPP + tid / CH, c = tid % CH, key = n * PA_CDNA_BN + r;
+                uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
+                if (key < sk) {
+                    kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * c);
+                    vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * c);
+                }
+                const int off = pa_lds_chunk_addr(&lm, r, c, CH) / 2;
+                *(uint4 *)(sk_t + off) = kv;
+                *(uint4 *)(sv_t + off) = vv;
             }
-        if (a.lse && lane < 32) {
-            const int64_t off = a.cu_q ? h * a.ls[1] + (int64_t)(q0 + qrow) * a.ls[2]
-                                       : b * a.ls[0] + h * a.ls[1] + (int64_t)qrow * a.ls[2];
-            a.lse[off] = l > 0.f ? (mrow * a.mult + __log2f(l)) * 0.69314718055994531f : l == 0.f ? -INFINITY : NAN;
+            __syncthreads();
+
+            /* S^T = K Q^T: two k-steps per 16-byte read of a K row. */
+            pa_acc32 st;
+#pragma unroll
+            for (int r = 0; r < 16; ++r) st.r[r] = 0.f;
+#pragma unroll
+            for (int g = 0; g < D / 16; ++g) {
+                const uint4 kk = *(const uint4 *)(sk_t + pa_lds_frag_addr(&lm, lane, 32, 0, g, CH) / 2);
+                pa_in4 k_lo, k_hi;
+                __builtin_memcpy(&k_lo, &kk.x, 8);
+                __builtin_memcpy(&k_hi, &kk.z, 8);
+                PA_MFMA32(BF16, st, k_lo, qf[2 * g]);
+                PA_MFMA32(BF16, st, k_hi, qf[2 * g + 1]);
+            }
+
+            /* Register r holds key 8 (r / 4) + 4 (lane / 32) + r % 4 of the tile for this lane's query. */
+            if (a.softcap) {
+#pragma unroll
+                for (int r = 0; r < 16; ++r) st.r[r] = a.post_mul * tanhf(st.r[r] * a.pre_mul);
+            } else if (a.transform) {
+#pragma unroll
+                for (int r = 0; r < 16; ++r) st.r[r] *= a.pre_mul;
+            }
+            if (n < full_lo || n >= full_hi) { /* boundary tile: mask per element */
+                const int key0 = n * PA_CDNA_BN + 4 * (lane / 32);
+#pragma unroll
+                for (int r = 0; r < 16; ++r) {
+                    const int key = key0 + 8 * (r / 4) + r % 4;
+                    if (key < klo || key > khi) st.r[r] = -INFINITY;
+                }
+            }
+            float mx = -INFINITY;
+#pragma unroll
+            for (int r = 0; r < 16; ++r) mx = fmaxf(mx, st.r[r]);
+            mx = fmaxf(mx, PA_XOR32(mx));
+            const float mnew = fmaxf(mrow, mx), base = mnew == -INFINITY ? 0.f : mnew * a.mult;
+            const float corr = pa_exp2(mrow * a.mult - base);
+            mrow = mnew;
+            lsum *= corr;
+            pa_in4 pf[4];
+#pragma unroll
+            for (int r = 0; r < 16; ++r) {
+                const float p = pa_exp2(fmaf(st.r[r], a.mult, -base));
+                lsum += p;
+                pf[r / 4].h[r % 4] = pa_from_f32<BF16>(p);
+            }
+            if (PA_ANY(corr != 1.f)) { /* rescale only when some row's max grew (rare once it settles): the
+                                         * accumulators live in AGPRs, a rescale moves all of them */
+#pragma unroll
+                for (int c = 0; c < D / 32; ++c)
+#pragma unroll
+                    for (int r = 0; r < 16; ++r) o[c].r[r] *= corr;
+            }
+
+            /* O^T += V^T P^T, 8 keys a step: V^T's A operand gathered as 4 keys of one column a lane. */
+#pragma unroll
+            for (int s = 0; s < 4; ++s)
+#pragma unroll
+                for (int c = 0; c < D / 32; ++c) {
+                    pa_in4 va;
+#pragma unroll
+                    for (int r = 0; r < 4; ++r) va.h[r] = sv_t[pa_lds_v_half_addr(&lm, lane, 32, 8 * s, r, 32 * c, CH) / 2];
+                    PA_MFMA32(BF16, o[c], va, pf[s]);
+                }
+        }
+
+        /* Epilogue: the two half-waves' row sums, one normalisation, O^T registers 4m..4m+3 of column
+         * block c are head-dim elements 32c + 8m + 4 (lane / 32) .. +3 of this lane's query. */
+        const float l = lsum + PA_XOR32(lsum);
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        if (qrow < sq) {
+            uint16_t *orow = oh + (int64_t)qrow * a.os[1];
+#pragma unroll
+            for (int c = 0; c < D / 32; ++c)
+#pragma unroll
+                for (int m = 0; m < 4; ++m) {
+                    uint16_t v4[4];
+#pragma unroll
+                    for (int r = 0; r < 4; ++r) v4[r] = l == 0.f ? 0 : pa_from_f32<BF16>(o[c].r[4 * m + r] * inv);
+                    __builtin_memcpy(orow + 32 * c + 8 * m + 4 * (lane / 32), v4, 8);
+                }
+            if (a.lse && lane < 32) {
+                const int64_t off = a.cu_q ? h * a.ls[1] + (int64_t)(q0 + qrow) * a.ls[2]
+                                           : b * a.ls[0] + h * a.ls[1] + (int64_t)qrow * a.ls[2];
+                a.lse[off] = l > 0.f ? (mrow * a.mult + __log2f(l)) * 0.69314718055994531f : l == 0.f ? -INFINITY : NAN;
+            }
         }
     }
 }

@@ -1,0 +1,17 @@
+/* Included first (-include) by test_hip_cdna_sim: the CUDA names the emulation build of the hip-cdna
+ * kernel uses, on the host. */
+#include "cuda_runtime.h"
+#include "cuda_fp16.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <random>
+#include <vector>
+#include <string>
+#include <algorithm>
+#include <cmath>
+#include <functional>
+/* The emulation's only inline asm is its per-wave barrier, asm volatile("bar.sync %0, %1;" :: ...):
+ * it becomes sim_named_bar(), a std::barrier of the wave's 64 threads. */
+#define asm
+#define volatile(...) sim_named_bar()
