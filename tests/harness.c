@@ -390,3 +390,20 @@ done:
     free(fq), free(fk), free(fv), free(fo), free(fl), free(no), free(sbuf);
     return res;
 }
+
+int gpu_test_backend(int argc, char **argv, portattn_backend_t *be)
+{
+    int ok = 0;
+    *be = argc > 1 ? portattn_backend_from_name(argv[1], &ok) : PORTATTN_BACKEND_AUTO;
+    portattn_backend_info_t info;
+    if (!ok || *be == PORTATTN_BACKEND_AUTO || portattn_backend_get_info(*be, &info) || dm_kind_of(*be) != DM_CUDA) {
+        fprintf(stderr, "usage: %s <GPU backend name>\n", argv[0]);
+        return 2;
+    }
+    char why[256];
+    if (!info.available || !dm_available(DM_CUDA, why, sizeof why)) {
+        printf("SKIP %s: %s\n", argv[1], info.available ? why : info.detail);
+        return 77;
+    }
+    return 0;
+}

@@ -35,6 +35,10 @@ typedef enum { RUN_PASS, RUN_FAIL, RUN_NOT_SUPPORTED } run_result;
  * outcome. seed makes the inputs reproducible. */
 run_result run_case(const tcase *c, portattn_dtype_t dtype, portattn_backend_t backend, uint64_t seed);
 
+/* The GPU backend a GPU-only test is run for (argv[1]): 0 and *be; 2 with the usage printed when
+ * argv[1] names no CUDA-memory backend; 77 with "SKIP ..." printed when it or the device is absent. */
+int gpu_test_backend(int argc, char **argv, portattn_backend_t *be);
+
 /* Seed from $PORTATTN_TEST_SEED, else fresh from the clock (printed so a failure can be rerun). */
 uint64_t test_seed(void);
 

@@ -20,7 +20,7 @@ mkdir -p "$WORK" && cd "$WORK" || exit 1
 rm -f ./*.s
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
-"$HIPCC" --offload-arch=gfx90a --offload-arch=gfx940 -O3 -std=c++17 --save-temps -I"$SRC/backends/hip" \
+"$HIPCC" --offload-arch=gfx90a --offload-arch=gfx940 -O3 -std=c++17 --save-temps -I"$SRC/backends/hip" -I"$SRC/common" \
   -c "$SRC/backends/hip/cdna_fwd.hip" -o cdna_fwd.o > hipcc.log 2>&1 || { tail -20 hipcc.log; bad "hipcc"; }
 for t in gfx90a gfx940; do
   s=$(ls ./*-hip-amdgcn-amd-amdhsa-$t.s 2>/dev/null | head -1)
@@ -54,7 +54,7 @@ if command -v python3 >/dev/null; then
     grep -q "static estimate" estimate/report/summary.md || { cat report.log; bad "report.py on the estimates"; }
 fi
 if [ -n "$NVCC" ] && [ -x "$(command -v "$NVCC")" ]; then
-  "$NVCC" -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -I"$SRC/backends/hip" -c "$SRC/backends/hip/cdna_fwd_emu.cu" \
+  "$NVCC" -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -I"$SRC/backends/hip" -I"$SRC/common" -c "$SRC/backends/hip/cdna_fwd_emu.cu" \
     -o cdna_fwd_emu.o > nvcc.log 2>&1 && echo "== emulated build (nvcc, sm_90): compiles" || { tail -20 nvcc.log; bad "nvcc emulated build"; }
 else
   echo "== emulated build: NOT RUN (no nvcc)"

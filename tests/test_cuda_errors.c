@@ -169,18 +169,9 @@ static void dead_context(portattn_backend_t be, const char *name, const prob *t)
 
 int main(int argc, char **argv)
 {
-    int ok = 0;
-    portattn_backend_t be = argc > 1 ? portattn_backend_from_name(argv[1], &ok) : PORTATTN_BACKEND_AUTO;
-    portattn_backend_info_t info;
-    if (!ok || be == PORTATTN_BACKEND_AUTO || portattn_backend_get_info(be, &info) || dm_kind_of(be) != DM_CUDA) {
-        fprintf(stderr, "usage: %s <GPU backend name>\n", argv[0]);
-        return 2;
-    }
-    char why[256];
-    if (!info.available || !dm_available(DM_CUDA, why, sizeof why)) {
-        printf("SKIP %s: %s\n", argv[1], info.available ? why : info.detail);
-        return 77;
-    }
+    portattn_backend_t be;
+    const int rc = gpu_test_backend(argc, argv, &be);
+    if (rc) return rc;
     uint64_t seed = test_seed();
     prob t[2]; /* a decode (split-KV on cuda-sm80, which wants scratch) and a prefill */
     if (!setup(&t[0], 1, seed) || !setup(&t[1], 256, seed + 1)) {

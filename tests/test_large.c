@@ -132,18 +132,9 @@ done:
 
 int main(int argc, char **argv)
 {
-    int ok = 0;
-    portattn_backend_t be = argc > 1 ? portattn_backend_from_name(argv[1], &ok) : PORTATTN_BACKEND_AUTO;
-    portattn_backend_info_t info;
-    if (!ok || be == PORTATTN_BACKEND_AUTO || portattn_backend_get_info(be, &info) || dm_kind_of(be) != DM_CUDA) {
-        fprintf(stderr, "usage: %s <GPU backend name>\n", argv[0]);
-        return 2;
-    }
-    char why[256];
-    if (!info.available || !dm_available(DM_CUDA, why, sizeof why)) {
-        printf("SKIP %s: %s\n", argv[1], info.available ? why : info.detail);
-        return 77;
-    }
+    portattn_backend_t be;
+    const int rc = gpu_test_backend(argc, argv, &be);
+    if (rc) return rc;
     const lcase cases[] = {
         {"paged_decode_far_pages", 1, 1, NPG * PAGE},
         {"contiguous_decode", 0, 4, 1000},

@@ -35,10 +35,7 @@ static int emu_supports(const pa_problem *pb, char *kernel, size_t kernel_len, c
         return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
     if (p->batch > INT32_MAX || p->heads_q > INT32_MAX || p->batch * p->heads_q > (int64_t)65535 * 65535)
         return REFUSE("batch %lld x heads %lld over the grid", (long long)p->batch, (long long)p->heads_q);
-    int transform, softcap;
-    float mult, pre, post;
-    if (!pa_sm80_score_map(pb, &transform, &softcap, &mult, &pre, &post))
-        return REFUSE("scale %g / softcap %g out of range", (double)pb->scale, (double)p->softcap);
+    if (!pa_sm80_score_map_ok(pb, why, why_len)) return 0;
     if (p->batch > 0 && pb->max_seqlen_q > 0 &&
         (!pa_sm80_layouts_ok(pb, why, why_len) || !pa_sm80_prefill_ptrs_ok(pb, why, why_len)))
         return 0;

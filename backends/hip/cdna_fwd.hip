@@ -2,7 +2,7 @@
  * (batch, head). Not registered with the front end yet: the kernel has not run (see NOTES.md). */
 #include "cdna_fwd_kernel.h"
 
-extern "C" hipError_t pa_hip_cdna_launch(const pa_hip_args *a, int bf16, int d, int64_t max_sq, hipStream_t stream)
+extern "C" hipError_t pa_hip_cdna_launch(const pa_fwd_args *a, int bf16, int d, int64_t max_sq, hipStream_t stream)
 {
     const int64_t mb = (max_sq + PA_CDNA_BM - 1) / PA_CDNA_BM, bh = (int64_t)a->batch * a->heads;
     const int64_t gy = bh < 65535 ? bh : 65535, gz = (bh + gy - 1) / gy;

@@ -7,12 +7,12 @@
 #include "sm80_fwd_kernel.cuh" /* sm80_fill_args: the same resolved arguments */
 #endif
 
-extern "C" cudaError_t pa_hip_cdna_emu_launch(const pa_hip_args *a, int bf16, int d, int64_t max_sq, cudaStream_t stream)
+extern "C" cudaError_t pa_hip_cdna_emu_launch(const pa_fwd_args *a, int bf16, int d, int64_t max_sq, cudaStream_t stream)
 {
     const int64_t mb = (max_sq + PA_CDNA_BM - 1) / PA_CDNA_BM, bh = (int64_t)a->batch * a->heads;
     const int64_t gy = bh < 65535 ? bh : 65535, gz = (bh + gy - 1) / gy;
     const dim3 grid((unsigned)mb, (unsigned)gy, (unsigned)gz), block(PA_CDNA_WAVES * PA_WAVE);
-    pa_hip_args arg = *a;
+    pa_fwd_args arg = *a;
     void *args[] = {&arg};
     const void *k = d == 64 ? (bf16 ? (const void *)pa_cdna_fwd<true, 64> : (const void *)pa_cdna_fwd<false, 64>)
                             : (bf16 ? (const void *)pa_cdna_fwd<true, 128> : (const void *)pa_cdna_fwd<false, 128>);
@@ -24,15 +24,9 @@ extern "C" portattn_status_t pa_hip_cdna_emu_run(const pa_problem *pb, void *str
 {
     const portattn_fwd_params_t *p = &pb->p;
     if (p->batch <= 0 || pb->max_seqlen_q <= 0) return PORTATTN_SUCCESS; /* nothing to write */
-    sm80_args s;
-    portattn_status_t st = sm80_fill_args(pb, &s, err, err_len);
+    sm80_args a; /* the same resolved arguments as the CUDA kernels (fwd_args.h) */
+    portattn_status_t st = sm80_fill_args(pb, &a, err, err_len);
     if (st) return st;
-    pa_hip_args a;
-    a.q = s.q, a.k = s.k, a.v = s.v, a.o = s.o, a.lse = s.lse, a.cu_q = s.cu_q, a.cu_k = s.cu_k;
-    for (int i = 0; i < 3; ++i) a.qs[i] = s.qs[i], a.ks[i] = s.ks[i], a.vs[i] = s.vs[i], a.os[i] = s.os[i], a.ls[i] = s.ls[i];
-    a.batch = s.batch, a.heads = s.heads, a.group = s.group, a.seqlen_q = s.seqlen_q, a.seqlen_k = s.seqlen_k;
-    a.wl = s.wl, a.wr = s.wr, a.transform = s.transform, a.softcap = s.softcap;
-    a.mult = s.mult, a.pre_mul = s.pre_mul, a.post_mul = s.post_mul;
     cudaError_t e = pa_hip_cdna_emu_launch(&a, p->dtype == PORTATTN_DTYPE_BF16, (int)p->head_dim_qk, pb->max_seqlen_q,
                                            (cudaStream_t)stream);
     if (e != cudaSuccess) {

@@ -15,7 +15,7 @@
 #ifndef PORTATTN_CDNA_FWD_KERNEL_H
 #define PORTATTN_CDNA_FWD_KERNEL_H
 
-#include "hip_args.h"
+#include "fwd_args.h"
 #include "hip_lds.h"
 #include "hip_wave.h"
 
@@ -34,7 +34,7 @@ __device__ __forceinline__ void pa_cdna_keys(int i, int sq, int sk, int wl, int 
 }
 
 template <bool BF16, int D>
-__global__ void __launch_bounds__(PA_CDNA_WAVES * PA_WAVE) pa_cdna_fwd(const pa_hip_args a)
+__global__ void __launch_bounds__(PA_CDNA_WAVES * PA_WAVE) pa_cdna_fwd(const pa_fwd_args a)
 {
     constexpr int CH = D / 8;             /* 16-byte chunks per row */
     constexpr int NT = PA_CDNA_WAVES * PA_WAVE;

@@ -60,7 +60,7 @@ static int run_case(const Case &c, unsigned seed) {
     const int64_t ls2 = 1, ls1 = totq + 2, ls0 = (int64_t)H * ls1;
     std::vector<float> lse(Bt * ls0, 12345.f);
 
-    pa_hip_args a;
+    pa_fwd_args a;
     memset(&a, 0, sizeof a);
     a.q = q.data(), a.k = k.data(), a.v = v.data(), a.o = o.data(), a.lse = lse.data();
     if (c.varlen) a.cu_q = cuq.data(), a.cu_k = cuk.data();

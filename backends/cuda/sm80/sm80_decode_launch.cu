@@ -30,10 +30,7 @@ extern "C" int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t w
                       (long long)p->batch, (long long)p->heads_kv, (long long)mtiles);
     if (p->seqlen_k > PA_SM80_MAX_SEQ || p->seqlen_new > PA_SM80_MAX_SEQ)
         return REFUSE("decode kernel: cache capacity %lld over 2^30-1", (long long)p->seqlen_k);
-    int transform, softcap;
-    float mult, pre, post;
-    if (!pa_sm80_score_map(pb, &transform, &softcap, &mult, &pre, &post))
-        return REFUSE("scale %g / softcap %g out of range", (double)pb->scale, (double)p->softcap);
+    if (!pa_sm80_score_map_ok(pb, why, why_len)) return 0;
     int optin = 0;
     if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");
     const int need = PA_SM80_DEC_SMEM((int)d) + PA_SM80_DEC_STATIC_SMEM;

@@ -16,25 +16,12 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "fwd_args.h"
 #include "sm80_attr.cuh"
 #include "sm80_launch.h"
 #include "sm80_ptx.cuh"
 
-/* Everything the kernel reads, resolved on the host (runtime flags are values, not templates). */
-typedef struct sm80_args {
-    const void *q, *k, *v;
-    void *o;
-    float *lse; /* NULL = not wanted */
-    const int32_t *cu_q, *cu_k; /* varlen when non-NULL */
-    int64_t qs[3], ks[3], vs[3], os[3], ls[3]; /* element strides (batch, seq, head); dim stride is 1 */
-    int batch, heads, group;
-    int seqlen_q, seqlen_k; /* per sequence, or the packed totals with varlen */
-    int wl, wr;             /* window sides, -1 = unbounded (causal folded into wr = 0) */
-    int transform;          /* 0: log2 score = raw * mult; 1: scores rewritten first (softcap or scale < 0) */
-    float mult;             /* scale * log2(e), > 0; 1 when transform */
-    float pre_mul, post_mul; /* transform: s = post_mul * tanh(raw * pre_mul), or raw * pre_mul without softcap */
-    int softcap;
-} sm80_args;
+typedef pa_fwd_args sm80_args; /* fwd_args.h: shared with cuda-sm90 and the HIP kernel */
 
 /* Fills the argument struct of a validated problem (sm80_launch.cu; cuda-sm90 uses it too). */
 portattn_status_t sm80_fill_args(const pa_problem *pb, sm80_args *a, char *err, size_t err_len);

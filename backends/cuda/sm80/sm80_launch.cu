@@ -38,6 +38,16 @@ extern "C" int pa_sm80_score_map(const pa_problem *pb, int *transform, int *soft
     return isfinite(*mult) && isfinite(*pre_mul) && isfinite(*post_mul) && *mult != 0.f;
 }
 
+extern "C" int pa_sm80_score_map_ok(const pa_problem *pb, char *why, size_t why_len)
+{
+    int transform, softcap;
+    float mult, pre, post;
+    if (pa_sm80_score_map(pb, &transform, &softcap, &mult, &pre, &post)) return 1;
+    pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, "scale %g / softcap %g out of range", (double)pb->scale,
+           (double)pb->p.softcap);
+    return 0;
+}
+
 /* The kernel argument struct of a validated problem (shared with cuda-sm90). */
 portattn_status_t sm80_fill_args(const pa_problem *pb, sm80_args *a, char *err, size_t err_len)
 {

@@ -55,6 +55,8 @@ int pa_sm80_block_rows(int d);
  * scale/softcap leave the float range. */
 int pa_sm80_score_map(const pa_problem *pb, int *transform, int *softcap, float *mult, float *pre_mul,
                       float *post_mul);
+/* supports()' form of the same: 1, or 0 with "scale / softcap out of range" in why. */
+int pa_sm80_score_map_ok(const pa_problem *pb, char *why, size_t why_len);
 /* The prefill kernels' layout (16-byte rows, unit innermost stride) and device-pointer checks
  * (sm80_backend.c), shared with cuda-sm90: 1, or 0 and why. */
 int pa_sm80_layouts_ok(const pa_problem *pb, char *why, size_t why_len);

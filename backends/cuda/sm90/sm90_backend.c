@@ -61,10 +61,7 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (p->batch > INT32_MAX || p->heads_q > INT32_MAX || blocks * p->batch * p->heads_q > INT32_MAX)
         return REFUSE("batch %lld x heads %lld x row blocks over the grid's 2^31-1", (long long)p->batch,
                       (long long)p->heads_q);
-    int transform, softcap;
-    float mult, pre, post;
-    if (!pa_sm80_score_map(pb, &transform, &softcap, &mult, &pre, &post))
-        return REFUSE("scale %g / softcap %g out of range", (double)pb->scale, (double)p->softcap);
+    if (!pa_sm80_score_map_ok(pb, why, why_len)) return 0;
     int optin = 0;
     if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");
     if (optin < PA_SM90_SMEM((int)d))
