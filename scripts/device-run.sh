@@ -64,7 +64,7 @@ for be in $BACKENDS; do
   grep -E "^FAIL|cases ran|passed" "$OUT/cases_$be.log" | tail -12
 done
 
-if [ -n "${HIP_EMU:-}" ]; then
+if [ -n "${HIP_EMU:-}" ] && [ "${CTEST:-cuda}" != all ]; then # CTEST=all already ran both
   echo "== hip-cdna under the wave emulation (T3) $(t)"
   timeout 600 $B/tests/test_cases hip-cdna > "$OUT/cases_hip-cdna.log" 2>&1; echo "exit $?"
   grep -E "^FAIL|cases ran|passed" "$OUT/cases_hip-cdna.log" | tail -12
