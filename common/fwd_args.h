@@ -1,6 +1,7 @@
 /* The forward kernels' argument struct: everything they read, resolved on the host from a validated
- * problem (sm80_fill_args). Plain C: the CUDA kernels (cuda-sm80, cuda-sm90), the HIP kernel (hipcc
- * and its nvcc emulation) and host tests share it. Runtime flags are values, not templates. */
+ * problem (pa_fwd_fill_args, fwd_args.c). Plain C: the CUDA kernels (cuda-sm80, cuda-sm90), the HIP
+ * kernels (hipcc and the nvcc emulation) and host tests share it. Runtime flags are values, not
+ * templates. */
 #ifndef PORTATTN_FWD_ARGS_H
 #define PORTATTN_FWD_ARGS_H
 

@@ -14,8 +14,10 @@ static const pa_backend *const compiled[] = {
 #ifdef PORTATTN_HAVE_CUDA
     &pa_backend_cuda_sm80,
 #endif
-#ifdef PORTATTN_HIP_EMULATION
+#if defined(PORTATTN_HIP_EMULATION)
     &pa_backend_hip_cdna_emu,
+#elif defined(PORTATTN_HAVE_HIP)
+    &pa_backend_hip_cdna,
 #endif
 #ifdef PORTATTN_HAVE_CUDA
     &pa_backend_cuda_generic,
@@ -34,6 +36,9 @@ int pa_host_accessible(const void *ptr)
 {
 #ifdef PORTATTN_HAVE_CUDA
     if (pa_cuda_ptr_is_device_only(ptr)) return 0;
+#endif
+#ifdef PORTATTN_HAVE_HIP
+    if (pa_hip_ptr_is_device_only(ptr)) return 0;
 #endif
     (void)ptr;
     return 1;

@@ -33,7 +33,7 @@ for t in gfx90a gfx940; do
   done
   c=$(grep -c -E '^[[:space:]]*s_swappc' "$s"); printf '  %-40s %6d\n' "s_swappc (calls)" "$c"; [ "$c" -eq 0 ] || bad "$t: calls"
   awk -v t=$t '
-    /^[[:space:]]*\.name:[[:space:]]+_Z/ { k = $2 }
+    /^[[:space:]]*\.name:[[:space:]]+(_Z|pa_)/ { k = $2 }
     /\.group_segment_fixed_size:/ { lds = $2 }
     /\.private_segment_fixed_size:/ { scr = $2 }
     /\.vgpr_count:/ { v = $2 }

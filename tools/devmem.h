@@ -1,12 +1,12 @@
 /* Memory and timing for the tests and the benchmark: the same calls for host memory (CPU backend)
- * and device memory (CUDA backends), so one harness drives every backend. Not part of the library. */
+ * and device memory (CUDA and HIP backends), so one harness drives every backend. Not part of the library. */
 #ifndef PORTATTN_DEVMEM_H
 #define PORTATTN_DEVMEM_H
 
 #include <stddef.h>
 #include "portattn.h"
 
-typedef enum dm_kind { DM_HOST = 0, DM_CUDA = 1 } dm_kind;
+typedef enum dm_kind { DM_HOST = 0, DM_CUDA = 1, DM_HIP = 2 } dm_kind;
 
 /* Memory a backend takes its tensors in. */
 dm_kind dm_kind_of(portattn_backend_t backend);
@@ -26,6 +26,9 @@ double dm_time_ms(dm_kind kind, int warmup, int reps, int (*fn)(void *), void *a
 /* CUDA: mean host time inside one fn(arg) of the last dm_time_ms (the API's CPU overhead:
  * validation, selection, launches), in microseconds; -1 otherwise. */
 extern double dm_last_host_us;
+
+/* The kind's short name: "host", "cuda" or "hip". */
+const char *dm_kind_name(dm_kind kind);
 
 /* Device name for reports ("host CPU" for DM_HOST). */
 const char *dm_device_name(dm_kind kind);

@@ -25,7 +25,7 @@ ARCH = {
     "gfx940": ("MI300X (gfx942 runs the same instructions)", 32, 304, 2.1, 1307.4),
 }
 DEVICE = {"gfx90a": "AMD Instinct MI250X (one GCD)", "gfx940": "AMD Instinct MI300X"}
-KERNEL = re.compile(r"_Z11pa_cdna_fwdILb([01])ELi(\d+)E")
+KERNEL = re.compile(r"pa_cdna_fwd_(bf16|f16)_d(\d+)$")  # cdna_fwd.hip's extern "C" entry points
 FLOPS_PER_MFMA = 2 * 32 * 32 * 8
 LDS_BYTES = {"b128": 16, "b96": 12, "b64": 8, "b32": 4, "u16": 2, "b16": 2, "i16": 2, "u8": 1, "b8": 1, "i8": 1}
 
@@ -34,7 +34,7 @@ def kernels(lines):
     """(name, first line, last line) of each kernel in a .s file."""
     out, name, start = [], None, 0
     for i, l in enumerate(lines):
-        m = re.match(r"^(_Z\w+):", l)
+        m = re.match(r"^(pa_\w+|_Z\w+):", l)
         if m:
             name, start = m.group(1), i
         elif name and l.startswith(".Lfunc_end"):
@@ -82,7 +82,7 @@ def sweep_rows(name, bound):
     m = KERNEL.search(name)
     if not m:
         return []
-    dtype, d = ("bf16" if m.group(1) == "1" else "f16"), int(m.group(2))
+    dtype, d = m.group(1), int(m.group(2))
     rows = []
     for s in (512, 1024, 2048, 4096, 8192, 16384):
         for causal in (False, True):

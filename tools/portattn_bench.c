@@ -1180,7 +1180,7 @@ static int list_backends(void)
             continue;
         }
         printf("%-14s %-9s %-10s %-7s %s\n", info.name ? info.name : "?", info.compiled ? "yes" : "no",
-               info.available ? "yes" : "no", dm_kind_of(info.backend) == DM_CUDA ? "cuda" : "host", info.detail);
+               info.available ? "yes" : "no", dm_kind_name(dm_kind_of(info.backend)), info.detail);
     }
     return 0;
 }
@@ -1207,7 +1207,7 @@ static int choose_kind(portattn_backend_t forced, dm_kind *kind, char *why, size
     char w[200] = "";
     if (!dm_available(*kind, w, sizeof w)) {
         snprintf(why, n, "backend %s needs %s memory: %s", portattn_backend_name(be),
-                 *kind == DM_CUDA ? "CUDA" : "host", w);
+                 dm_kind_name(*kind), w);
         return -1;
     }
     return 0;
@@ -1305,7 +1305,7 @@ int main(int argc, char **argv)
         k += snprintf(ri.command + k, k < (int)sizeof ri.command ? sizeof ri.command - (size_t)k : 0, "%s%s",
                       i ? " " : "", argv[i]);
     printf("# portattn-bench: portattn %d.%d.%d, device: %s, memory: %s%s%s\n", v / 10000, v / 100 % 100, v % 100,
-           ri.device, kind == DM_HOST ? "host" : "cuda", getenv("PORTATTN_BACKEND") ? ", PORTATTN_BACKEND=" : "",
+           ri.device, dm_kind_name(kind), getenv("PORTATTN_BACKEND") ? ", PORTATTN_BACKEND=" : "",
            getenv("PORTATTN_BACKEND") ? getenv("PORTATTN_BACKEND") : "");
     if ((rc = find_device(&o, &tab, &ri))) { free(pl.s); return rc; }
     print_header();

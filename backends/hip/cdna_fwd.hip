@@ -1,15 +1,14 @@
-/* hip-cdna launcher (hipcc, gfx90a/gfx940): one workgroup of 4 waves per 128 query rows of one
- * (batch, head). Not registered with the front end yet: the kernel has not run (see NOTES.md). */
+/* hip-cdna entry points (hipcc): one code object per target, embedded in the library and loaded
+ * with hipModuleLoadData by cdna_backend.c. extern "C" names so that the host finds them by name. */
 #include "cdna_fwd_kernel.h"
 
-extern "C" hipError_t pa_hip_cdna_launch(const pa_fwd_args *a, int bf16, int d, int64_t max_sq, hipStream_t stream)
-{
-    const int64_t mb = (max_sq + PA_CDNA_BM - 1) / PA_CDNA_BM, bh = (int64_t)a->batch * a->heads;
-    const int64_t gy = bh < 65535 ? bh : 65535, gz = (bh + gy - 1) / gy;
-    const dim3 grid((unsigned)mb, (unsigned)gy, (unsigned)gz), block(PA_CDNA_WAVES * PA_WAVE);
-    if (d == 64 && bf16) hipLaunchKernelGGL((pa_cdna_fwd<true, 64>), grid, block, 0, stream, *a);
-    else if (d == 64) hipLaunchKernelGGL((pa_cdna_fwd<false, 64>), grid, block, 0, stream, *a);
-    else if (bf16) hipLaunchKernelGGL((pa_cdna_fwd<true, 128>), grid, block, 0, stream, *a);
-    else hipLaunchKernelGGL((pa_cdna_fwd<false, 128>), grid, block, 0, stream, *a);
-    return hipGetLastError();
-}
+#define PA_CDNA_ENTRY(name, bf16, d)                                                                         \
+    extern "C" __global__ void __launch_bounds__(PA_CDNA_WAVES * PA_WAVE) name(const pa_fwd_args a)         \
+    {                                                                                                        \
+        pa_cdna_fwd_body<bf16, d>(a);                                                                        \
+    }
+
+PA_CDNA_ENTRY(pa_cdna_fwd_f16_d64, false, 64)
+PA_CDNA_ENTRY(pa_cdna_fwd_bf16_d64, true, 64)
+PA_CDNA_ENTRY(pa_cdna_fwd_f16_d128, false, 128)
+PA_CDNA_ENTRY(pa_cdna_fwd_bf16_d128, true, 128)

@@ -4,19 +4,18 @@
 
 #ifdef PORTATTN_HIP_EMULATION /* the library build of the emulation (backend hip-cdna, forced only) */
 #include "cuda_host.h"
-#include "sm80_fwd_kernel.cuh" /* sm80_fill_args: the same resolved arguments */
+#include "fwd_resolve.h"
 #endif
 
 extern "C" cudaError_t pa_hip_cdna_emu_launch(const pa_fwd_args *a, int bf16, int d, int64_t max_sq, cudaStream_t stream)
 {
-    const int64_t mb = (max_sq + PA_CDNA_BM - 1) / PA_CDNA_BM, bh = (int64_t)a->batch * a->heads;
-    const int64_t gy = bh < 65535 ? bh : 65535, gz = (bh + gy - 1) / gy;
-    const dim3 grid((unsigned)mb, (unsigned)gy, (unsigned)gz), block(PA_CDNA_WAVES * PA_WAVE);
+    unsigned gx, gy, gz;
+    PA_CDNA_GRID(a, max_sq, gx, gy, gz);
     pa_fwd_args arg = *a;
     void *args[] = {&arg};
     const void *k = d == 64 ? (bf16 ? (const void *)pa_cdna_fwd<true, 64> : (const void *)pa_cdna_fwd<false, 64>)
                             : (bf16 ? (const void *)pa_cdna_fwd<true, 128> : (const void *)pa_cdna_fwd<false, 128>);
-    return cudaLaunchKernel(k, grid, block, args, 0, stream);
+    return cudaLaunchKernel(k, dim3(gx, gy, gz), dim3(PA_CDNA_WAVES * PA_WAVE), args, 0, stream);
 }
 
 #ifdef PORTATTN_HIP_EMULATION
@@ -24,8 +23,8 @@ extern "C" portattn_status_t pa_hip_cdna_emu_run(const pa_problem *pb, void *str
 {
     const portattn_fwd_params_t *p = &pb->p;
     if (p->batch <= 0 || pb->max_seqlen_q <= 0) return PORTATTN_SUCCESS; /* nothing to write */
-    sm80_args a; /* the same resolved arguments as the CUDA kernels (fwd_args.h) */
-    portattn_status_t st = sm80_fill_args(pb, &a, err, err_len);
+    pa_fwd_args a; /* the same resolved arguments as the CUDA kernels */
+    portattn_status_t st = pa_fwd_fill_args(pb, &a, err, err_len);
     if (st) return st;
     cudaError_t e = pa_hip_cdna_emu_launch(&a, p->dtype == PORTATTN_DTYPE_BF16, (int)p->head_dim_qk, pb->max_seqlen_q,
                                            (cudaStream_t)stream);

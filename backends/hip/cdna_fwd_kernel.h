@@ -10,18 +10,17 @@
  * operand of S^T; K is read as A with one 16-byte read per two MFMA k-steps (KPack 8, the same k
  * permutation as Q's registers); V^T's A operand is gathered with four 2-byte reads per step.
  *
- * NOT YET RUN anywhere: compiled for gfx90a/gfx940 (T0) and ISA-gated (T1); the emulated build
- * (T3) compiles with nvcc and is to be run on the H200 against the case table. */
+ * Head dims 64 and 128 (d256 in this register layout spills 83-97 VGPRs on gfx90a: NOTES.md).
+ * NOT YET RUN on a GPU: compiled for gfx90a/gfx940 (T0) and ISA-gated (T1); the emulated build (T3)
+ * compiles with nvcc and is to be run on the H200 against the case table. */
 #ifndef PORTATTN_CDNA_FWD_KERNEL_H
 #define PORTATTN_CDNA_FWD_KERNEL_H
 
+#include "cdna_grid.h"
 #include "fwd_args.h"
 #include "hip_lds.h"
 #include "hip_wave.h"
 
-#define PA_CDNA_WAVES 4
-#define PA_CDNA_BM (32 * PA_CDNA_WAVES) /* query rows per workgroup */
-#define PA_CDNA_BN 32                   /* keys per tile */
 
 /* Keys [lo, hi] that query row i may see (bottom-right masks); lo > hi = none. */
 __device__ __forceinline__ void pa_cdna_keys(int i, int sq, int sk, int wl, int wr, int *lo, int *hi)
@@ -33,13 +32,15 @@ __device__ __forceinline__ void pa_cdna_keys(int i, int sq, int sk, int wl, int 
     *lo = (int)l, *hi = (int)h;
 }
 
+/* The kernel body; pa_cdna_fwd (below) and the hipcc entry points of cdna_fwd.hip wrap it. */
 template <bool BF16, int D>
-__global__ void __launch_bounds__(PA_CDNA_WAVES * PA_WAVE) pa_cdna_fwd(const pa_fwd_args a)
+__device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
 {
     constexpr int CH = D / 8;             /* 16-byte chunks per row */
-    constexpr int NT = PA_CDNA_WAVES * PA_WAVE;
+    constexpr int NT = PA_CDNA_THREADS;
+    static_assert(PA_CDNA_THREADS == PA_CDNA_WAVES * PA_WAVE, "wave64");
     constexpr int RPP = NT / CH;          /* tile rows one pass of 16-byte copies covers */
-    static_assert(D == 64 || D == 128, "instances");
+    static_assert(D == 64 || D == 128, "instances (d256 spills: NOTES.md)");
     const pa_lds_model lm = {"gfx90a", 32, 4, PA_WAVE, 1}; /* the layout of every CDNA target */
     __shared__ __attribute__((aligned(16))) uint16_t sk_t[PA_CDNA_BN * D], sv_t[PA_CDNA_BN * D];
     PA_WAVE_SCRATCH(PA_CDNA_WAVES);
@@ -207,6 +208,12 @@ __global__ void __launch_bounds__(PA_CDNA_WAVES * PA_WAVE) pa_cdna_fwd(const pa_
             }
         }
     }
+}
+
+template <bool BF16, int D>
+__global__ void __launch_bounds__(PA_CDNA_WAVES * PA_WAVE) pa_cdna_fwd(const pa_fwd_args a)
+{
+    pa_cdna_fwd_body<BF16, D>(a);
 }
 
 #endif

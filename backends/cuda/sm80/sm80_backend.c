@@ -23,19 +23,6 @@ static int sm80_probe(char *detail, size_t detail_len)
 
 #define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
 
-/* Rows are read and written as 16-byte vectors: the innermost stride must be 1, the others and
- * the base pointer 16-byte multiples. Varlen ignores the batch stride. */
-static int sm80_layout_ok(const portattn_tensor_t *t, const char *name, int varlen, char *why, size_t why_len)
-{
-    if (t->stride[3] != 1) return REFUSE("%s.stride[3] = %lld, needs 1", name, (long long)t->stride[3]);
-    if ((uintptr_t)t->data % 16) return REFUSE("%s.data %p is not 16-byte aligned", name, t->data);
-    for (int i = varlen ? 1 : 0; i < 3; i++)
-        if (t->stride[i] % 8)
-            return REFUSE("%s.stride[%d] = %lld is not a multiple of 8 elements (16 bytes)", name, i,
-                          (long long)t->stride[i]);
-    return 1;
-}
-
 /* Few query tokens per sequence (and every KV-cache call) go to the split-KV decode kernel. */
 static int sm80_decode_candidate(const pa_problem *pb)
 {
@@ -49,16 +36,6 @@ static int sm80_device_ok(char *why, size_t why_len)
     if (!pa_cuda_device_info(&major, &minor, NULL, dev, sizeof dev)) return REFUSE("%s", dev);
     if (major < 8) return REFUSE("needs compute capability 8.0+, device is %d.%d", major, minor);
     return 1;
-}
-
-/* Both kernels (and cuda-sm90's): Q and O (and K and V when there are keys) in sm80_layout_ok's layout. */
-int pa_sm80_layouts_ok(const pa_problem *pb, char *why, size_t why_len)
-{
-    const portattn_fwd_params_t *p = &pb->p;
-    const int needs_kv = p->seqlen_k > 0;
-    return sm80_layout_ok(&p->q, "q", pb->varlen, why, why_len) && sm80_layout_ok(&p->o, "o", pb->varlen, why, why_len) &&
-           (!needs_kv || (sm80_layout_ok(&p->k, "k", pb->varlen, why, why_len) &&
-                          sm80_layout_ok(&p->v, "v", pb->varlen, why, why_len)));
 }
 
 /* Every pointer a kernel reads must be usable by the current device. */
@@ -78,7 +55,7 @@ static int sm80_decode_shape_ok(const pa_problem *pb, char *why, size_t why_len)
     if (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16)
         return REFUSE("dtype %s not supported (f16, bf16)", pa_dtype_name(p->dtype));
     if (!pa_sm80_decode_supports(pb, why, why_len)) return 0;
-    return p->batch == 0 || p->seqlen_q == 0 || pa_sm80_layouts_ok(pb, why, why_len);
+    return p->batch == 0 || p->seqlen_q == 0 || pa_fwd_layouts_ok(pb, why, why_len);
 }
 
 /* Decode kernel: its shape, and every pointer it reads on the device. */
@@ -171,7 +148,7 @@ static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kern
     if (bm == 0) return REFUSE("cannot read the device's shared memory per SM");
 
     if (p->batch > 0 && pb->max_seqlen_q > 0 &&
-        (!pa_sm80_layouts_ok(pb, why, why_len) || !pa_sm80_prefill_ptrs_ok(pb, why, why_len)))
+        (!pa_fwd_layouts_ok(pb, why, why_len) || !pa_sm80_prefill_ptrs_ok(pb, why, why_len)))
         return 0;
     if (kernel && kernel_len)
         pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80<%s,d%lld,%dx%d>", dt, (long long)d,

@@ -30,7 +30,7 @@ extern "C" int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t w
                       (long long)p->batch, (long long)p->heads_kv, (long long)mtiles);
     if (p->seqlen_k > PA_SM80_MAX_SEQ || p->seqlen_new > PA_SM80_MAX_SEQ)
         return REFUSE("decode kernel: cache capacity %lld over 2^30-1", (long long)p->seqlen_k);
-    if (!pa_sm80_score_map_ok(pb, why, why_len)) return 0;
+    if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
     int optin = 0;
     if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");
     const int need = PA_SM80_DEC_SMEM((int)d) + PA_SM80_DEC_STATIC_SMEM;
@@ -96,7 +96,7 @@ extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *s
     cudaStream_t st = (cudaStream_t)stream;
     sm80_dec_args a;
     memset(&a, 0, sizeof a);
-    if (!pa_sm80_score_map(pb, &a.transform, &a.softcap, &a.mult, &a.pre_mul, &a.post_mul))
+    if (!pa_fwd_score_map(pb, &a.transform, &a.softcap, &a.mult, &a.pre_mul, &a.post_mul))
         return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "scale/softcap out of range");
     a.splits = pa_sm80_decode_splits(pb);
 

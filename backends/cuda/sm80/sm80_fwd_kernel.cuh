@@ -21,10 +21,7 @@
 #include "sm80_launch.h"
 #include "sm80_ptx.cuh"
 
-typedef pa_fwd_args sm80_args; /* fwd_args.h: shared with cuda-sm90 and the HIP kernel */
-
-/* Fills the argument struct of a validated problem (sm80_launch.cu; cuda-sm90 uses it too). */
-portattn_status_t sm80_fill_args(const pa_problem *pb, sm80_args *a, char *err, size_t err_len);
+typedef pa_fwd_args sm80_args; /* fwd_args.h (filled by pa_fwd_fill_args): shared with cuda-sm90 and the HIP kernel */
 
 /* ROWS x D tile from global rows [row0, row0 + ROWS) (zeros from row `limit` on) into shared.
  * Each thread keeps one column chunk and steps down the rows with a pointer increment (far fewer

@@ -4,6 +4,7 @@
 #define PORTATTN_SM80_LAUNCH_H
 
 #include "backend.h"
+#include "fwd_resolve.h"
 
 /* Instances: head dim (Dqk == Dv) x {f16, bf16}. Warps split the CTA's BM query rows; each warp
  * owns its rows in full. For d <= 128 that is BM = 128 and two 16-row MMA tiles per warp (4 warps),
@@ -51,15 +52,8 @@ portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *stream, char *
 /* Query rows per CTA of head dim d's shape on the current device (d256: 64 where two 64-row CTAs
  * fit an SM or the 128-row one does not fit a block, else 128); 0 if the device cannot be read. */
 int pa_sm80_block_rows(int d);
-/* The base-2 score mapping shared by the prefill and decode kernels (see sm80_launch.cu); 0 when
- * scale/softcap leave the float range. */
-int pa_sm80_score_map(const pa_problem *pb, int *transform, int *softcap, float *mult, float *pre_mul,
-                      float *post_mul);
-/* supports()' form of the same: 1, or 0 with "scale / softcap out of range" in why. */
-int pa_sm80_score_map_ok(const pa_problem *pb, char *why, size_t why_len);
-/* The prefill kernels' layout (16-byte rows, unit innermost stride) and device-pointer checks
- * (sm80_backend.c), shared with cuda-sm90: 1, or 0 and why. */
-int pa_sm80_layouts_ok(const pa_problem *pb, char *why, size_t why_len);
+/* The prefill kernels' device-pointer checks (sm80_backend.c), shared with cuda-sm90: 1, or 0 and
+ * why. Their layout check and score mapping are vendor-neutral: fwd_args.h. */
 int pa_sm80_prefill_ptrs_ok(const pa_problem *pb, char *why, size_t why_len);
 
 #ifdef __cplusplus

@@ -26,7 +26,7 @@ static int sm90_probe(char *detail, size_t detail_len)
     return pa_cuda_probe(detail, detail_len) && sm90_device(detail, detail_len);
 }
 
-/* TMA reads a tensor through a map of its strides: multiples of 16 bytes (pa_sm80_layouts_ok) below
+/* TMA reads a tensor through a map of its strides: multiples of 16 bytes (pa_fwd_layouts_ok) below
  * 2^40 bytes, and no zero stride on a dimension that has more than one index. */
 static int sm90_tma_ok(const portattn_tensor_t *t, const char *name, const int64_t n[3], char *why, size_t why_len)
 {
@@ -61,14 +61,14 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (p->batch > INT32_MAX || p->heads_q > INT32_MAX || blocks * p->batch * p->heads_q > INT32_MAX)
         return REFUSE("batch %lld x heads %lld x row blocks over the grid's 2^31-1", (long long)p->batch,
                       (long long)p->heads_q);
-    if (!pa_sm80_score_map_ok(pb, why, why_len)) return 0;
+    if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
     int optin = 0;
     if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");
     if (optin < PA_SM90_SMEM((int)d))
         return REFUSE("d%lld needs %d bytes of shared memory, device allows %d per block", (long long)d,
                       PA_SM90_SMEM((int)d), optin);
     const int64_t nq[3] = {p->batch, p->seqlen_q, p->heads_q}, nk[3] = {p->batch, p->seqlen_k, p->heads_kv};
-    if (!pa_sm80_layouts_ok(pb, why, why_len) || !sm90_tma_ok(&p->q, "q", nq, why, why_len) ||
+    if (!pa_fwd_layouts_ok(pb, why, why_len) || !sm90_tma_ok(&p->q, "q", nq, why, why_len) ||
         !sm90_tma_ok(&p->k, "k", nk, why, why_len) || !sm90_tma_ok(&p->v, "v", nk, why, why_len) ||
         !pa_sm80_prefill_ptrs_ok(pb, why, why_len))
         return 0;

@@ -80,7 +80,7 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *str
     const int64_t d = p->head_dim_qk;
     if (p->batch <= 0 || p->seqlen_q <= 0) return PORTATTN_SUCCESS; /* nothing to write */
     sm80_args a;
-    portattn_status_t s = sm80_fill_args(pb, &a, err, err_len);
+    portattn_status_t s = pa_fwd_fill_args(pb, &a, err, err_len);
     if (s) return s;
     PFN_cuTensorMapEncodeTiled_v12000 enc = sm90_encoder();
     if (!enc) return pa_fmt(err, err_len, PORTATTN_ERROR_DEVICE, "cuda-sm90: the driver has no cuTensorMapEncodeTiled");

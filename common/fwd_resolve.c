@@ -1,0 +1,77 @@
+/* fwd_resolve.h: a validated problem resolved into the GPU kernels' argument struct (fwd_args.h), and
+ * the checks every tiled kernel shares. Vendor-neutral (CUDA and HIP backends call it alike). */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend.h"
+#include "fwd_resolve.h"
+
+#define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
+
+/* A window side at least as long as both sequences together cuts nothing: make it unbounded, so
+ * that what remains fits the kernels' int32 row arithmetic. */
+static int fwd_window(int64_t w, int64_t sq, int64_t sk) { return w < 0 || w >= sq + sk ? -1 : (int)w; }
+
+/* Base-2 logits: exp(x * scale) = 2^(x * scale * log2 e). The FFMA form needs a positive
+ * multiplier (the row max is taken before it); softcap and negative scales rewrite the scores
+ * first and then use multiplier 1. */
+int pa_fwd_score_map(const pa_problem *pb, int *transform, int *softcap, float *mult, float *pre_mul, float *post_mul)
+{
+    const double log2e = 1.4426950408889634, cap = pb->p.softcap;
+    *softcap = cap > 0.0;
+    *transform = *softcap || pb->scale < 0.f;
+    *mult = *transform ? 1.f : (float)(pb->scale * log2e);
+    *pre_mul = *softcap ? (float)((double)pb->scale / cap) : (float)(pb->scale * log2e);
+    *post_mul = *softcap ? (float)(cap * log2e) : 1.f;
+    return isfinite(*mult) && isfinite(*pre_mul) && isfinite(*post_mul) && *mult != 0.f;
+}
+
+int pa_fwd_score_map_ok(const pa_problem *pb, char *why, size_t why_len)
+{
+    int transform, softcap;
+    float mult, pre, post;
+    if (pa_fwd_score_map(pb, &transform, &softcap, &mult, &pre, &post)) return 1;
+    return REFUSE("scale %g / softcap %g out of range", (double)pb->scale, (double)pb->p.softcap);
+}
+
+portattn_status_t pa_fwd_fill_args(const pa_problem *pb, pa_fwd_args *a, char *err, size_t err_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    memset(a, 0, sizeof *a);
+    a->q = p->q.data, a->k = p->k.data, a->v = p->v.data, a->o = p->o.data, a->lse = p->lse;
+    if (pb->varlen) a->cu_q = p->cu_seqlens_q, a->cu_k = p->cu_seqlens_k;
+    for (int i = 0; i < 3; ++i) {
+        a->qs[i] = p->q.stride[i], a->ks[i] = p->k.stride[i], a->vs[i] = p->v.stride[i], a->os[i] = p->o.stride[i];
+        a->ls[i] = p->lse_stride[i];
+    }
+    a->batch = (int)p->batch, a->heads = (int)p->heads_q, a->group = (int)pb->group;
+    a->seqlen_q = (int)p->seqlen_q, a->seqlen_k = (int)p->seqlen_k;
+    a->wl = fwd_window(pb->window_left, p->seqlen_q, p->seqlen_k);
+    a->wr = fwd_window(pb->window_right, p->seqlen_q, p->seqlen_k);
+    if (!pa_fwd_score_map(pb, &a->transform, &a->softcap, &a->mult, &a->pre_mul, &a->post_mul))
+        return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "scale %g / softcap %g out of range",
+                      (double)pb->scale, (double)p->softcap);
+    return PORTATTN_SUCCESS;
+}
+
+/* Rows are read and written as 16-byte vectors. */
+static int fwd_layout_ok(const portattn_tensor_t *t, const char *name, int varlen, char *why, size_t why_len)
+{
+    if (t->stride[3] != 1) return REFUSE("%s.stride[3] = %lld, needs 1", name, (long long)t->stride[3]);
+    if ((uintptr_t)t->data % 16) return REFUSE("%s.data %p is not 16-byte aligned", name, t->data);
+    for (int i = varlen ? 1 : 0; i < 3; i++)
+        if (t->stride[i] % 8)
+            return REFUSE("%s.stride[%d] = %lld is not a multiple of 8 elements (16 bytes)", name, i,
+                          (long long)t->stride[i]);
+    return 1;
+}
+
+int pa_fwd_layouts_ok(const pa_problem *pb, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    const int needs_kv = p->seqlen_k > 0;
+    return fwd_layout_ok(&p->q, "q", pb->varlen, why, why_len) && fwd_layout_ok(&p->o, "o", pb->varlen, why, why_len) &&
+           (!needs_kv || (fwd_layout_ok(&p->k, "k", pb->varlen, why, why_len) &&
+                          fwd_layout_ok(&p->v, "v", pb->varlen, why, why_len)));
+}
