@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cdna_entries.h"
 #include "fwd_args.h"
 #include "hip_code_objects.h"
 
@@ -16,8 +17,8 @@
 #define EM_AMDGPU 224
 #endif
 
-static const char *const entries[] = {"pa_cdna_fwd_f16_d64", "pa_cdna_fwd_bf16_d64", "pa_cdna_fwd_f16_d128",
-                                      "pa_cdna_fwd_bf16_d128"};
+#define NAME(name, bf16, d) #name,
+static const char *const entries[PA_CDNA_ENTRY_COUNT] = {PA_CDNA_ENTRIES(NAME)};
 
 /* EF_AMDGPU_MACH values of the targets portattn builds (LLVM's AMDGPUUsage). */
 static int mach_of(const char *target)
@@ -48,7 +49,7 @@ static void check_object(const pa_hip_code_object *co)
     Elf64_Shdr sh[64];
     const int ns = eh.e_shnum < 64 ? eh.e_shnum : 64;
     memcpy(sh, b + eh.e_shoff, (size_t)ns * sizeof(Elf64_Shdr));
-    int found[4] = {0}, kds = 0;
+    int found[PA_CDNA_ENTRY_COUNT] = {0}, kds = 0;
     for (int s = 0; s < ns; s++) {
         if (sh[s].sh_type != SHT_DYNSYM || sh[s].sh_link >= (unsigned)ns) continue;
         const char *strtab = (const char *)b + sh[sh[s].sh_link].sh_offset;
@@ -56,7 +57,7 @@ static void check_object(const pa_hip_code_object *co)
             Elf64_Sym sym;
             memcpy(&sym, b + sh[s].sh_offset + off, sizeof sym);
             const char *name = strtab + sym.st_name;
-            for (int e = 0; e < 4; e++) {
+            for (int e = 0; e < PA_CDNA_ENTRY_COUNT; e++) {
                 const size_t n = strlen(entries[e]);
                 if (!strcmp(name, entries[e]) && ELF64_ST_TYPE(sym.st_info) == STT_FUNC) found[e] |= 1;
                 if (strncmp(name, entries[e], n) || strcmp(name + n, ".kd")) continue;
@@ -77,9 +78,9 @@ static void check_object(const pa_hip_code_object *co)
             }
         }
     }
-    for (int e = 0; e < 4; e++) CHECK(found[e] == 3, "%s: symbol %s, descriptor %s", entries[e], found[e] & 1 ? "ok" : "missing",
+    for (int e = 0; e < PA_CDNA_ENTRY_COUNT; e++) CHECK(found[e] == 3, "%s: symbol %s, descriptor %s", entries[e], found[e] & 1 ? "ok" : "missing",
                                       found[e] & 2 ? "ok" : "missing");
-    CHECK(kds == 4, "%d kernel descriptors read, expected 4", kds);
+    CHECK(kds == PA_CDNA_ENTRY_COUNT, "%d kernel descriptors read, expected %d", kds, PA_CDNA_ENTRY_COUNT);
 }
 
 int main(void)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "cdna_entries.h"
 #include "cdna_grid.h"
 #include "cdna_shape.h"
 #include "fwd_resolve.h"
@@ -19,16 +20,15 @@
 #define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
 #define CDNA_MAX_DEVICES 64
 
-/* The entry points of cdna_fwd.hip, by (head dim, dtype). */
-static const char *const cdna_entry[4] = {"pa_cdna_fwd_f16_d64", "pa_cdna_fwd_bf16_d64", "pa_cdna_fwd_f16_d128",
-                                          "pa_cdna_fwd_bf16_d128"};
-static int cdna_entry_index(int64_t d, int bf16) { return (d == 128 ? 2 : 0) + (bf16 ? 1 : 0); }
+/* The entry points of cdna_fwd.hip, at pa_cdna_entry_index(head dim, bf16). */
+#define CDNA_NAME(name, bf16, d) #name,
+static const char *const cdna_entry[PA_CDNA_ENTRY_COUNT] = {PA_CDNA_ENTRIES(CDNA_NAME)};
 
 /* One device's module, loaded on first use and kept for the process. */
 typedef struct cdna_module {
     int state; /* 0 untried, 1 loaded, -1 no usable code object */
     pa_hip_module mod;
-    pa_hip_fn fn[4];
+    pa_hip_fn fn[PA_CDNA_ENTRY_COUNT];
     const char *target;
     char why[200];
 } cdna_module;
@@ -45,7 +45,7 @@ static void cdna_load(const pa_hip_rt *rt, cdna_module *m)
         pa_hip_module mod = NULL;
         if (rt->ModuleLoadData(&mod, co->data) != PA_HIP_SUCCESS) continue; /* another target's code */
         int ok = 1;
-        for (int k = 0; k < 4 && ok; k++) ok = rt->ModuleGetFunction(&m->fn[k], mod, cdna_entry[k]) == PA_HIP_SUCCESS;
+        for (int k = 0; k < PA_CDNA_ENTRY_COUNT && ok; k++) ok = rt->ModuleGetFunction(&m->fn[k], mod, cdna_entry[k]) == PA_HIP_SUCCESS;
         if (!ok) {
             snprintf(m->why, sizeof m->why, "code object %s lacks the hip-cdna entry points", co->target);
             m->state = -1;
@@ -136,7 +136,7 @@ static portattn_status_t cdna_run(const pa_problem *pb, void *stream, char *err,
     unsigned gx, gy, gz;
     PA_CDNA_GRID(&a, pb->max_seqlen_q, gx, gy, gz);
     void *args[] = {&a};
-    const pa_hip_err e = rt->ModuleLaunchKernel(m->fn[cdna_entry_index(p->head_dim_qk, p->dtype == PORTATTN_DTYPE_BF16)],
+    const pa_hip_err e = rt->ModuleLaunchKernel(m->fn[pa_cdna_entry_index(p->head_dim_qk, p->dtype == PORTATTN_DTYPE_BF16)],
                                                 gx, gy, gz, PA_CDNA_THREADS, 1, 1, 0, stream, args, NULL);
     if (e != PA_HIP_SUCCESS) {
         (void)rt->GetLastError();

@@ -1,0 +1,134 @@
+/* A HIP runtime that is a CPU: libpa_fakehip.so exports the libamdhip64 entry points portattn loads
+ * (backends/hip/hip_rt.h), so that PORTATTN_HIP_LIBRARY=libpa_fakehip.so runs the real hip-cdna backend
+ * (probe, supports, code-object loading, argument resolution, launch) against one simulated "gfx90a"
+ * device. Device memory is host memory tracked by the runtime (so pointer checks work); a kernel
+ * launch runs the same kernel source (cdna_fwd_kernel.h) compiled for the CPU with hip_wave.h's
+ * exact MFMA/cross-lane emulation, every GPU thread a fiber (sim_fiber.h). hipModuleLoadData accepts
+ * only code objects whose ELF header says gfx90a, so the backend's choice among the embedded
+ * objects is exercised too. This is T3 on the CPU (DESIGN.md section 4), not AMD hardware. */
+#include <elf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "cdna_entries.h"
+#include "cdna_fwd_kernel.h"
+
+namespace {
+enum { OK = 0, ERR_INVALID_VALUE = 1, ERR_OOM = 2, ERR_INVALID_IMAGE = 200, ERR_NO_BINARY = 209, ERR_NOT_FOUND = 500,
+       ERR_LAUNCH = 719 };
+const unsigned MACH_GFX90A = 0x3f;
+
+std::mutex g_mu;
+std::map<const char *, size_t, std::less<>> g_alloc; /* device allocations: base -> bytes */
+int g_last;
+int g_module_tag; /* the one module handle */
+
+int fail(int e) { return g_last = e; }
+
+/* One instance of the kernel run over the grid: the fiber body. */
+struct launch { const pa_fwd_args *a; int index; };
+void run_thread(void *p)
+{
+    const launch *l = (const launch *)p;
+#define CASE(name, bf16, d) case pa_cdna_entry_index(d, bf16): pa_cdna_fwd_body<bf16 != 0, d>(*l->a); break;
+    switch (l->index) { PA_CDNA_ENTRIES(CASE) }
+#undef CASE
+}
+} // namespace
+
+/* glibc declares __log2f but does not export it: the kernel's LSE calls it (a device intrinsic). */
+extern "C" __attribute__((visibility("hidden"))) float __log2f(float x) noexcept { return log2f(x); }
+
+extern "C" {
+int hipRuntimeGetVersion(int *v) { *v = 50200000; return OK; } /* ROCm 5.2's numbering (pointer attributes) */
+int hipGetDeviceCount(int *n) { *n = 1; return OK; }
+int hipGetDevice(int *d) { *d = 0; return OK; }
+int hipDeviceGetName(char *name, int len, int dev)
+{
+    if (dev != 0) return fail(101);
+    snprintf(name, (size_t)len, "simulated gfx90a (CPU fibers, hip_wave.h emulation)");
+    return OK;
+}
+int hipGetLastError(void) { const int e = g_last; g_last = OK; return e; }
+const char *hipGetErrorName(int e) { return e == OK ? "hipSuccess" : e == ERR_NO_BINARY ? "hipErrorNoBinaryForGpu" : "hipErrorFake"; }
+const char *hipGetErrorString(int e) { return e == OK ? "no error" : "simulated runtime error"; }
+
+int hipMalloc(void **p, size_t n)
+{
+    *p = aligned_alloc(256, (n + 255) / 256 * 256 ? (n + 255) / 256 * 256 : 256);
+    if (!*p) return fail(ERR_OOM);
+    std::lock_guard<std::mutex> g(g_mu);
+    g_alloc[(const char *)*p] = n;
+    return OK;
+}
+int hipFree(void *p)
+{
+    if (!p) return OK;
+    std::lock_guard<std::mutex> g(g_mu);
+    if (!g_alloc.erase((const char *)p)) return fail(ERR_INVALID_VALUE);
+    free(p);
+    return OK;
+}
+int hipMemcpy(void *dst, const void *src, size_t n, int kind) { (void)kind; memmove(dst, src, n); return OK; }
+int hipMemsetAsync(void *p, int v, size_t n, void *stream) { (void)stream; memset(p, v, n); return OK; }
+int hipDeviceSynchronize(void) { return OK; } /* launches run to completion */
+int hipEventCreate(void **e) { *e = malloc(1); return OK; }
+int hipEventRecord(void *e, void *s) { (void)e, (void)s; return OK; }
+int hipEventElapsedTime(float *ms, void *a, void *b) { (void)a, (void)b; *ms = 0.f; return OK; }
+int hipEventDestroy(void *e) { free(e); return OK; }
+
+/* hipPointerAttribute_t of ROCm 5: memoryType (1 = device), device, pointers, isManaged, flags. */
+struct attr { int type, device; void *dptr, *hptr; int managed; unsigned flags; };
+int hipPointerGetAttributes(attr *a, const void *p)
+{
+    std::lock_guard<std::mutex> g(g_mu);
+    auto it = g_alloc.upper_bound((const char *)p);
+    if (it == g_alloc.begin()) return fail(ERR_INVALID_VALUE);
+    --it;
+    if ((const char *)p >= it->first + (it->second ? it->second : 1)) return fail(ERR_INVALID_VALUE);
+    memset(a, 0, sizeof *a);
+    a->type = 1, a->device = 0, a->dptr = (void *)p;
+    return OK;
+}
+
+int hipModuleLoadData(void **mod, const void *image)
+{
+    Elf64_Ehdr eh;
+    memcpy(&eh, image, sizeof eh);
+    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_machine != 224) return fail(ERR_INVALID_IMAGE);
+    if ((eh.e_flags & 0xff) != MACH_GFX90A) return fail(ERR_NO_BINARY); /* another target's code */
+    *mod = &g_module_tag;
+    return OK;
+}
+/* A function handle is the address of its instance's entry in this table. */
+struct entry { const char *name; int index; };
+static const entry g_entries[PA_CDNA_ENTRY_COUNT] = {
+#define ENTRY(n, bf16, d) {#n, pa_cdna_entry_index(d, bf16)},
+    PA_CDNA_ENTRIES(ENTRY)
+#undef ENTRY
+};
+int hipModuleGetFunction(void **fn, void *mod, const char *name)
+{
+    if (mod != &g_module_tag) return fail(ERR_INVALID_VALUE);
+    for (int i = 0; i < PA_CDNA_ENTRY_COUNT; ++i)
+        if (!strcmp(g_entries[i].name, name)) { *fn = (void *)&g_entries[i]; return OK; }
+    return fail(ERR_NOT_FOUND);
+}
+int hipModuleLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                          unsigned shmem, void *stream, void **params, void **extra)
+{
+    (void)stream;
+    const entry *e = (const entry *)fn;
+    if (e < g_entries || e >= g_entries + PA_CDNA_ENTRY_COUNT || !params || extra || shmem || by != 1 || bz != 1 ||
+        bx != PA_CDNA_THREADS || !gx || !gy || !gz)
+        return fail(ERR_INVALID_VALUE); /* what the backend must pass for this kernel */
+    launch l = {(const pa_fwd_args *)params[0], e->index};
+    std::lock_guard<std::mutex> g(g_mu); /* one simulated device: launches run one at a time */
+    return sim_launch({gx, gy, gz}, bx, run_thread, &l) ? fail(ERR_LAUNCH) : OK;
+}
+}

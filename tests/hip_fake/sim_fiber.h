@@ -1,0 +1,20 @@
+/* One workgroup of GPU threads as cooperative fibers on the calling OS thread (ucontext): each fiber
+ * runs the kernel body until it reaches a barrier, and a barrier releases once every thread it names
+ * has arrived, in the order a GPU gives no guarantee about beyond that. One OS thread and no locks:
+ * a barrier costs a context switch per thread instead of a futex wake-up per thread, so the full case
+ * table runs in minutes on two cores. A barrier some threads never reach (divergent __syncthreads,
+ * wrong counts) is reported as a deadlock instead of hanging. */
+#ifndef PORTATTN_SIM_FIBER_H
+#define PORTATTN_SIM_FIBER_H
+
+struct sim_dim3 { unsigned x, y, z; };
+extern sim_dim3 threadIdx, blockIdx, gridDim, blockDim;
+
+void sim_sync_block(); /* __syncthreads */
+void sim_sync_wave();  /* the 64 threads of the caller's wave (the emulation's bar.sync 1 + wave, 64) */
+
+/* Runs body(arg) as every thread of every workgroup of the grid (workgroups one after another).
+ * Returns 0, or -1 after a deadlock (message on stderr). */
+int sim_launch(sim_dim3 grid, unsigned threads, void (*body)(void *), void *arg);
+
+#endif
