@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # T0/T1 for the hip-cdna kernel (no AMD GPU needed): compiles backends/hip/cdna_fwd.hip with hipcc for
 # gfx90a and gfx940 (Debian 12's hipcc 5.2.3 builds both) and gates the code objects' assembly: the
-# 32x32x8 MFMA of f16 and bf16 present for each target, no VGPR spills, no scratch, no calls
+# 32x32x8 MFMA of f16 and bf16 present for each target, no scratch (VGPRs spilled to AGPRs, which stay in
+# registers, are reported, not failed), no calls
 # (s_swappc), LDS within 64 KiB; prints VGPRs/AGPRs/occupancy per kernel. With nvcc it also compiles
 # the same kernel source against the wave emulation (cdna_fwd_emu.cu, the T3 build) for sm_90, and
 # prints tools/hip_estimate.py's static model of the kernels on MI250X and MI300X.
@@ -39,10 +40,11 @@ for t in gfx90a gfx940; do
     /\.vgpr_count:/ { v = $2 }
     /\.vgpr_spill_count:/ { sp = $2 }
     /\.agpr_count:/ { ag = $NF }
-    /\.wavefront_size:/ { n++; printf "  %-46s VGPR %3d AGPR %3d LDS %6d scratch %d spills %d\n", k, v, ag, lds, scr, sp;
-                          if (scr != 0 || sp != 0 || lds > 65536) bad++ }
-    END { if (n < 4) { print "FAIL: " t ": expected 4 kernels (d64, d128 x f16, bf16), found " n; exit 1 }
-          if (bad) { print "FAIL: " t ": " bad " kernel(s) with scratch, spills or LDS over 64 KiB"; exit 1 } }' "$s" || fail=1
+    /\.wavefront_size:/ { n++; printf "  %-46s VGPR %3d AGPR %3d LDS %6d scratch %d spills %d%s\n", k, v, ag, lds, scr, sp,
+                                 sp && !scr ? " (into AGPRs)" : "";
+                          if (scr != 0 || lds > 65536) bad++ }
+    END { if (n < 8) { print "FAIL: " t ": expected 8 kernels (d64, d128, d256 lo/hi x f16, bf16), found " n; exit 1 }
+          if (bad) { print "FAIL: " t ": " bad " kernel(s) with scratch (memory spills) or LDS over 64 KiB"; exit 1 } }' "$s" || fail=1
   grep -E "; Occupancy:" "$s" | sort | uniq -c | sed 's/^/  /'
 done
 # the static model for porting studies (prints only; a model, not a measurement)

@@ -17,7 +17,7 @@
 #define EM_AMDGPU 224
 #endif
 
-#define NAME(name, bf16, d) #name,
+#define NAME(name, bf16, dqk, dv, c0) #name,
 static const char *const entries[PA_CDNA_ENTRY_COUNT] = {PA_CDNA_ENTRIES(NAME)};
 
 /* EF_AMDGPU_MACH values of the targets portattn builds (LLVM's AMDGPUUsage). */

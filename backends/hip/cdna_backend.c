@@ -3,8 +3,9 @@
  * loads is used, so a GPU without one (e.g. gfx942 from a gfx940-only build) is reported unavailable
  * with the targets it would need. libamdhip64 is loaded at run time (hip_rt.h).
  *
- * The kernel has not run on AMD hardware (README: tiers T0, T1 and a CPU simulation). Until it has,
- * the selector does not pick it: it takes a call only when params->backend forces hip-cdna. */
+ * The kernel has not run on AMD hardware: it reached T3 on the CPU (the full case table through this
+ * backend against tests/hip_fake's simulated device), so the selector picks it on an AMD GPU, and its
+ * detail string says what it has not been through. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,9 +21,10 @@
 #define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
 #define CDNA_MAX_DEVICES 64
 
-/* The entry points of cdna_fwd.hip, at pa_cdna_entry_index(head dim, bf16). */
-#define CDNA_NAME(name, bf16, d) #name,
-static const char *const cdna_entry[PA_CDNA_ENTRY_COUNT] = {PA_CDNA_ENTRIES(CDNA_NAME)};
+/* The entry points of cdna_fwd.hip: a call launches every one of its head dim and dtype, in order. */
+typedef struct cdna_entry { const char *name; int bf16, d; } cdna_entry;
+#define CDNA_ENTRY(name, bf16, dqk, dv, c0) {#name, bf16, dqk},
+static const cdna_entry cdna_entries[PA_CDNA_ENTRY_COUNT] = {PA_CDNA_ENTRIES(CDNA_ENTRY)};
 
 /* One device's module, loaded on first use and kept for the process. */
 typedef struct cdna_module {
@@ -45,7 +47,7 @@ static void cdna_load(const pa_hip_rt *rt, cdna_module *m)
         pa_hip_module mod = NULL;
         if (rt->ModuleLoadData(&mod, co->data) != PA_HIP_SUCCESS) continue; /* another target's code */
         int ok = 1;
-        for (int k = 0; k < PA_CDNA_ENTRY_COUNT && ok; k++) ok = rt->ModuleGetFunction(&m->fn[k], mod, cdna_entry[k]) == PA_HIP_SUCCESS;
+        for (int k = 0; k < PA_CDNA_ENTRY_COUNT && ok; k++) ok = rt->ModuleGetFunction(&m->fn[k], mod, cdna_entries[k].name) == PA_HIP_SUCCESS;
         if (!ok) {
             snprintf(m->why, sizeof m->why, "code object %s lacks the hip-cdna entry points", co->target);
             m->state = -1;
@@ -97,16 +99,14 @@ static int cdna_probe(char *detail, size_t detail_len)
     if (!m) return 0;
     char name[128] = "";
     if (rt->DeviceGetName(name, (int)sizeof name, dev) != PA_HIP_SUCCESS) snprintf(name, sizeof name, "?");
-    pa_fmt(detail, detail_len, PORTATTN_SUCCESS, "HIP device %d (%s), code object %s; forced calls only "
-           "(not yet run on AMD hardware)", dev, name, m->target);
+    pa_fmt(detail, detail_len, PORTATTN_SUCCESS, "HIP device %d (%s), code object %s (validated in emulation, "
+           "not yet on AMD hardware)", dev, name, m->target);
     return 1;
 }
 
 static int cdna_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    if (p->backend != PORTATTN_BACKEND_HIP_CDNA)
-        return REFUSE("hip-cdna has not run on AMD hardware yet: it runs only when forced by params->backend");
     if (!pa_cdna_shape_ok(pb, "cdna", kernel, kernel_len, why, why_len)) return 0;
     if (pa_cdna_nothing_to_do(pb)) return 1;
     const pa_hip_rt *rt;
@@ -136,11 +136,14 @@ static portattn_status_t cdna_run(const pa_problem *pb, void *stream, char *err,
     unsigned gx, gy, gz;
     PA_CDNA_GRID(&a, pb->max_seqlen_q, gx, gy, gz);
     void *args[] = {&a};
-    const pa_hip_err e = rt->ModuleLaunchKernel(m->fn[pa_cdna_entry_index(p->head_dim_qk, p->dtype == PORTATTN_DTYPE_BF16)],
-                                                gx, gy, gz, PA_CDNA_THREADS, 1, 1, 0, stream, args, NULL);
-    if (e != PA_HIP_SUCCESS) {
-        (void)rt->GetLastError();
-        return pa_hip_status(rt, e, "hip-cdna: kernel launch", err, err_len);
+    const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
+    for (int k = 0; k < PA_CDNA_ENTRY_COUNT; k++) {
+        if (cdna_entries[k].d != p->head_dim_qk || cdna_entries[k].bf16 != bf16) continue;
+        const pa_hip_err e = rt->ModuleLaunchKernel(m->fn[k], gx, gy, gz, PA_CDNA_THREADS, 1, 1, 0, stream, args, NULL);
+        if (e != PA_HIP_SUCCESS) {
+            (void)rt->GetLastError();
+            return pa_hip_status(rt, e, "hip-cdna: kernel launch", err, err_len);
+        }
     }
     return PORTATTN_SUCCESS;
 }

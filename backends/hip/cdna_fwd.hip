@@ -4,9 +4,9 @@
 #include "cdna_entries.h"
 #include "cdna_fwd_kernel.h"
 
-#define PA_CDNA_ENTRY(name, bf16, d)                                                                         \
+#define PA_CDNA_ENTRY(name, bf16, dqk, dv, c0)                                                               \
     extern "C" __global__ void __launch_bounds__(PA_CDNA_THREADS) name(const pa_fwd_args a)                 \
     {                                                                                                        \
-        pa_cdna_fwd_body<bf16 != 0, d>(a);                                                                   \
+        pa_cdna_fwd_body<bf16 != 0, dqk, dv, c0>(a);                                                         \
     }
 PA_CDNA_ENTRIES(PA_CDNA_ENTRY)

@@ -1,5 +1,6 @@
 /* The hip-cdna kernel source compiled by nvcc against the wave emulation of hip_wave.h (T3): the same
  * launch shape as cdna_fwd.hip, on an NVIDIA GPU. */
+#include "cdna_entries.h"
 #include "cdna_fwd_kernel.h"
 
 #ifdef PORTATTN_HIP_EMULATION /* the library build of the emulation (backend hip-cdna, forced only) */
@@ -7,15 +8,21 @@
 #include "fwd_resolve.h"
 #endif
 
+/* Every instance of cdna_entries.h for this head dim and dtype, as cdna_backend.c launches them. */
 extern "C" cudaError_t pa_hip_cdna_emu_launch(const pa_fwd_args *a, int bf16, int d, int64_t max_sq, cudaStream_t stream)
 {
     unsigned gx, gy, gz;
     PA_CDNA_GRID(a, max_sq, gx, gy, gz);
     pa_fwd_args arg = *a;
     void *args[] = {&arg};
-    const void *k = d == 64 ? (bf16 ? (const void *)pa_cdna_fwd<true, 64> : (const void *)pa_cdna_fwd<false, 64>)
-                            : (bf16 ? (const void *)pa_cdna_fwd<true, 128> : (const void *)pa_cdna_fwd<false, 128>);
-    return cudaLaunchKernel(k, dim3(gx, gy, gz), dim3(PA_CDNA_WAVES * PA_WAVE), args, 0, stream);
+    cudaError_t e = cudaSuccess;
+#define LAUNCH(name, b16, dqk, dv, c0)                                                                        \
+    if (e == cudaSuccess && dqk == d && b16 == bf16)                                                         \
+        e = cudaLaunchKernel((const void *)pa_cdna_fwd<b16 != 0, dqk, dv, c0>, dim3(gx, gy, gz), dim3(PA_CDNA_THREADS), \
+                             args, 0, stream);
+    PA_CDNA_ENTRIES(LAUNCH)
+#undef LAUNCH
+    return e;
 }
 
 #ifdef PORTATTN_HIP_EMULATION

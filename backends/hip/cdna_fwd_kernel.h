@@ -10,7 +10,7 @@
  * operand of S^T; K is read as A with one 16-byte read per two MFMA k-steps (KPack 8, the same k
  * permutation as Q's registers); V^T's A operand is gathered with four 2-byte reads per step.
  *
- * Head dims 64 and 128 (d256 in this register layout spills 83-97 VGPRs on gfx90a: NOTES.md).
+ * Head dims 64, 128 and 256 (d256 as two launches of 128 output columns each, see below).
  * NOT YET RUN on a GPU: compiled for gfx90a/gfx940 (T0) and ISA-gated (T1); the emulated build (T3)
  * compiles with nvcc and is to be run on the H200 against the case table. */
 #ifndef PORTATTN_CDNA_FWD_KERNEL_H
@@ -32,17 +32,22 @@ __device__ __forceinline__ void pa_cdna_keys(int i, int sq, int sk, int wl, int 
     *lo = (int)l, *hi = (int)h;
 }
 
-/* The kernel body; pa_cdna_fwd (below) and the hipcc entry points of cdna_fwd.hip wrap it. */
-template <bool BF16, int D>
+/* The kernel body; pa_cdna_fwd (below) and the hipcc entry points of cdna_fwd.hip wrap it. Scores use
+ * DQK head-dim elements; the output is columns C0 .. C0 + DV - 1 of V and O (d256 runs as two
+ * launches of DV = 128: Q, 128 accumulators and the operand gathers of one d256 launch need more than
+ * 512 registers and spilled; the second launch recomputes the scores, 1.5x the FLOPs). The LSE is
+ * written by the C0 = 0 launch. */
+template <bool BF16, int DQK, int DV, int C0>
 __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
 {
-    constexpr int CH = D / 8;             /* 16-byte chunks per row */
+    constexpr int CHK = DQK / 8, CHV = DV / 8; /* 16-byte chunks per K and V row */
     constexpr int NT = PA_CDNA_THREADS;
     static_assert(PA_CDNA_THREADS == PA_CDNA_WAVES * PA_WAVE, "wave64");
-    constexpr int RPP = NT / CH;          /* tile rows one pass of 16-byte copies covers */
-    static_assert(D == 64 || D == 128, "instances (d256 spills: NOTES.md)");
+    constexpr int RPPK = NT / CHK, RPPV = NT / CHV; /* tile rows one pass of 16-byte copies covers */
+    static_assert((DQK == 64 || DQK == 128 || DQK == 256) && (DV == 64 || DV == 128) && C0 % DV == 0 &&
+                      C0 + DV <= DQK, "instances");
     const pa_lds_model lm = {"gfx90a", 32, 4, PA_WAVE, 1}; /* the layout of every CDNA target */
-    __shared__ __attribute__((aligned(16))) uint16_t sk_t[PA_CDNA_BN * D], sv_t[PA_CDNA_BN * D];
+    __shared__ __attribute__((aligned(16))) uint16_t sk_t[PA_CDNA_BN * DQK], sv_t[PA_CDNA_BN * DV];
     PA_WAVE_SCRATCH(PA_CDNA_WAVES);
 
     const int tid = threadIdx.x, lane = pa_wave_lane(), wave = tid / PA_WAVE;
@@ -63,8 +68,8 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
     const int64_t vb = a.cu_q ? (int64_t)k0 * a.vs[1] : b * a.vs[0], ob = a.cu_q ? (int64_t)q0 * a.os[1] : b * a.os[0];
     const uint16_t *qh = (const uint16_t *)a.q + qb + h * a.qs[2];
     const uint16_t *kh = (const uint16_t *)a.k + kb + hk * a.ks[2];
-    const uint16_t *vh = (const uint16_t *)a.v + vb + hk * a.vs[2];
-    uint16_t *oh = (uint16_t *)a.o + ob + h * a.os[2];
+    const uint16_t *vh = (const uint16_t *)a.v + vb + hk * a.vs[2] + C0;
+    uint16_t *oh = (uint16_t *)a.o + ob + h * a.os[2] + C0;
 
     /* Row blocks of this sequence: a grid sized by a max_seqlen_q below the longest sequence still
      * covers every row (as cuda-sm80). With a right-bounded mask the longest blocks come first. */
@@ -85,21 +90,21 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
 
         /* Q^T as the B operand of S^T, for every k-step: lane l holds query l % 32 and, at step
          * 2g + t, head-dim elements 16g + 8 (l / 32) + 4t .. +3 (the KPack-8 order of the K reads). */
-        pa_in4 qf[D / 8];
+        pa_in4 qf[DQK / 8];
         {
             const bool ok = qrow < sq;
             const uint16_t *qr = qh + (int64_t)(ok ? qrow : 0) * a.qs[1];
 #pragma unroll
-            for (int g = 0; g < D / 16; ++g)
+            for (int g = 0; g < DQK / 16; ++g)
 #pragma unroll
                 for (int t = 0; t < 2; ++t)
 #pragma unroll
                     for (int i = 0; i < 4; ++i) qf[2 * g + t].h[i] = ok ? qr[16 * g + 8 * (lane / 32) + 4 * t + i] : 0;
         }
 
-        pa_acc32 o[D / 32];
+        pa_acc32 o[DV / 32];
 #pragma unroll
-        for (int c = 0; c < D / 32; ++c)
+        for (int c = 0; c < DV / 32; ++c)
 #pragma unroll
             for (int r = 0; r < 16; ++r) o[c].r[r] = 0.f;
         float mrow = -INFINITY, lsum = 0.f;
@@ -107,17 +112,34 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
         for (int n = n_lo; n < n_hi; ++n) {
             /* K and V tiles into LDS, 16 bytes a thread a pass; keys past the sequence read as zeros. */
             __syncthreads();
+            if constexpr (CHK == CHV) { /* one pass loop for both */
 #pragma unroll
-            for (int p = 0; p < PA_CDNA_BN / RPP; ++p) {
-                const int r = p * RPP + tid / CH, c = tid % CH, key = n * PA_CDNA_BN + r;
-                uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-                if (key < sk) {
-                    kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * c);
-                    vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * c);
+                for (int p = 0; p < PA_CDNA_BN / RPPK; ++p) {
+                    const int r = p * RPPK + tid / CHK, c = tid % CHK, key = n * PA_CDNA_BN + r;
+                    uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
+                    if (key < sk) {
+                        kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * c);
+                        vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * c);
+                    }
+                    const int off = pa_lds_chunk_addr(&lm, r, c, CHK) / 2;
+                    *(uint4 *)(sk_t + off) = kv;
+                    *(uint4 *)(sv_t + off) = vv;
                 }
-                const int off = pa_lds_chunk_addr(&lm, r, c, CH) / 2;
-                *(uint4 *)(sk_t + off) = kv;
-                *(uint4 *)(sv_t + off) = vv;
+            } else {
+#pragma unroll
+                for (int p = 0; p < PA_CDNA_BN / RPPK; ++p) {
+                    const int r = p * RPPK + tid / CHK, c = tid % CHK, key = n * PA_CDNA_BN + r;
+                    uint4 kv = make_uint4(0, 0, 0, 0);
+                    if (key < sk) kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * c);
+                    *(uint4 *)(sk_t + pa_lds_chunk_addr(&lm, r, c, CHK) / 2) = kv;
+                }
+#pragma unroll
+                for (int p = 0; p < PA_CDNA_BN / RPPV; ++p) {
+                    const int r = p * RPPV + tid / CHV, c = tid % CHV, key = n * PA_CDNA_BN + r;
+                    uint4 vv = make_uint4(0, 0, 0, 0);
+                    if (key < sk) vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * c);
+                    *(uint4 *)(sv_t + pa_lds_chunk_addr(&lm, r, c, CHV) / 2) = vv;
+                }
             }
             __syncthreads();
 
@@ -126,8 +148,8 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
 #pragma unroll
             for (int r = 0; r < 16; ++r) st.r[r] = 0.f;
 #pragma unroll
-            for (int g = 0; g < D / 16; ++g) {
-                const uint4 kk = *(const uint4 *)(sk_t + pa_lds_frag_addr(&lm, lane, 32, 0, g, CH) / 2);
+            for (int g = 0; g < DQK / 16; ++g) {
+                const uint4 kk = *(const uint4 *)(sk_t + pa_lds_frag_addr(&lm, lane, 32, 0, g, CHK) / 2);
                 pa_in4 k_lo, k_hi;
                 __builtin_memcpy(&k_lo, &kk.x, 8);
                 __builtin_memcpy(&k_hi, &kk.z, 8);
@@ -169,7 +191,7 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
             if (PA_ANY(corr != 1.f)) { /* rescale only when some row's max grew (rare once it settles): the
                                          * accumulators live in AGPRs, a rescale moves all of them */
 #pragma unroll
-                for (int c = 0; c < D / 32; ++c)
+                for (int c = 0; c < DV / 32; ++c)
 #pragma unroll
                     for (int r = 0; r < 16; ++r) o[c].r[r] *= corr;
             }
@@ -178,10 +200,10 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
 #pragma unroll
             for (int s = 0; s < 4; ++s)
 #pragma unroll
-                for (int c = 0; c < D / 32; ++c) {
+                for (int c = 0; c < DV / 32; ++c) {
                     pa_in4 va;
 #pragma unroll
-                    for (int r = 0; r < 4; ++r) va.h[r] = sv_t[pa_lds_v_half_addr(&lm, lane, 32, 8 * s, r, 32 * c, CH) / 2];
+                    for (int r = 0; r < 4; ++r) va.h[r] = sv_t[pa_lds_v_half_addr(&lm, lane, 32, 8 * s, r, 32 * c, CHV) / 2];
                     PA_MFMA32(BF16, o[c], va, pf[s]);
                 }
         }
@@ -193,7 +215,7 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
         if (qrow < sq) {
             uint16_t *orow = oh + (int64_t)qrow * a.os[1];
 #pragma unroll
-            for (int c = 0; c < D / 32; ++c)
+            for (int c = 0; c < DV / 32; ++c)
 #pragma unroll
                 for (int m = 0; m < 4; ++m) {
                     uint16_t v4[4];
@@ -201,7 +223,7 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
                     for (int r = 0; r < 4; ++r) v4[r] = l == 0.f ? 0 : pa_from_f32<BF16>(o[c].r[4 * m + r] * inv);
                     __builtin_memcpy(orow + 32 * c + 8 * m + 4 * (lane / 32), v4, 8);
                 }
-            if (a.lse && lane < 32) {
+            if (C0 == 0 && a.lse && lane < 32) {
                 const int64_t off = a.cu_q ? h * a.ls[1] + (int64_t)(q0 + qrow) * a.ls[2]
                                            : b * a.ls[0] + h * a.ls[1] + (int64_t)qrow * a.ls[2];
                 a.lse[off] = l > 0.f ? (mrow * a.mult + __log2f(l)) * 0.69314718055994531f : l == 0.f ? -INFINITY : NAN;
@@ -210,10 +232,11 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
     }
 }
 
-template <bool BF16, int D>
+/* The nvcc emulation's kernel: one launch of the (DQK, DV, C0) instance. */
+template <bool BF16, int DQK, int DV = DQK, int C0 = 0>
 __global__ void __launch_bounds__(PA_CDNA_WAVES * PA_WAVE) pa_cdna_fwd(const pa_fwd_args a)
 {
-    pa_cdna_fwd_body<BF16, D>(a);
+    pa_cdna_fwd_body<BF16, DQK, DV, C0>(a);
 }
 
 #endif

@@ -15,8 +15,8 @@ int pa_cdna_shape_ok(const pa_problem *pb, const char *tag, char *kernel, size_t
     const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
     if (!dt) return REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
     const int64_t d = p->head_dim_qk;
-    if (p->head_dim_v != d || (d != 64 && d != 128))
-        return REFUSE("head dims %lld/%lld: instances take 64 and 128 with Dqk == Dv", (long long)d,
+    if (p->head_dim_v != d || (d != 64 && d != 128 && d != 256))
+        return REFUSE("head dims %lld/%lld: instances take 64, 128 and 256 with Dqk == Dv", (long long)d,
                       (long long)p->head_dim_v);
     if (pb->kv_cache) return REFUSE("KV cache: not in this kernel");
     if (p->seqlen_q > (1 << 30) - 1 || p->seqlen_k > (1 << 30) - 1)
@@ -25,6 +25,7 @@ int pa_cdna_shape_ok(const pa_problem *pb, const char *tag, char *kernel, size_t
         return REFUSE("batch %lld x heads %lld over the grid", (long long)p->batch, (long long)p->heads_q);
     if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
     if (!pa_cdna_nothing_to_do(pb) && !pa_fwd_layouts_ok(pb, why, why_len)) return 0;
-    if (kernel && kernel_len) pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "%s<%s,d%lld,128x32>", tag, dt, (long long)d);
+    if (kernel && kernel_len) pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "%s<%s,d%lld,128x32%s>", tag, dt, (long long)d,
+                                      d == 256 ? ",2x128 columns" : "");
     return 1;
 }
