@@ -133,6 +133,7 @@ __device__ __forceinline__ int pa_wave_any(int p) { return __any(p); }
 typedef _Float16 pa_h16v __attribute__((ext_vector_type(16)));
 typedef short pa_s16v __attribute__((ext_vector_type(16)));
 typedef float pa_f8v __attribute__((ext_vector_type(8)));
+typedef unsigned pa_u8v __attribute__((ext_vector_type(8)));
 
 /* The per-wave scratch the wave32 emulation needs; nothing on AMD. */
 #define PA_WAVE32_SCRATCH(nwaves)
@@ -142,19 +143,13 @@ typedef float pa_f8v __attribute__((ext_vector_type(8)));
 template <bool BF16> __device__ __forceinline__ void pa_wave_wmma16(pa_acc8 &acc, const pa_in16 &a, const pa_in16 &b)
 {
     pa_f8v c;
+    pa_u8v aw, bw; /* whole words, bit-cast: a memcpy into the 16-bit vector split and re-packed them */
 #pragma unroll
-    for (int i = 0; i < 8; ++i) c[i] = acc.r[i];
-    if (BF16) {
-        pa_s16v x, y;
-        __builtin_memcpy(&x, &a, 32);
-        __builtin_memcpy(&y, &b, 32);
-        c = __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(x, y, c);
-    } else {
-        pa_h16v x, y;
-        __builtin_memcpy(&x, &a, 32);
-        __builtin_memcpy(&y, &b, 32);
-        c = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(x, y, c);
-    }
+    for (int i = 0; i < 8; ++i) c[i] = acc.r[i], aw[i] = a.w[i], bw[i] = b.w[i];
+    if (BF16)
+        c = __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(__builtin_bit_cast(pa_s16v, aw), __builtin_bit_cast(pa_s16v, bw), c);
+    else
+        c = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(__builtin_bit_cast(pa_h16v, aw), __builtin_bit_cast(pa_h16v, bw), c);
 #pragma unroll
     for (int i = 0; i < 8; ++i) acc.r[i] = c[i];
 }

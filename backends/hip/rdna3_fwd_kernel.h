@@ -98,13 +98,13 @@ __global__ void __launch_bounds__(PA_RDNA3_WAVES * PA_WAVE32) pa_rdna3_fwd(const
          * head-dim elements 16g .. 16g + 15 of query l % 16). Rows past the sequence read as zeros. */
         __syncthreads(); /* the previous row block's waves are done with sq_t */
         {
-            const int tq = pa_opaque(tid); /* addresses not hoisted out of the row-block loop */
+            const unsigned tq = (unsigned)pa_opaque(tid); /* addresses not hoisted out of the row-block loop */
 #pragma unroll
             for (int p = 0; p < PA_RDNA3_BM / RPP; ++p) {
-                const int r = p * RPP + tq / CH, c = tq % CH, row = m0 + r;
+                const int r = p * RPP + (int)(tq / CH), c = (int)(tq % CH), row = m0 + r;
                 uint4 qv = make_uint4(0, 0, 0, 0);
                 if (row < sq) qv = *(const uint4 *)(qh + (int64_t)row * a.qs[1] + 8 * c);
-                *(uint4 *)((char *)sq_t + pa_lds_rdna3_store_addr(&lo, &hi, tq % PA_WAVE32, p * PA_RDNA3_WAVES + tq / PA_WAVE32, CH)) = qv;
+                *(uint4 *)((char *)sq_t + pa_lds_rdna3_store_addr(&lo, &hi, (int)(tq % PA_WAVE32), p * PA_RDNA3_WAVES + (int)(tq / PA_WAVE32), CH)) = qv;
             }
         }
 
@@ -118,8 +118,9 @@ __global__ void __launch_bounds__(PA_RDNA3_WAVES * PA_WAVE32) pa_rdna3_fwd(const
         for (int n = n_lo; n < n_hi; ++n) {
             /* Per-lane values of the tile loop, recomputed every tile from an opaque thread index:
              * hoisted out of the loops, clang-15 kept them all live and spilled (see pa_opaque). */
-            const int tt = pa_opaque(tid), tl = tt % PA_WAVE32, tw = tt / PA_WAVE32, th = tl / 16;
-            const int tr = tt / CH, tc = tt % CH;
+            const unsigned tt = (unsigned)pa_opaque(tid); /* unsigned: no signed-division fix-ups */
+            const int tl = (int)(tt % PA_WAVE32), tw = (int)(tt / PA_WAVE32), th = tl / 16;
+            const int tr = (int)(tt / CH), tc = (int)(tt % CH);
 
             /* K and V tiles into LDS, 16 bytes a thread a pass; keys past the sequence read as zeros. */
             __syncthreads();
