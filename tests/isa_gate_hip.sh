@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# T0/T1 for the hip-cdna kernel (no AMD GPU needed): compiles backends/hip/cdna_fwd.hip with hipcc for
-# gfx90a and gfx940 (Debian 12's hipcc 5.2.3 builds both) and gates the code objects' assembly: the
-# 32x32x8 MFMA of f16 and bf16 present for each target, no scratch (VGPRs spilled to AGPRs, which stay in
-# registers, are reported, not failed), no calls
-# (s_swappc), LDS within 64 KiB; prints VGPRs/AGPRs/occupancy per kernel. With nvcc it also compiles
-# the same kernel source against the wave emulation (cdna_fwd_emu.cu, the T3 build) for sm_90, and
-# prints tools/hip_estimate.py's static model of the kernels on MI250X and MI300X.
-# The kernel has not run anywhere yet (no AMD GPU; the emulated run on an NVIDIA GPU is next).
+# T0/T1 for the HIP kernels (no AMD GPU needed): compiles backends/hip/cdna_fwd.hip with hipcc for
+# gfx90a and gfx940 and backends/hip/rdna3_fwd.hip for gfx1100 (wave32), and gates the code objects'
+# assembly: the 32x32x8 MFMA (CDNA) or 16x16x16 WMMA (RDNA3) of f16 and bf16 present for each
+# target, no scratch (CDNA VGPRs spilled into AGPRs stay in registers: reported, not failed; RDNA3 has
+# no AGPRs, so any spill fails), no calls (s_swappc), LDS within 64 KiB; prints VGPRs/AGPRs/
+# occupancy per kernel. Debian's rocm-device-libs 5.2.3 lack the gfx1100 ISA-version bitcode, so the
+# gfx1100 build gets a copy of the device-library directory with oclc_isa_version_1100.bc made from
+# the 1036 one (amd-anchors.md section 5.1); a ROCm that ships it is used as is. With nvcc it also
+# compiles both kernel sources against the wave emulation (cdna_fwd_emu.cu, rdna3_fwd_emu.cu) for
+# sm_90, and prints tools/hip_estimate.py's static model on MI250X, MI300X and RX 7900 XTX.
+# Neither kernel has run on AMD hardware (T3 on the CPU: tests/hip_fake; checks: tests/hip_sim/).
 # usage: isa_gate_hip.sh HIPCC NVCC SOURCE_DIR WORK_DIR     exit 0 pass, 1 fail, 77 no hipcc
 set -uo pipefail
 HIPCC=${1:-}
@@ -47,19 +50,72 @@ for t in gfx90a gfx940; do
           if (bad) { print "FAIL: " t ": " bad " kernel(s) with scratch (memory spills) or LDS over 64 KiB"; exit 1 } }' "$s" || fail=1
   grep -E "; Occupancy:" "$s" | sort | uniq -c | sed 's/^/  /'
 done
+# ---- gfx1100 (RDNA3, wave32, WMMA) ----
+# The device-library directory hipcc uses; gfx1100 needs oclc_isa_version_1100.bc, which
+# rocm-device-libs 5.2.3 lacks: make it from the 1036 file (it only holds the ISA version constant).
+devlib=""
+for d in /usr/lib/x86_64-linux-gnu/amdgcn/bitcode /usr/lib/amdgcn/bitcode /opt/rocm/amdgcn/bitcode \
+         /opt/rocm/lib/llvm/lib/clang/*/lib/amdgcn/bitcode; do
+  [ -f "$d/ocml.bc" ] && { devlib=$d; break; }
+done
+gfx11_flags=()
+if [ -n "$devlib" ] && [ ! -f "$devlib/oclc_isa_version_1100.bc" ]; then
+  dis=""; as=""
+  for v in 15 16 17 18 19 ""; do
+    if command -v "llvm-dis${v:+-$v}" >/dev/null && command -v "llvm-as${v:+-$v}" >/dev/null; then
+      dis="llvm-dis${v:+-$v}"; as="llvm-as${v:+-$v}"; break
+    fi
+  done
+  bc="$WORK/devlib-gfx1100"
+  rm -rf "$bc" && mkdir -p "$bc" && ln -s "$devlib"/*.bc "$bc"/
+  if [ -n "$dis" ] && "$dis" "$devlib/oclc_isa_version_1036.bc" -o - | sed 's/i32 10306/i32 11000/' |
+      "$as" -o "$bc/oclc_isa_version_1100.bc" && "$dis" "$bc/oclc_isa_version_1100.bc" -o - | grep -q "i32 11000"; then
+    gfx11_flags=(--rocm-device-lib-path="$bc")
+    echo "== gfx1100: device libraries from $devlib plus a generated oclc_isa_version_1100.bc ($dis/$as)"
+  else
+    bad "gfx1100: cannot make oclc_isa_version_1100.bc (needs llvm-dis/llvm-as and $devlib/oclc_isa_version_1036.bc)"
+  fi
+fi
+"$HIPCC" --offload-arch=gfx1100 "${gfx11_flags[@]}" -O3 -std=c++17 --save-temps -I"$SRC/backends/hip" -I"$SRC/common" \
+  -c "$SRC/backends/hip/rdna3_fwd.hip" -o rdna3_fwd.o > hipcc_gfx1100.log 2>&1 || { tail -20 hipcc_gfx1100.log; bad "hipcc gfx1100"; }
+s=$(ls ./rdna3_fwd-hip-amdgcn-amd-amdhsa-gfx1100.s 2>/dev/null | head -1)
+if [ -z "$s" ]; then
+  bad "gfx1100: no assembly"
+else
+  echo "== gfx1100"
+  for p in v_wmma_f32_16x16x16_f16 v_wmma_f32_16x16x16_bf16; do
+    c=$(grep -c -E "^[[:space:]]*$p\b" "$s"); printf '  %-40s %6d\n' "$p" "$c"
+    [ "$c" -gt 0 ] || bad "gfx1100 lacks $p"
+  done
+  c=$(grep -c -E '^[[:space:]]*s_swappc' "$s"); printf '  %-40s %6d\n' "s_swappc (calls)" "$c"; [ "$c" -eq 0 ] || bad "gfx1100: calls"
+  awk '
+    /^[[:space:]]*\.name:[[:space:]]+_Z/ { k = $2 }
+    /\.group_segment_fixed_size:/ { lds = $2 }
+    /\.private_segment_fixed_size:/ { scr = $2 }
+    /\.sgpr_count:/ { sg = $2 }
+    /\.vgpr_count:/ { v = $2 }
+    /\.vgpr_spill_count:/ { sp = $2 }
+    /\.wavefront_size:/ { n++; w = $2; printf "  %-46s VGPR %3d SGPR %3d LDS %6d scratch %d spills %d wave%d\n", k, v, sg, lds, scr, sp, w;
+                          if (scr != 0 || sp != 0 || lds > 65536 || w != 32) bad++ }
+    END { if (n < 4) { print "FAIL: gfx1100: expected 4 kernels (d64, d128 x f16, bf16), found " n; exit 1 }
+          if (bad) { print "FAIL: gfx1100: " bad " kernel(s) with scratch, spills, LDS over 64 KiB or not wave32"; exit 1 } }' "$s" || fail=1
+  grep -E "; Occupancy:" "$s" | sort | uniq -c | sed 's/^/  /'
+fi
 # the static model for porting studies (prints only; a model, not a measurement)
 # (estimate_<target>.json for tools/report.py, which must take them as labelled estimates)
 if command -v python3 >/dev/null; then
   python3 "$SRC/tools/hip_estimate.py" --json estimate ./*-hip-amdgcn-amd-amdhsa-gfx90a.s \
-    ./*-hip-amdgcn-amd-amdhsa-gfx940.s 2>&1 | sed 's/^/  /'
+    ./*-hip-amdgcn-amd-amdhsa-gfx940.s ./*-hip-amdgcn-amd-amdhsa-gfx1100.s 2>&1 | sed 's/^/  /'
   python3 "$SRC/tools/report.py" estimate/estimate_*.json --out estimate/report > report.log 2>&1 &&
     grep -q "static estimate" estimate/report/summary.md || { cat report.log; bad "report.py on the estimates"; }
 fi
 if [ -n "$NVCC" ] && [ -x "$(command -v "$NVCC")" ]; then
   "$NVCC" -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -I"$SRC/backends/hip" -I"$SRC/common" -c "$SRC/backends/hip/cdna_fwd_emu.cu" \
-    -o cdna_fwd_emu.o > nvcc.log 2>&1 && echo "== emulated build (nvcc, sm_90): compiles" || { tail -20 nvcc.log; bad "nvcc emulated build"; }
+    -o cdna_fwd_emu.o > nvcc.log 2>&1 && echo "== emulated build cdna (nvcc, sm_90): compiles" || { tail -20 nvcc.log; bad "nvcc emulated build"; }
+  "$NVCC" -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -I"$SRC/backends/hip" -I"$SRC/common" -c "$SRC/backends/hip/rdna3_fwd_emu.cu" \
+    -o rdna3_fwd_emu.o > nvcc_rdna3.log 2>&1 && echo "== emulated build rdna3 (nvcc, sm_90): compiles" || { tail -20 nvcc_rdna3.log; bad "nvcc emulated build rdna3"; }
 else
   echo "== emulated build: NOT RUN (no nvcc)"
 fi
-[ $fail -eq 0 ] && echo "ISA gate hip-cdna: PASS" || echo "ISA gate hip-cdna: FAIL"
+[ $fail -eq 0 ] && echo "ISA gate hip-cdna + hip-rdna3: PASS" || echo "ISA gate hip-cdna + hip-rdna3: FAIL"
 exit $fail

@@ -1,6 +1,7 @@
 /* Bank-conflict proof of the HIP kernels' LDS layout (issue 5), on the host: for every target's bank
  * model, every head dim and every LDS access of the tile loops (backends/hip/hip_lds.h: tile stores,
- * MFMA 32x32 and 16x16 operand reads, WMMA operand reads, the u16 gathers of V for P.V), enumerate
+ * MFMA 32x32 and 16x16 operand reads, the u16 gathers of V for P.V; for RDNA3 the WMMA kernel's
+ * accesses under both a 32- and a 64-bank model), enumerate
  * the addresses each lane touches, group the lanes into the LDS phases of the model, and require
  * that no bank is asked for two different words in one phase (same-word reads are broadcasts).
  * The unswizzled layout must show conflicts on the operand reads, so the check can fail. */
@@ -46,11 +47,87 @@ static void expect(const pa_lds_model *m, const char *what, int d, int got, int 
     }
 }
 
+/* RDNA3 (gfx1100, wave32): one layout (hip_lds.h's pa_lds_rdna3_*) for a bank count that is not
+ * verified, so every access of rdna3_fwd_kernel.h's tile loops is checked under the 32-bank and the
+ * 64-bank model (each with its own phases): the Q (64 rows) and K/V (32 rows) tile stores, the WMMA
+ * operand reads of Q and K rows, the u16 gathers of V^T. The split address forms the kernel uses
+ * must equal the generic chunk address. */
+static void rdna3(void)
+{
+    const pa_lds_model lo = {"gfx1100", 32, 4, 32, 0}, hi = {"gfx1100-64", 64, 4, 32, 0};
+    const pa_lds_model *hw[2] = {&lo, &hi};
+    const int dims[] = {64, 128, 256}, ROWS = 64; /* Q tile rows (K/V tiles use the first 32) */
+    for (int mi = 0; mi < 2; mi++) {
+        const pa_lds_model *m = hw[mi];
+        int worst_all = 1;
+        for (int di = 0; di < 3; di++) {
+            const int d = dims[di], ch = d / 8;
+            int addr[64];
+            static unsigned char used[64 * 32];
+            memset(used, 0, sizeof used);
+            int bij = 1, same = 1;
+            for (int r = 0; r < ROWS; r++)
+                for (int c = 0; c < ch; c++) {
+                    const int a = pa_lds_rdna3_chunk_addr(&lo, &hi, r, c, ch) / 16;
+                    bij &= a >= r * ch && a < (r + 1) * ch && !used[a];
+                    if (a >= 0 && a < ROWS * ch) used[a] = 1;
+                }
+            /* the split forms (pa_lds_wmma_addr_from via pa_lds_wmma_addr; the V gather's key and
+             * lane terms) against the generic chunk address */
+            for (int l = 0; l < 32; l++)
+                for (int row0 = 0; row0 < ROWS; row0 += 16)
+                    for (int c = 0; c < ch; c++)
+                        same &= pa_lds_wmma_addr(&lo, &hi, l, row0, c / 2, c % 2, ch) ==
+                                pa_lds_rdna3_chunk_addr(&lo, &hi, row0 + l % 16, c, ch);
+            for (int l = 0; l < 32; l++)
+                for (int key = 0; key < ROWS; key++)
+                    for (int col0 = 0; col0 < d; col0 += 16) {
+                        const int col = col0 + l % 16;
+                        same &= pa_lds_wmma_v_half_addr(&lo, &hi, l, key, col0, ch) ==
+                                pa_lds_rdna3_chunk_addr(&lo, &hi, key, col / 8, ch) + (col % 8) * 2;
+                    }
+            checks += 2;
+            if (!bij) failures++, printf("FAIL gfx1100 d%d: the swizzle is not a permutation within each row\n", d);
+            if (!same) failures++, printf("FAIL gfx1100 d%d: a split address form differs from the chunk address\n", d);
+            /* Q and K/V tile stores, ds_write_b128 (pass = store pass x 4 waves + wave) */
+            for (int pass = 0; pass < ROWS * ch / 32; pass++) {
+                for (int l = 0; l < 32; l++) addr[l] = pa_lds_rdna3_store_addr(&lo, &hi, l, pass, ch);
+                int g = degree(m, addr, 16, 0);
+                expect(m, "tile store (ds_write_b128)", d, g, 1);
+                if (g > worst_all) worst_all = g;
+            }
+            /* WMMA operand reads of Q and K rows: lanes i and i + 16 on row row0 + i (broadcast) */
+            for (int row0 = 0; row0 < ROWS; row0 += 16)
+                for (int ks = 0; ks < ch / 2; ks++)
+                    for (int half = 0; half < 2; half++) {
+                        for (int l = 0; l < 32; l++) addr[l] = pa_lds_wmma_addr(&lo, &hi, l, row0, ks, half, ch);
+                        int g = degree(m, addr, 16, 1);
+                        expect(m, "WMMA Q/K operand (ds_read_b128)", d, g, 1);
+                        if (g > worst_all) worst_all = g;
+                        /* control: unswizzled rows conflict */
+                        for (int l = 0; l < 32; l++) addr[l] = ((row0 + l % 16) * ch + 2 * ks + half) * 16;
+                        checks++;
+                        if (degree(m, addr, 16, 1) < 2) failures++, printf("FAIL %s d%d: unswizzled control shows no conflict\n", m->target, d);
+                    }
+            /* V^T gathers for O^T += V^T P^T (ds_read_u16): every key of a tile, every 16-dim block */
+            for (int key = 0; key < 32; key++)
+                for (int col0 = 0; col0 < d; col0 += 16) {
+                    for (int l = 0; l < 32; l++) addr[l] = pa_lds_wmma_v_half_addr(&lo, &hi, l, key, col0, ch);
+                    int g = degree(m, addr, 2, 1);
+                    expect(m, "V^T gather (ds_read_u16)", d, g, 1);
+                    if (g > worst_all) worst_all = g;
+                }
+        }
+        printf("%-10s %2d banks x %d B, wave%d, RDNA3 layout (XOR from the 32- and 64-bank periods): worst conflict degree %d\n",
+               m->target, m->banks, m->bank_bytes, m->wave, worst_all);
+    }
+}
+
 int main(void)
 {
     const pa_lds_model models[] = {
         {"gfx90a", 32, 4, 64, 1}, {"gfx940", 32, 4, 64, 1}, {"gfx942", 32, 4, 64, 1},
-        {"gfx950", 64, 4, 64, 0}, {"gfx1100", 32, 4, 32, 0},
+        {"gfx950", 64, 4, 64, 0},
     };
     const int dims[] = {64, 128, 256}, TILE = 64; /* rows of a K/V/Q tile */
     for (size_t mi = 0; mi < sizeof models / sizeof models[0]; mi++) {
@@ -102,21 +179,12 @@ int main(void)
                                 expect(m, "V gather for P.V (ds_read_u16)", d, g, 1);
                                 if (g > worst_all) worst_all = g;
                             }
-            } else {
-                /* WMMA operand reads (wave32): lanes i and i + 16 read the same row (broadcast) */
-                for (int row0 = 0; row0 < TILE; row0 += 16)
-                    for (int ks = 0; ks < ch / 2; ks++)
-                        for (int half = 0; half < 2; half++) {
-                            for (int l = 0; l < 32; l++) addr[l] = pa_lds_wmma_addr(m, l, row0, ks, half, ch);
-                            int g = degree(m, addr, 16, 1);
-                            expect(m, "WMMA operand (ds_read_b128)", d, g, 1);
-                            if (g > worst_all) worst_all = g;
-                        }
             }
         }
         printf("%-8s %2d banks x %d B, wave%d, XOR period %2d chunks: worst conflict degree %d over all accesses\n",
                m->target, m->banks, m->bank_bytes, m->wave, pa_lds_period(m), worst_all);
     }
+    rdna3();
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
 }

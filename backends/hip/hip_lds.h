@@ -68,13 +68,6 @@ PA_LDS_FN int pa_lds_frag_addr(const pa_lds_model *m, int lane, int mn, int row0
     return pa_lds_chunk_addr(m, row0 + lane % mn, kgroup * lanes_k + lane / mn, chunks);
 }
 
-/* WMMA (RDNA3, wave32) operand read: lanes i and i + 16 hold the same 16 halves of row i (two
- * ds_read_b128 per lane, `half` 0 and 1 = chunks 2 * kstep and 2 * kstep + 1). */
-PA_LDS_FN int pa_lds_wmma_addr(const pa_lds_model *m, int lane, int row0, int kstep, int half, int chunks)
-{
-    return pa_lds_chunk_addr(m, row0 + lane % 16, 2 * kstep + half, chunks);
-}
-
 /* P.V with V row-major [key][dim]: the B operand wants 4 consecutive keys of one dim per lane (MFMA
  * lane j + mn * (k / 4) holds keys k % 4), which the kernels gather with four ds_read_u16: read r of
  * lane l is dim col0 + l % mn of key key0 + 4 * (l / mn) + r. Returns that half's byte address. */
@@ -82,6 +75,74 @@ PA_LDS_FN int pa_lds_v_half_addr(const pa_lds_model *m, int lane, int mn, int ke
 {
     const int key = key0 + 4 * (lane / mn) + r, col = col0 + lane % mn;
     return pa_lds_chunk_addr(m, key, col / 8, chunks) + (col % 8) * 2;
+}
+
+/* ---- RDNA3 (gfx1100, wave32; rdna3_fwd_kernel.h) ------------------------------------------------
+ * RDNA3's bank count is not verified (amd-anchors.md section 2: 32 x 4 B per CU half, community
+ * notes), so its tiles use one layout that must be conflict-free under two models at once, `lo` (32
+ * banks) and `hi` (64 banks), each with its own phases (tests/test_hip_lds.c checks both). The XOR
+ * x(row) is derived from the two periods: rows of at least hi's period take row % P_hi (whose low
+ * bits are row % P_lo); shorter rows (d64: 8 chunks, `share` = 2 rows per 64-bank row) take
+ * (row % chunks) ^ ((row / chunks) % share): distinct over each aligned run of `chunks` rows (what 32
+ * banks need) and, inside each aligned run of P_hi rows, distinct among the rows that sit at the same
+ * offset of a 64-bank row (what 64 banks need). Rows must hold at least P_lo chunks (d64 and up). */
+PA_LDS_FN int pa_lds_rdna3_chunk_addr(const pa_lds_model *lo, const pa_lds_model *hi, int row, int ch, int chunks)
+{
+    const int ph = pa_lds_period(hi), share = chunks >= ph ? 1 : ph / chunks;
+    const int x = share == 1 ? row % ph : (row % chunks) ^ ((row / chunks) % share);
+    (void)lo; /* lo's period divides hi's: row % P_hi and the short-row rule satisfy it too (proved by the test) */
+    return (row * chunks + (ch ^ x)) * 16;
+}
+
+/* Tile store from global memory, ds_write_b128: pass `pass` of a wave writes rows
+ * pass * (wave / chunks) + lane / chunks, chunk lane % chunks. */
+PA_LDS_FN int pa_lds_rdna3_store_addr(const pa_lds_model *lo, const pa_lds_model *hi, int lane, int pass, int chunks)
+{
+    const int rows_per_pass = lo->wave / chunks;
+    return pa_lds_rdna3_chunk_addr(lo, hi, pass * rows_per_pass + lane / chunks, lane % chunks, chunks);
+}
+
+/* WMMA operand rows, two ds_read_b128 per lane (K rows: A of S^T = K Q^T; Q rows: B = Q^T): lanes
+ * i and i + 16 read the same 16 halves of row row0 + i (the replication WMMA wants), `half` 0 and 1 =
+ * chunks 2 * kstep and 2 * kstep + 1; row0 is a multiple of 16, the period of the RDNA3 XOR. Written
+ * as one per-lane base XOR the chunk's byte offset, plus the row0 term: the kernel keeps one address
+ * register for every K and Q read (per-chunk addresses, hoisted out of the key loop, spilled on
+ * clang-15). tests/test_hip_lds.c checks it against pa_lds_rdna3_chunk_addr. */
+PA_LDS_FN int pa_lds_wmma_lane_base(const pa_lds_model *lo, const pa_lds_model *hi, int lane, int chunks)
+{
+    return pa_lds_rdna3_chunk_addr(lo, hi, lane % 16, 0, chunks);
+}
+PA_LDS_FN int pa_lds_wmma_addr_from(int lane_base, int row0, int kstep, int half, int chunks)
+{
+    return (lane_base ^ ((2 * kstep + half) * 16)) + row0 * chunks * 16;
+}
+PA_LDS_FN int pa_lds_wmma_addr(const pa_lds_model *lo, const pa_lds_model *hi, int lane, int row0, int kstep, int half, int chunks)
+{
+    return pa_lds_wmma_addr_from(pa_lds_wmma_lane_base(lo, hi, lane, chunks), row0, kstep, half, chunks);
+}
+
+/* WMMA A operand of O^T += V^T P^T (V row-major [key][dim]): lane l (and l + 16) wants dim
+ * col0 + l % 16 (col0 a multiple of 16) of 16 keys; one ds_read_u16 per key, all lanes on the same
+ * key row. Written as a key-only term plus one of two lane terms: with the key a compile-time
+ * constant in the unrolled gather, the first is the instruction's offset field and the kernel keeps
+ * just two address registers (the generic chunk address per key and lane spilled on clang-15). It is
+ * chunk (c0 + h) ^ x with c0 = col0 / 8 even and h = (l / 8) % 2, i.e. (c0 ^ x) + h or - h as bit 0 of
+ * x is clear or set; tests/test_hip_lds.c checks it against pa_lds_rdna3_chunk_addr. */
+PA_LDS_FN int pa_lds_wmma_v_key_addr(const pa_lds_model *lo, const pa_lds_model *hi, int key, int col0, int chunks)
+{
+    return pa_lds_rdna3_chunk_addr(lo, hi, key, col0 / 8, chunks); /* (c0 ^ x): byte address of the lane-0 chunk */
+}
+PA_LDS_FN int pa_lds_wmma_v_lane_addr(int lane, int x_odd)
+{
+    const int h = (lane / 8) % 2;
+    return (x_odd ? -16 * h : 16 * h) + (lane % 8) * 2;
+}
+/* bit 0 of the row's XOR (which lane term applies), from the chunk address of an even chunk */
+PA_LDS_FN int pa_lds_wmma_v_x_odd(int key_addr) { return (key_addr / 16) % 2; }
+PA_LDS_FN int pa_lds_wmma_v_half_addr(const pa_lds_model *lo, const pa_lds_model *hi, int lane, int key, int col0, int chunks)
+{
+    const int k = pa_lds_wmma_v_key_addr(lo, hi, key, col0, chunks);
+    return k + pa_lds_wmma_v_lane_addr(lane, pa_lds_wmma_v_x_odd(k));
 }
 
 /* Lanes served in one LDS pass ("phase") for an access of `bytes` per lane; lanes `first` onward of

@@ -30,4 +30,10 @@ PA_MFMA_FN pa_lane_item pa_wmma_a(int i, int k) { pa_lane_item r = {i, k}; retur
 PA_MFMA_FN pa_lane_item pa_wmma_b(int k, int j) { pa_lane_item r = {j, k}; return r; }
 PA_MFMA_FN pa_lane_item pa_wmma_d(int i, int j) { pa_lane_item r = {j + 16 * (i % 2), i / 2}; return r; }
 
+/* The RDNA3 kernel's P^T: in the S^T = K Q^T accumulator a lane holds 8 of the 16 keys of its query
+ * (keys 2r + lane / 16, reg r), its partner lane ^ 16 the other 8. After one exchange both lanes hold
+ * all 16 in the order "even keys, then odd keys": B item p of P^T (and A item p of V^T, which must
+ * use the same k order) is key pa_wmma_pv_key(p) of the 16-key block. */
+PA_MFMA_FN int pa_wmma_pv_key(int p) { return 2 * (p % 8) + p / 8; }
+
 #endif

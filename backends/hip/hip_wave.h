@@ -8,7 +8,18 @@
  *   pa_wave_mfma32<BF16>(acc, a, b)   acc += A B (v_mfma_f32_32x32x8{f16,bf16_1k})
  *   pa_wave_xor32(x)                  the value of lane ^ 32
  *   pa_wave_any(p)                    1 if p is nonzero in any lane of the wave
- *   pa_exp2(x), pa_to_f32<BF16>(bits), pa_from_f32<BF16>(x) */
+ *   pa_exp2(x), pa_to_f32<BF16>(bits), pa_from_f32<BF16>(x), pa_pack2<BF16>(lo, hi)
+ * and for the RDNA3 kernel (wave32; a block's waves are 32 consecutive threads, also in the emulation):
+ *   pa_in16    16 16-bit inputs of one lane (a WMMA A or B operand), item k in 16-bit half k % 2
+ *              of word k / 2 (whole words: clang-15 gives each 16-bit scalar its own VGPR)
+ *   pa_acc8    the 8 f32 accumulators of one lane of a 16x16 WMMA tile
+ *   PA_WMMA16(BF16, acc, a, b)        acc += A B (v_wmma_f32_16x16x16_{f16,bf16}, wave32)
+ *   PA_XOR16(u)                       the 32-bit value of lane ^ 16 (wave32)
+ *   pa_opaque(x)                      x, hidden from the optimizer: a loop-invariant address base
+ *                                     made opaque inside the loop keeps clang-15 from hoisting every
+ *                                     address derived from it into its own (spilled) VGPR
+ *   pa_uniform(x)                     x, known by the caller to be equal in every lane, in a scalar
+ *                                     register (v_readfirstlane; identity in the emulation) */
 #ifndef PORTATTN_HIP_WAVE_H
 #define PORTATTN_HIP_WAVE_H
 
@@ -32,6 +43,10 @@
 
 typedef struct pa_in4 { uint16_t h[4]; } pa_in4;
 typedef struct pa_acc32 { float r[16]; } pa_acc32;
+
+#define PA_WAVE32 32 /* RDNA3: wave32 (hipcc's default for gfx11) */
+typedef struct pa_in16 { uint32_t w[8]; } pa_in16;
+typedef struct pa_acc8 { float r[8]; } pa_acc8;
 
 __device__ __forceinline__ int pa_wave_lane(void) { return (int)(threadIdx.x % PA_WAVE); }
 
@@ -62,6 +77,21 @@ template <bool BF16> __device__ __forceinline__ uint16_t pa_from_f32(float x)
 #else
     return __half_as_ushort(__float2half_rn(x));
 #endif
+}
+
+/* Two f32 rounded to 16 bits (as pa_from_f32) and packed, lo in bits 0-15, without branches: the
+ * early return of pa_from_f32<true> for NaN became a branch per element in clang-15's gfx1100 code,
+ * splitting the RDNA3 kernel's loop into hundreds of blocks (and spilling). */
+template <bool BF16> __device__ __forceinline__ uint32_t pa_pack2(float lo, float hi)
+{
+    if (BF16) {
+        const uint32_t u = __float_as_uint(lo), v = __float_as_uint(hi);
+        const uint32_t ru = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, rv = (v + 0x7fffu + ((v >> 16) & 1u)) >> 16;
+        const uint32_t a = (u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : ru;
+        const uint32_t b = (v & 0x7fffffffu) > 0x7f800000u ? (v >> 16) | 0x40u : rv;
+        return (a & 0xffffu) | b << 16;
+    }
+    return (uint32_t)pa_from_f32<false>(lo) | (uint32_t)pa_from_f32<false>(hi) << 16;
 }
 
 __device__ __forceinline__ float pa_exp2(float x)
@@ -99,6 +129,45 @@ template <bool BF16> __device__ __forceinline__ void pa_wave_mfma32(pa_acc32 &ac
 
 __device__ __forceinline__ float pa_wave_xor32(float x) { return __shfl_xor(x, 32); }
 __device__ __forceinline__ int pa_wave_any(int p) { return __any(p); }
+
+typedef _Float16 pa_h16v __attribute__((ext_vector_type(16)));
+typedef short pa_s16v __attribute__((ext_vector_type(16)));
+typedef float pa_f8v __attribute__((ext_vector_type(8)));
+typedef unsigned pa_u8v __attribute__((ext_vector_type(8)));
+
+/* The per-wave scratch the wave32 emulation needs; nothing on AMD. */
+#define PA_WAVE32_SCRATCH(nwaves)
+
+/* v_wmma_f32_16x16x16_{f16,bf16} (gfx11, wave32); the builtins need gfx11-insts, so only the RDNA3
+ * kernel may instantiate this (a template is emitted only where used). */
+template <bool BF16> __device__ __forceinline__ void pa_wave_wmma16(pa_acc8 &acc, const pa_in16 &a, const pa_in16 &b)
+{
+    pa_f8v c;
+    pa_u8v aw, bw; /* whole words, bit-cast: a memcpy into the 16-bit vector split and re-packed them */
+#pragma unroll
+    for (int i = 0; i < 8; ++i) c[i] = acc.r[i], aw[i] = a.w[i], bw[i] = b.w[i];
+    if (BF16)
+        c = __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(__builtin_bit_cast(pa_s16v, aw), __builtin_bit_cast(pa_s16v, bw), c);
+    else
+        c = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(__builtin_bit_cast(pa_h16v, aw), __builtin_bit_cast(pa_h16v, bw), c);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc.r[i] = c[i];
+}
+
+/* An empty asm that "changes" x: LICM cannot hoist what is derived from it out of the loop. */
+__device__ __forceinline__ int pa_opaque(int x)
+{
+    asm volatile("" : "+v"(x));
+    return x;
+}
+
+/* clang-15 left the (uniform) results of the 64-bit batch/head division in VGPRs, and with them
+ * every pointer derived from them: 8+ VGPRs the RDNA3 kernel cannot spare. */
+__device__ __forceinline__ int pa_uniform(int x) { return __builtin_amdgcn_readfirstlane(x); }
+
+/* HIP's __shfl_xor (ds_bpermute) with the wave32 width: the documented, portable form; v_permlanex16
+ * would avoid the LDS crossbar but its lane-select encoding is unverified here. */
+__device__ __forceinline__ uint32_t pa_wave_xor16(uint32_t x) { return (uint32_t)__shfl_xor((int)x, 16, 32); }
 
 #else /* PA_WAVE_EMU: 64 consecutive threads of the block are one wave */
 
@@ -155,6 +224,57 @@ __device__ __forceinline__ float pa_wave_xor32_emu(float x, float (*sx)[PA_WAVE]
     pa_wave_sync();
     return y;
 }
+
+/* ---- wave32 (RDNA3): 32 consecutive threads of the block are one wave ---- */
+__device__ __forceinline__ int pa_opaque(int x) { return x; }
+__device__ __forceinline__ int pa_uniform(int x) { return x; }
+
+#define PA_WAVE32_SCRATCH(nwaves) __shared__ pa_in16 pa_emu_a16[nwaves][PA_WAVE32], pa_emu_b16[nwaves][PA_WAVE32]; \
+    __shared__ uint32_t pa_emu_x16[nwaves][PA_WAVE32]
+
+/* Barrier over the 32 threads of this wave32 (named barrier 1 + wave, at most 15 waves). */
+__device__ __forceinline__ void pa_wave32_sync(void)
+{
+    asm volatile("bar.sync %0, %1;" ::"r"(1 + (int)(threadIdx.x / PA_WAVE32)), "r"(PA_WAVE32) : "memory");
+}
+
+/* acc += A B of v_wmma_f32_16x16x16 (wave32), from the lane maps of hip_mfma_layout.h: A(i, k) is
+ * item k of lane i, B(k, j) item k of lane j, each held twice (lanes l and l + 16); this lane's
+ * register r holds D(i, j) with (lane, r) = pa_wmma_d(i, j). The lanes of each half-wave compute
+ * from their own half's copies, so an operand not replicated across the halves gives wrong numbers.
+ * Products of 16-bit values are exact in f32; the sum runs in k order. */
+template <bool BF16>
+__device__ __forceinline__ void pa_wave_wmma16_emu(pa_acc8 &acc, const pa_in16 &a, const pa_in16 &b,
+                                                   pa_in16 (*sa)[PA_WAVE32], pa_in16 (*sb)[PA_WAVE32])
+{
+    const int w = threadIdx.x / PA_WAVE32, l = threadIdx.x % PA_WAVE32, half = l / 16, j = l % 16;
+    sa[w][l] = a, sb[w][l] = b;
+    pa_wave32_sync();
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+        const int i = 2 * r + half; /* inverse of pa_wmma_d */
+        float s = acc.r[r];
+#pragma unroll
+        for (int k = 0; k < 16; ++k) {
+            const pa_lane_item ai = pa_wmma_a(i, k), bi = pa_wmma_b(k, j);
+            const uint16_t x = (uint16_t)(sa[w][ai.lane + 16 * half].w[ai.item / 2] >> 16 * (ai.item % 2));
+            const uint16_t y = (uint16_t)(sb[w][bi.lane + 16 * half].w[bi.item / 2] >> 16 * (bi.item % 2));
+            s = fmaf(pa_to_f32<BF16>(x), pa_to_f32<BF16>(y), s);
+        }
+        acc.r[r] = s;
+    }
+    pa_wave32_sync(); /* the scratch is reused by the next call */
+}
+
+__device__ __forceinline__ uint32_t pa_wave_xor16_emu(uint32_t x, uint32_t (*sx)[PA_WAVE32])
+{
+    const int w = threadIdx.x / PA_WAVE32, l = threadIdx.x % PA_WAVE32;
+    sx[w][l] = x;
+    pa_wave32_sync();
+    const uint32_t y = sx[w][l ^ 16];
+    pa_wave32_sync();
+    return y;
+}
 #endif
 
 /* Kernel-side spellings that work in both builds (the emulation passes its scratch). */
@@ -162,10 +282,14 @@ __device__ __forceinline__ float pa_wave_xor32_emu(float x, float (*sx)[PA_WAVE]
 #define PA_MFMA32(BF16, acc, a, b) pa_wave_mfma32<BF16>(acc, a, b)
 #define PA_XOR32(x) pa_wave_xor32(x)
 #define PA_ANY(p) pa_wave_any(p)
+#define PA_WMMA16(BF16, acc, a, b) pa_wave_wmma16<BF16>(acc, a, b)
+#define PA_XOR16(u) pa_wave_xor16(u)
 #else
 #define PA_MFMA32(BF16, acc, a, b) pa_wave_mfma32_emu<BF16>(acc, a, b, pa_emu_a, pa_emu_b)
 #define PA_XOR32(x) pa_wave_xor32_emu(x, pa_emu_x)
 #define PA_ANY(p) pa_wave_any_emu(p, pa_emu_i)
+#define PA_WMMA16(BF16, acc, a, b) pa_wave_wmma16_emu<BF16>(acc, a, b, pa_emu_a16, pa_emu_b16)
+#define PA_XOR16(u) pa_wave_xor16_emu(u, pa_emu_x16)
 #endif
 
 #endif

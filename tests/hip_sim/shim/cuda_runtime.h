@@ -16,8 +16,9 @@ static inline uint32_t __float_as_uint(float f) { uint32_t u; memcpy(&u, &f, 4);
 extern std::barrier<> *sim_block_bar;
 extern std::barrier<> *sim_wave_bar[16];
 extern int sim_bar_calls_bad;
+extern int sim_wave_threads; /* 64 (CDNA) or 32 (RDNA3): which wave barrier a thread's named barrier is */
 static inline void __syncthreads() { sim_block_bar->arrive_and_wait(); }
-static inline void sim_named_bar() { sim_wave_bar[threadIdx.x / 64]->arrive_and_wait(); }
+static inline void sim_named_bar() { sim_wave_bar[threadIdx.x / sim_wave_threads]->arrive_and_wait(); }
 #define __global__
 #define __device__
 #define __host__

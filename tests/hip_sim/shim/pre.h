@@ -1,5 +1,5 @@
-/* Included first (-include) by test_hip_cdna_sim: the CUDA names the emulation build of the hip-cdna
- * kernel uses, on the host. */
+/* Included first (-include) by test_hip_cdna_sim and test_hip_rdna3_sim: the CUDA names the
+ * emulation build of the HIP kernels uses, on the host. */
 #include "cuda_runtime.h"
 #include "cuda_fp16.h"
 #include <math.h>
@@ -12,6 +12,7 @@
 #include <cmath>
 #include <functional>
 /* The emulation's only inline asm is its per-wave barrier, asm volatile("bar.sync %0, %1;" :: ...):
- * it becomes sim_named_bar(), a std::barrier of the wave's 64 threads. */
+ * it becomes sim_named_bar(), a std::barrier of the wave's threads (64 or 32:
+ * sim_wave_threads). */
 #define asm
 #define volatile(...) sim_named_bar()

@@ -1,0 +1,269 @@
+/* The RDNA3 forward kernel (gfx1100; wave32, v_wmma_f32_16x16x16_{f16,bf16}), written once for hipcc
+ * and for the nvcc/CPU emulation (hip_wave.h holds every wave-level primitive). It mirrors the CDNA
+ * kernel (cdna_fwd_kernel.h) on the WMMA shapes; design and state: backends/hip/NOTES.md.
+ *
+ * A workgroup of 4 wave32s owns 64 query rows of one (batch, head); each wave owns 16 of them in
+ * full. The block's Q rows and tiles of 16 keys of K and V go through LDS (hip_lds.h's RDNA3 layout,
+ * conflict-free under both a 32- and a 64-bank model by tests/test_hip_lds.c). Per tile each wave
+ * computes S^T = K Q^T (16 keys x 16 queries): in the f32 accumulator lane l holds query l % 16 and
+ * keys 2r + l / 16 (reg r), so the softmax is a per-lane loop plus one xor-16 exchange. K rows (A) and
+ * Q rows (B = Q^T) are read from LDS, two 16-byte reads each per lane and k-step; lanes l and l ^ 16
+ * read the same row, the replication WMMA wants in both half-waves. P^T, the B operand of
+ * O^T += V^T P^T, is the accumulator rounded to 16 bits plus the partner lane's 8 keys (4 packed
+ * exchanges), in the key order of pa_wmma_pv_key; V^T's A operand is gathered in that order, one
+ * 2-byte LDS read per key. O^T stays in VGPRs (D / 2 per lane).
+ *
+ * Register budget: clang-15 gives a gfx1100 wave at most 128 VGPRs (observed: amdgpu_num_vgpr(256) and
+ * waves_per_eu(1, 1) change nothing). Hence Q^T is read from LDS rather than kept in registers, the
+ * key tile is one WMMA block, per-lane addresses are recomputed from pa_opaque values instead of being
+ * hoisted, and d256 (O^T alone 128 VGPRs) is not instantiated. tests/isa_gate_hip.sh requires 0 spills.
+ *
+ * NOT RUN on AMD hardware: compiled for gfx1100 (T0) and ISA-gated (T1) by tests/isa_gate_hip.sh;
+ * the same source runs on the CPU under the emulation in tests/hip_sim/test_hip_rdna3_sim.cpp. */
+#ifndef PORTATTN_RDNA3_FWD_KERNEL_H
+#define PORTATTN_RDNA3_FWD_KERNEL_H
+
+#include "fwd_args.h"
+#include "hip_lds.h"
+#include "hip_wave.h"
+
+#define PA_RDNA3_WAVES 4
+#define PA_RDNA3_BM (16 * PA_RDNA3_WAVES) /* query rows per workgroup */
+#define PA_RDNA3_BN 16                    /* keys per tile: one WMMA block (two spilled, see above) */
+
+/* Keys [lo, hi] that query row i may see (bottom-right masks); lo > hi = none. */
+__device__ __forceinline__ void pa_rdna3_keys(int i, int sq, int sk, int wl, int wr, int *lo, int *hi)
+{
+    const int64_t diag = (int64_t)i + sk - sq;
+    int64_t l = wl < 0 ? 0 : diag - wl, h = wr < 0 ? (int64_t)sk - 1 : diag + wr;
+    l = l < 0 ? 0 : (l > sk ? sk : l);
+    h = h > sk - 1 ? sk - 1 : (h < -1 ? -1 : h);
+    *lo = (int)l, *hi = (int)h;
+}
+
+template <bool BF16, int D>
+__global__ void __launch_bounds__(PA_RDNA3_WAVES * PA_WAVE32) pa_rdna3_fwd(const pa_fwd_args a)
+{
+    constexpr int CH = D / 8; /* 16-byte chunks per row */
+    constexpr int NT = PA_RDNA3_WAVES * PA_WAVE32;
+    constexpr int RPP = NT / CH; /* tile rows one pass of 16-byte copies covers */
+    constexpr int KB = PA_RDNA3_BN / 16;
+    static_assert(D == 64 || D == 128, "instances (d256: O^T alone would take the 128 VGPRs)");
+    static_assert(PA_RDNA3_BN % RPP == 0 && PA_RDNA3_BM % RPP == 0, "whole store passes");
+    /* the bank count of RDNA3 is unverified: the layout serves both models (hip_lds.h) */
+    const pa_lds_model lo = {"gfx1100", 32, 4, PA_WAVE32, 0}, hi = {"gfx1100-64", 64, 4, PA_WAVE32, 0};
+    __shared__ __attribute__((aligned(16))) uint16_t sq_t[PA_RDNA3_BM * D], sk_t[PA_RDNA3_BN * D], sv_t[PA_RDNA3_BN * D];
+    PA_WAVE32_SCRATCH(PA_RDNA3_WAVES);
+
+    const int tid = threadIdx.x, lane = tid % PA_WAVE32, wave = tid / PA_WAVE32, hl = lane / 16;
+    const int64_t nbh = (int64_t)a.batch * a.heads;
+    const int64_t bh = blockIdx.y + (int64_t)gridDim.y * blockIdx.z;
+    if (bh >= nbh) return;
+    const int b = pa_uniform((int)(bh / a.heads)), h = pa_uniform((int)(bh % a.heads)), hk = h / a.group;
+    int q0 = 0, k0 = 0, sq = a.seqlen_q, sk = a.seqlen_k;
+    if (a.cu_q) { /* packed sequences; garbage offsets are clamped into the buffer */
+        int s = a.cu_q[b], e = a.cu_q[b + 1];
+        s = s < 0 ? 0 : (s > a.seqlen_q ? a.seqlen_q : s), e = e < s ? s : (e > a.seqlen_q ? a.seqlen_q : e);
+        q0 = s, sq = e - s;
+        s = a.cu_k[b], e = a.cu_k[b + 1];
+        s = s < 0 ? 0 : (s > a.seqlen_k ? a.seqlen_k : s), e = e < s ? s : (e > a.seqlen_k ? a.seqlen_k : e);
+        k0 = s, sk = e - s;
+    }
+    const int64_t qb = a.cu_q ? (int64_t)q0 * a.qs[1] : b * a.qs[0], kb = a.cu_q ? (int64_t)k0 * a.ks[1] : b * a.ks[0];
+    const int64_t vb = a.cu_q ? (int64_t)k0 * a.vs[1] : b * a.vs[0], ob = a.cu_q ? (int64_t)q0 * a.os[1] : b * a.os[0];
+    const uint16_t *qh = (const uint16_t *)a.q + qb + h * a.qs[2];
+    const uint16_t *kh = (const uint16_t *)a.k + kb + hk * a.ks[2];
+    const uint16_t *vh = (const uint16_t *)a.v + vb + hk * a.vs[2];
+    uint16_t *oh = (uint16_t *)a.o + ob + h * a.os[2];
+
+    /* Row blocks of this sequence (a grid sized by a short max_seqlen_q still covers every row);
+     * with a right-bounded mask the longest blocks come first. */
+    const int nmb = (sq + PA_RDNA3_BM - 1) / PA_RDNA3_BM;
+    for (int t = blockIdx.x; t < nmb; t += gridDim.x) {
+        const int m0 = (a.wr >= 0 ? nmb - 1 - t : t) * PA_RDNA3_BM;
+
+        /* This lane's query and its visible keys; the block's key tiles (the hull of its rows). */
+        const int qrow = m0 + wave * 16 + lane % 16;
+        int klo, khi, lo_f, hi_f, lo_l, hi_l;
+        pa_rdna3_keys(qrow, sq, sk, a.wl, a.wr, &klo, &khi);
+        const int mlast = (m0 + PA_RDNA3_BM < sq ? m0 + PA_RDNA3_BM : sq) - 1;
+        pa_rdna3_keys(m0, sq, sk, a.wl, a.wr, &lo_f, &hi_f);
+        pa_rdna3_keys(mlast, sq, sk, a.wl, a.wr, &lo_l, &hi_l);
+        const int n_lo = lo_f / PA_RDNA3_BN, n_hi = hi_l < lo_f ? n_lo : hi_l / PA_RDNA3_BN + 1;
+        /* Tiles in [full_lo, full_hi) are visible to every row of the block: no mask there. */
+        const int full_lo = (lo_l + PA_RDNA3_BN - 1) / PA_RDNA3_BN, full_hi = (hi_f + 1) / PA_RDNA3_BN;
+
+        /* The block's Q rows into LDS (same layout and store pattern as the K/V tiles): Q^T, the B
+         * operand of S^T, is read from there at every k-step (at k-step g lanes l and l ^ 16 hold
+         * head-dim elements 16g .. 16g + 15 of query l % 16). Rows past the sequence read as zeros. */
+        __syncthreads(); /* the previous row block's waves are done with sq_t */
+        {
+            const unsigned tq = (unsigned)pa_opaque(tid); /* addresses not hoisted out of the row-block loop */
+#pragma unroll
+            for (int p = 0; p < PA_RDNA3_BM / RPP; ++p) {
+                const int r = p * RPP + (int)(tq / CH), c = (int)(tq % CH), row = m0 + r;
+                uint4 qv = make_uint4(0, 0, 0, 0);
+                if (row < sq) qv = *(const uint4 *)(qh + (int64_t)row * a.qs[1] + 8 * c);
+                *(uint4 *)((char *)sq_t + pa_lds_rdna3_store_addr(&lo, &hi, (int)(tq % PA_WAVE32), p * PA_RDNA3_WAVES + (int)(tq / PA_WAVE32), CH)) = qv;
+            }
+        }
+
+        pa_acc8 o[D / 16]; /* O^T: reg r of block c = head-dim 16c + 2r + lane / 16 of this lane's query */
+#pragma unroll
+        for (int c = 0; c < D / 16; ++c)
+#pragma unroll
+            for (int r = 0; r < 8; ++r) o[c].r[r] = 0.f;
+        float mrow = -INFINITY, lsum = 0.f;
+
+        for (int n = n_lo; n < n_hi; ++n) {
+            /* Per-lane values of the tile loop, recomputed every tile from an opaque thread index:
+             * hoisted out of the loops, clang-15 kept them all live and spilled (see pa_opaque). */
+            const unsigned tt = (unsigned)pa_opaque(tid); /* unsigned: no signed-division fix-ups */
+            const int tl = (int)(tt % PA_WAVE32), tw = (int)(tt / PA_WAVE32), th = tl / 16;
+            const int tr = (int)(tt / CH), tc = (int)(tt % CH);
+
+            /* K and V tiles into LDS, 16 bytes a thread a pass; keys past the sequence read as zeros. */
+            __syncthreads();
+#pragma unroll
+            for (int p = 0; p < PA_RDNA3_BN / RPP; ++p) {
+                const int r = p * RPP + tr, c = tc, key = n * PA_RDNA3_BN + r;
+                uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
+                if (key < sk) {
+                    kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * c);
+                    vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * c);
+                }
+                /* (row r, chunk c) is pass p * WAVES + wave of pa_lds_rdna3_store_addr for this lane */
+                const int off = pa_lds_rdna3_store_addr(&lo, &hi, tl, p * PA_RDNA3_WAVES + tw, CH);
+                *(uint4 *)((char *)sk_t + off) = kv;
+                *(uint4 *)((char *)sv_t + off) = vv;
+            }
+            __syncthreads();
+
+            /* S^T = K Q^T per 16-key block; reg r of st[j] is key 16j + 2r + lane / 16 of the tile. */
+            pa_acc8 st[KB];
+            const int wb = pa_lds_wmma_lane_base(&lo, &hi, tl, CH);
+#pragma unroll
+            for (int j = 0; j < KB; ++j) {
+#pragma unroll
+                for (int r = 0; r < 8; ++r) st[j].r[r] = 0.f;
+#pragma unroll
+                for (int g = 0; g < D / 16; ++g) {
+                    /* = pa_lds_wmma_addr (Q rows 16 wave.., K rows 16 j..), split (see hip_lds.h) */
+                    const uint4 q_lo = *(const uint4 *)((const char *)sq_t + pa_lds_wmma_addr_from(wb, 16 * tw, g, 0, CH));
+                    const uint4 q_hi = *(const uint4 *)((const char *)sq_t + pa_lds_wmma_addr_from(wb, 16 * tw, g, 1, CH));
+                    const uint4 k_lo = *(const uint4 *)((const char *)sk_t + pa_lds_wmma_addr_from(wb, 16 * j, g, 0, CH));
+                    const uint4 k_hi = *(const uint4 *)((const char *)sk_t + pa_lds_wmma_addr_from(wb, 16 * j, g, 1, CH));
+                    pa_in16 ka, qb;
+                    __builtin_memcpy(&ka.w[0], &k_lo, 16);
+                    __builtin_memcpy(&ka.w[4], &k_hi, 16);
+                    __builtin_memcpy(&qb.w[0], &q_lo, 16);
+                    __builtin_memcpy(&qb.w[4], &q_hi, 16);
+                    PA_WMMA16(BF16, st[j], ka, qb);
+                }
+            }
+
+            if (a.softcap) {
+#pragma unroll
+                for (int j = 0; j < KB; ++j)
+#pragma unroll
+                    for (int r = 0; r < 8; ++r) st[j].r[r] = a.post_mul * tanhf(st[j].r[r] * a.pre_mul);
+            } else if (a.transform) {
+#pragma unroll
+                for (int j = 0; j < KB; ++j)
+#pragma unroll
+                    for (int r = 0; r < 8; ++r) st[j].r[r] *= a.pre_mul;
+            }
+            if (n < full_lo || n >= full_hi) { /* boundary tile: mask per element */
+                const int key0 = n * PA_RDNA3_BN + th;
+#pragma unroll
+                for (int j = 0; j < KB; ++j)
+#pragma unroll
+                    for (int r = 0; r < 8; ++r) {
+                        const int key = key0 + 16 * j + 2 * r;
+                        if (key < klo || key > khi) st[j].r[r] = -INFINITY;
+                    }
+            }
+            float mx = -INFINITY;
+#pragma unroll
+            for (int j = 0; j < KB; ++j)
+#pragma unroll
+                for (int r = 0; r < 8; ++r) mx = fmaxf(mx, st[j].r[r]);
+            mx = fmaxf(mx, __uint_as_float(PA_XOR16(__float_as_uint(mx))));
+            const float mnew = fmaxf(mrow, mx), base = mnew == -INFINITY ? 0.f : mnew * a.mult;
+            const float corr = pa_exp2(mrow * a.mult - base);
+            mrow = mnew;
+            lsum *= corr;
+
+            /* P^T per block: this lane's 8 probabilities (16-bit, packed in pairs) and its partner's;
+             * items 0-7 are the even keys (half-wave 0's), 8-15 the odd ones (pa_wmma_pv_key). */
+            pa_in16 pb[KB];
+#pragma unroll
+            for (int j = 0; j < KB; ++j) {
+                uint32_t own[4];
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const float p0 = pa_exp2(fmaf(st[j].r[2 * i], a.mult, -base));
+                    const float p1 = pa_exp2(fmaf(st[j].r[2 * i + 1], a.mult, -base));
+                    lsum += p0 + p1;
+                    own[i] = pa_pack2<BF16>(p0, p1);
+                }
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const uint32_t par = PA_XOR16(own[i]);
+                    pb[j].w[i] = th ? par : own[i];     /* even keys 4i, 4i + 2 */
+                    pb[j].w[4 + i] = th ? own[i] : par; /* odd keys 4i + 1, 4i + 3 */
+                }
+            }
+            /* Rescale O^T unconditionally: the CDNA kernel's wave vote avoids moving AGPRs, and RDNA3
+             * keeps O^T in VGPRs. */
+#pragma unroll
+            for (int c = 0; c < D / 16; ++c)
+#pragma unroll
+                for (int r = 0; r < 8; ++r) o[c].r[r] *= corr;
+
+            /* O^T += V^T P^T: lane l (and l ^ 16) gathers head-dim 16c + l % 16 of the block's keys. */
+            const int v_up = pa_lds_wmma_v_lane_addr(tl, 0), v_dn = pa_lds_wmma_v_lane_addr(tl, 1);
+#pragma unroll
+            for (int j = 0; j < KB; ++j)
+#pragma unroll
+                for (int c = 0; c < D / 16; ++c) {
+                    pa_in16 va;
+#pragma unroll
+                    for (int p = 0; p < 16; ++p) { /* = pa_lds_wmma_v_half_addr, split (see hip_lds.h) */
+                        const int ka = pa_lds_wmma_v_key_addr(&lo, &hi, 16 * j + pa_wmma_pv_key(p), 16 * c, CH);
+                        const uint32_t v = *(const uint16_t *)((const char *)sv_t + ka + (pa_lds_wmma_v_x_odd(ka) ? v_dn : v_up));
+                        va.w[p / 2] = p % 2 ? va.w[p / 2] | v << 16 : v;
+                    }
+                    PA_WMMA16(BF16, o[c], va, pb[j]);
+                }
+        }
+
+        /* Epilogue: the two half-waves' row sums, one normalisation. Reg r of O^T block c is head-dim
+         * 16c + 2r + lane / 16; after 4 exchanges per block lane half 0 holds dims 16c .. 16c + 7 and
+         * half 1 dims 16c + 8 .. 16c + 15 of the query, written as one 16-byte store. */
+        const float l = lsum + __uint_as_float(PA_XOR16(__float_as_uint(lsum)));
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        uint16_t *orow = oh + (int64_t)(qrow < sq ? qrow : 0) * a.os[1];
+#pragma unroll
+        for (int c = 0; c < D / 16; ++c) {
+            uint32_t w[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const float mine = (hl ? o[c].r[4 + i] : o[c].r[i]) * inv; /* dim 16c + 8 hl + 2i + hl */
+                const float give = (hl ? o[c].r[i] : o[c].r[4 + i]) * inv; /* dim 16c + 8 (1 - hl) + 2i + hl */
+                const float got = __uint_as_float(PA_XOR16(__float_as_uint(give))); /* dim 16c + 8 hl + 2i + 1 - hl */
+                w[i] = l == 0.f ? 0u : hl ? pa_pack2<BF16>(got, mine) : pa_pack2<BF16>(mine, got);
+            }
+            if (qrow < sq) *(uint4 *)(orow + 16 * c + 8 * hl) = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+        if (qrow < sq) {
+            if (a.lse && hl == 0) {
+                const int64_t off = a.cu_q ? h * a.ls[1] + (int64_t)(q0 + qrow) * a.ls[2]
+                                           : b * a.ls[0] + h * a.ls[1] + (int64_t)qrow * a.ls[2];
+                a.lse[off] = l > 0.f ? (mrow * a.mult + __log2f(l)) * 0.69314718055994531f : l == 0.f ? -INFINITY : NAN;
+            }
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,20 @@
+// test_hip_rdna3_sim: the hip-rdna3 kernel source (backends/hip/rdna3_fwd_kernel.h) on the CPU, as the
+// nvcc emulation build compiles it (hip_wave.h's emulated wave32 primitives: WMMA computed from the
+// lane maps of hip_mfma_layout.h, each half-wave from its own copy of the replicated operands, the
+// xor-16 exchange through shared storage), every GPU thread a std::thread: 128 per workgroup, four
+// wave32s. The same cases, reference and checker as test_hip_cdna_sim (sim_common.h). Not AMD
+// hardware and not T3; it checks the kernel's index math, WMMA operand layouts, masking, softmax
+// and data flow. Exit 0 pass, 1 fail. Seed: $PORTATTN_TEST_SEED, else the clock (printed).
+#include "rdna3_fwd_kernel.h"
+
+#include "sim_common.h"
+
+static void run_rdna3(const pa_fwd_args &a, bool bf, int d) {
+    if (bf) { if (d == 64) pa_rdna3_fwd<true, 64>(a); else pa_rdna3_fwd<true, 128>(a); }
+    else { if (d == 64) pa_rdna3_fwd<false, 64>(a); else pa_rdna3_fwd<false, 128>(a); }
+}
+
+int main(int argc, char **argv) {
+    const SimKernel k = {"hip-rdna3", PA_RDNA3_BM, PA_RDNA3_WAVES * PA_WAVE32, PA_WAVE32, run_rdna3};
+    return sim_main(argc, argv, k);
+}
