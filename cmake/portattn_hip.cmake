@@ -5,6 +5,7 @@
 set(PORTATTN_HAVE_HIP OFF)
 set(PORTATTN_HIP_CDNA_ARCHS "gfx90a;gfx940" CACHE STRING
     "gfx targets of the hip-cdna code objects (add gfx942 with a ROCm 6 / clang 17+ hipcc)")
+set(PORTATTN_HIP_RDNA3_ARCHS "gfx1100" CACHE STRING "gfx targets of the hip-rdna3 code objects (empty: none)")
 if(NOT PORTATTN_ENABLE_HIP STREQUAL "OFF")
   find_program(PORTATTN_HIPCC hipcc HINTS /opt/rocm/bin ENV ROCM_PATH PATH_SUFFIXES bin)
   set(_hip_ok OFF)
@@ -23,9 +24,20 @@ if(NOT PORTATTN_ENABLE_HIP STREQUAL "OFF")
       message(STATUS "portattn: hipcc cannot build ${_arch0} device code: ${_err}")
     endif()
   endif()
+  if(_hip_ok AND PORTATTN_HIP_RDNA3_ARCHS MATCHES "gfx11")
+    # Debian's device libraries lack gfx1100's ISA-version file: made at configure time
+    execute_process(COMMAND bash ${PROJECT_SOURCE_DIR}/cmake/hip_gfx11_devlibs.sh ${CMAKE_BINARY_DIR}/hip-devlib-gfx11
+                    RESULT_VARIABLE _rc OUTPUT_VARIABLE PORTATTN_HIP_GFX11_FLAG ERROR_VARIABLE _err
+                    OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(NOT _rc EQUAL 0)
+      message(STATUS "portattn: no gfx11 device libraries (${_err}): hip-rdna3 is built without code objects")
+      set(PORTATTN_HIP_RDNA3_ARCHS "" CACHE STRING "" FORCE)
+    endif()
+  endif()
   if(_hip_ok)
     set(PORTATTN_HAVE_HIP ON)
-    message(STATUS "portattn: HIP toolchain found (${PORTATTN_HIPCC}); hip-cdna code objects for ${PORTATTN_HIP_CDNA_ARCHS}")
+    message(STATUS "portattn: HIP toolchain found (${PORTATTN_HIPCC}); code objects: hip-cdna ${PORTATTN_HIP_CDNA_ARCHS}, "
+                   "hip-rdna3 ${PORTATTN_HIP_RDNA3_ARCHS}")
   elseif(PORTATTN_ENABLE_HIP STREQUAL "ON")
     message(FATAL_ERROR "PORTATTN_ENABLE_HIP=ON but hipcc cannot build AMD device code "
                         "(Debian: apt-get install hipcc libamdhip64-dev rocm-device-libs)")

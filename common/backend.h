@@ -41,7 +41,8 @@ int pa_cuda_take_device_error(char *buf, size_t len);  /* a device error this th
 #endif
 
 #ifdef PORTATTN_HAVE_HIP
-extern const pa_backend pa_backend_hip_cdna; /* backends/hip/cdna_backend.c */
+extern const pa_backend pa_backend_hip_cdna;  /* backends/hip/hip_backend.c */
+extern const pa_backend pa_backend_hip_rdna3; /* backends/hip/hip_backend.c */
 /* 1 if ptr is HIP device memory the host cannot dereference; 0 otherwise and whenever the process has
  * not loaded the HIP runtime itself (backends/hip/hip_rt.c). */
 int pa_hip_ptr_is_device_only(const void *ptr);

@@ -19,6 +19,9 @@ static const pa_backend *const compiled[] = {
 #elif defined(PORTATTN_HAVE_HIP)
     &pa_backend_hip_cdna,
 #endif
+#ifdef PORTATTN_HAVE_HIP
+    &pa_backend_hip_rdna3,
+#endif
 #ifdef PORTATTN_HAVE_CUDA
     &pa_backend_cuda_generic,
 #endif

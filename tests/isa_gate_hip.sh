@@ -51,30 +51,12 @@ for t in gfx90a gfx940; do
   grep -E "; Occupancy:" "$s" | sort | uniq -c | sed 's/^/  /'
 done
 # ---- gfx1100 (RDNA3, wave32, WMMA) ----
-# The device-library directory hipcc uses; gfx1100 needs oclc_isa_version_1100.bc, which
-# rocm-device-libs 5.2.3 lacks: make it from the 1036 file (it only holds the ISA version constant).
-devlib=""
-for d in /usr/lib/x86_64-linux-gnu/amdgcn/bitcode /usr/lib/amdgcn/bitcode /opt/rocm/amdgcn/bitcode \
-         /opt/rocm/lib/llvm/lib/clang/*/lib/amdgcn/bitcode; do
-  [ -f "$d/ocml.bc" ] && { devlib=$d; break; }
-done
+# gfx1100 needs an ISA-version device library Debian's 5.2.3 lacks: cmake/hip_gfx11_devlibs.sh makes it.
 gfx11_flags=()
-if [ -n "$devlib" ] && [ ! -f "$devlib/oclc_isa_version_1100.bc" ]; then
-  dis=""; as=""
-  for v in 15 16 17 18 19 ""; do
-    if command -v "llvm-dis${v:+-$v}" >/dev/null && command -v "llvm-as${v:+-$v}" >/dev/null; then
-      dis="llvm-dis${v:+-$v}"; as="llvm-as${v:+-$v}"; break
-    fi
-  done
-  bc="$WORK/devlib-gfx1100"
-  rm -rf "$bc" && mkdir -p "$bc" && ln -s "$devlib"/*.bc "$bc"/
-  if [ -n "$dis" ] && "$dis" "$devlib/oclc_isa_version_1036.bc" -o - | sed 's/i32 10306/i32 11000/' |
-      "$as" -o "$bc/oclc_isa_version_1100.bc" && "$dis" "$bc/oclc_isa_version_1100.bc" -o - | grep -q "i32 11000"; then
-    gfx11_flags=(--rocm-device-lib-path="$bc")
-    echo "== gfx1100: device libraries from $devlib plus a generated oclc_isa_version_1100.bc ($dis/$as)"
-  else
-    bad "gfx1100: cannot make oclc_isa_version_1100.bc (needs llvm-dis/llvm-as and $devlib/oclc_isa_version_1036.bc)"
-  fi
+if flag=$(bash "$SRC/cmake/hip_gfx11_devlibs.sh" "$WORK/devlib-gfx1100"); then
+  [ -n "$flag" ] && gfx11_flags=("$flag") && echo "== gfx1100: device libraries plus a generated oclc_isa_version_1100.bc"
+else
+  bad "gfx1100: cannot make oclc_isa_version_1100.bc"
 fi
 "$HIPCC" --offload-arch=gfx1100 "${gfx11_flags[@]}" -O3 -std=c++17 --save-temps -I"$SRC/backends/hip" -I"$SRC/common" \
   -c "$SRC/backends/hip/rdna3_fwd.hip" -o rdna3_fwd.o > hipcc_gfx1100.log 2>&1 || { tail -20 hipcc_gfx1100.log; bad "hipcc gfx1100"; }
@@ -89,7 +71,7 @@ else
   done
   c=$(grep -c -E '^[[:space:]]*s_swappc' "$s"); printf '  %-40s %6d\n' "s_swappc (calls)" "$c"; [ "$c" -eq 0 ] || bad "gfx1100: calls"
   awk '
-    /^[[:space:]]*\.name:[[:space:]]+_Z/ { k = $2 }
+    /^[[:space:]]*\.name:[[:space:]]+(_Z|pa_)/ { k = $2 }
     /\.group_segment_fixed_size:/ { lds = $2 }
     /\.private_segment_fixed_size:/ { scr = $2 }
     /\.sgpr_count:/ { sg = $2 }

@@ -1,6 +1,6 @@
 /* test_hip_code_objects: the AMD code objects embedded in libportattn (backends/hip, written by
- * cmake/portattn_embed.cmake) are what hip-cdna will load: for each configured target an AMDGPU ELF
- * for that gfx target whose dynamic symbols hold every entry point cdna_backend.c asks for, each with
+ * cmake/portattn_embed.cmake) are what hip-cdna and hip-rdna3 will load: for each configured target an
+ * AMDGPU ELF for that gfx target whose dynamic symbols hold every entry point hip_backend.c asks for, each with
  * a kernel descriptor that needs no scratch (private segment 0), at most 64 KiB of LDS and the
  * kernel-argument size of pa_fwd_args. Runs on the CPU: it checks the bytes the library ships.
  * Exit 0 pass, 1 fail. */
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cdna_entries.h"
+#include "rdna3_entries.h"
 #include "fwd_args.h"
 #include "hip_code_objects.h"
 
@@ -17,8 +18,11 @@
 #define EM_AMDGPU 224
 #endif
 
-#define NAME(name, bf16, dqk, dv, c0) #name,
-static const char *const entries[PA_CDNA_ENTRY_COUNT] = {PA_CDNA_ENTRIES(NAME)};
+#define NAME5(name, bf16, dqk, dv, c0) #name,
+#define NAME3(name, bf16, d) #name,
+static const char *const cdna_names[] = {PA_CDNA_ENTRIES(NAME5)};
+static const char *const rdna3_names[] = {PA_RDNA3_ENTRIES(NAME3)};
+#define MAX_ENTRIES 8
 
 /* EF_AMDGPU_MACH values of the targets portattn builds (LLVM's AMDGPUUsage). */
 static int mach_of(const char *target)
@@ -33,7 +37,7 @@ static int mach_of(const char *target)
 static int fails;
 #define CHECK(c, ...) ((c) ? 1 : (printf("FAIL %s: ", co->target), printf(__VA_ARGS__), printf("\n"), fails++, 0))
 
-static void check_object(const pa_hip_code_object *co)
+static void check_object(const pa_hip_code_object *co, const char *const *entries, int count)
 {
     const unsigned char *b = co->data;
     if (!CHECK(co->size > sizeof(Elf64_Ehdr) && !memcmp(b, ELFMAG, SELFMAG), "not an ELF file")) return;
@@ -49,7 +53,7 @@ static void check_object(const pa_hip_code_object *co)
     Elf64_Shdr sh[64];
     const int ns = eh.e_shnum < 64 ? eh.e_shnum : 64;
     memcpy(sh, b + eh.e_shoff, (size_t)ns * sizeof(Elf64_Shdr));
-    int found[PA_CDNA_ENTRY_COUNT] = {0}, kds = 0;
+    int found[MAX_ENTRIES] = {0}, kds = 0;
     for (int s = 0; s < ns; s++) {
         if (sh[s].sh_type != SHT_DYNSYM || sh[s].sh_link >= (unsigned)ns) continue;
         const char *strtab = (const char *)b + sh[sh[s].sh_link].sh_offset;
@@ -57,7 +61,7 @@ static void check_object(const pa_hip_code_object *co)
             Elf64_Sym sym;
             memcpy(&sym, b + sh[s].sh_offset + off, sizeof sym);
             const char *name = strtab + sym.st_name;
-            for (int e = 0; e < PA_CDNA_ENTRY_COUNT; e++) {
+            for (int e = 0; e < count; e++) {
                 const size_t n = strlen(entries[e]);
                 if (!strcmp(name, entries[e]) && ELF64_ST_TYPE(sym.st_info) == STT_FUNC) found[e] |= 1;
                 if (strncmp(name, entries[e], n) || strcmp(name + n, ".kd")) continue;
@@ -78,19 +82,26 @@ static void check_object(const pa_hip_code_object *co)
             }
         }
     }
-    for (int e = 0; e < PA_CDNA_ENTRY_COUNT; e++) CHECK(found[e] == 3, "%s: symbol %s, descriptor %s", entries[e], found[e] & 1 ? "ok" : "missing",
+    for (int e = 0; e < count; e++) CHECK(found[e] == 3, "%s: symbol %s, descriptor %s", entries[e], found[e] & 1 ? "ok" : "missing",
                                       found[e] & 2 ? "ok" : "missing");
-    CHECK(kds == PA_CDNA_ENTRY_COUNT, "%d kernel descriptors read, expected %d", kds, PA_CDNA_ENTRY_COUNT);
+    CHECK(kds == count, "%d kernel descriptors read, expected %d", kds, count);
 }
 
 int main(void)
 {
-    printf("%d embedded hip-cdna code object(s)\n", pa_cdna_code_object_count);
-    if (pa_cdna_code_object_count < 1) return 1;
-    for (int i = 0; i < pa_cdna_code_object_count; i++) {
-        printf("%s: %zu bytes\n", pa_cdna_code_objects[i].target, pa_cdna_code_objects[i].size);
-        check_object(&pa_cdna_code_objects[i]);
+    const struct { const char *family; const pa_hip_code_object *objs; int n; const char *const *names; int count; } fam[] = {
+        {"hip-cdna", pa_cdna_code_objects, pa_cdna_code_object_count, cdna_names, PA_CDNA_ENTRY_COUNT},
+        {"hip-rdna3", pa_rdna3_code_objects, pa_rdna3_code_object_count, rdna3_names, PA_RDNA3_ENTRY_COUNT},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        printf("%s: %d embedded code object(s)\n", fam[f].family, fam[f].n);
+        if (fam[f].count > MAX_ENTRIES) return printf("FAIL: raise MAX_ENTRIES\n"), 1;
+        for (int i = 0; i < fam[f].n; i++) {
+            printf("%s: %zu bytes\n", fam[f].objs[i].target, fam[f].objs[i].size);
+            check_object(&fam[f].objs[i], fam[f].names, fam[f].count);
+        }
     }
+    if (pa_cdna_code_object_count < 1) printf("FAIL: no hip-cdna code object\n"), fails++;
     printf("%s\n", fails ? "FAIL" : "PASS");
     return fails ? 1 : 0;
 }

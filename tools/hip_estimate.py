@@ -31,10 +31,10 @@ ARCH = {
 }
 DEVICE = {"gfx90a": "AMD Instinct MI250X (one GCD)", "gfx940": "AMD Instinct MI300X",
           "gfx1100": "AMD Radeon RX 7900 XTX"}
-# cdna_fwd.hip's extern "C" entry points (d256 runs as two launches, _lo and _hi, of 128 output
-# columns) and rdna3_fwd.hip's template instances
+# the extern "C" entry points of cdna_fwd.hip (d256 runs as two launches, _lo and _hi, of 128 output
+# columns) and of rdna3_fwd.hip
 KERNEL_CDNA = re.compile(r"pa_(cdna)_fwd_(bf16|f16)_d(\d+)(_lo|_hi)?$")
-KERNEL_RDNA3 = re.compile(r"_Z\d+pa_(rdna3)_fwdILb([01])ELi(\d+)E")
+KERNEL_RDNA3 = re.compile(r"pa_(rdna3)_fwd_(bf16|f16)_d(\d+)$")
 MATRIX = re.compile(r"^\s+v_(?:mfma|wmma)")
 LDS_BYTES = {"b128": 16, "b96": 12, "b64": 8, "b32": 4, "u16": 2, "b16": 2, "i16": 2, "u8": 1, "b8": 1, "i8": 1}
 

@@ -7,7 +7,7 @@ extern "C" cudaError_t pa_hip_rdna3_emu_launch(const pa_fwd_args *a, int bf16, i
 {
     const int64_t mb = (max_sq + PA_RDNA3_BM - 1) / PA_RDNA3_BM, bh = (int64_t)a->batch * a->heads;
     const int64_t gy = bh < 65535 ? bh : 65535, gz = (bh + gy - 1) / gy;
-    const dim3 grid((unsigned)mb, (unsigned)gy, (unsigned)gz), block(PA_RDNA3_WAVES * PA_WAVE32);
+    const dim3 grid((unsigned)mb, (unsigned)gy, (unsigned)gz), block(PA_RDNA3_THREADS);
     pa_fwd_args arg = *a;
     void *args[] = {&arg};
     const void *k = d == 64 ? (bf16 ? (const void *)pa_rdna3_fwd<true, 64> : (const void *)pa_rdna3_fwd<false, 64>)

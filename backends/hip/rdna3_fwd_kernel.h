@@ -19,17 +19,16 @@
  * hoisted, and d256 (O^T alone 128 VGPRs) is not instantiated. tests/isa_gate_hip.sh requires 0 spills.
  *
  * NOT RUN on AMD hardware: compiled for gfx1100 (T0) and ISA-gated (T1) by tests/isa_gate_hip.sh;
- * the same source runs on the CPU under the emulation in tests/hip_sim/test_hip_rdna3_sim.cpp. */
+ * the same source runs on the CPU under the emulation: the case table through the hip-rdna3 backend
+ * against tests/hip_fake (T3), and tests/hip_sim/test_hip_rdna3_sim.cpp. */
 #ifndef PORTATTN_RDNA3_FWD_KERNEL_H
 #define PORTATTN_RDNA3_FWD_KERNEL_H
 
 #include "fwd_args.h"
+#include "rdna3_grid.h"
 #include "hip_lds.h"
 #include "hip_wave.h"
 
-#define PA_RDNA3_WAVES 4
-#define PA_RDNA3_BM (16 * PA_RDNA3_WAVES) /* query rows per workgroup */
-#define PA_RDNA3_BN 16                    /* keys per tile: one WMMA block (two spilled, see above) */
 
 /* Keys [lo, hi] that query row i may see (bottom-right masks); lo > hi = none. */
 __device__ __forceinline__ void pa_rdna3_keys(int i, int sq, int sk, int wl, int wr, int *lo, int *hi)
@@ -41,11 +40,13 @@ __device__ __forceinline__ void pa_rdna3_keys(int i, int sq, int sk, int wl, int
     *lo = (int)l, *hi = (int)h;
 }
 
+/* The kernel body; pa_rdna3_fwd (below) and the hipcc entry points of rdna3_fwd.hip wrap it. */
 template <bool BF16, int D>
-__global__ void __launch_bounds__(PA_RDNA3_WAVES * PA_WAVE32) pa_rdna3_fwd(const pa_fwd_args a)
+__device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
 {
     constexpr int CH = D / 8; /* 16-byte chunks per row */
-    constexpr int NT = PA_RDNA3_WAVES * PA_WAVE32;
+    constexpr int NT = PA_RDNA3_THREADS;
+    static_assert(PA_RDNA3_THREADS == PA_RDNA3_WAVES * PA_WAVE32, "wave32");
     constexpr int RPP = NT / CH; /* tile rows one pass of 16-byte copies covers */
     constexpr int KB = PA_RDNA3_BN / 16;
     static_assert(D == 64 || D == 128, "instances (d256: O^T alone would take the 128 VGPRs)");
@@ -264,6 +265,12 @@ __global__ void __launch_bounds__(PA_RDNA3_WAVES * PA_WAVE32) pa_rdna3_fwd(const
             }
         }
     }
+}
+
+template <bool BF16, int D>
+__global__ void __launch_bounds__(PA_RDNA3_THREADS) pa_rdna3_fwd(const pa_fwd_args a)
+{
+    pa_rdna3_fwd_body<BF16, D>(a);
 }
 
 #endif

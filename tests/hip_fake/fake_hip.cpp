@@ -1,10 +1,11 @@
 /* A HIP runtime that is a CPU: libpa_fakehip.so exports the libamdhip64 entry points portattn loads
- * (backends/hip/hip_rt.h), so that PORTATTN_HIP_LIBRARY=libpa_fakehip.so runs the real hip-cdna backend
- * (probe, supports, code-object loading, argument resolution, launch) against one simulated "gfx90a"
- * device. Device memory is host memory tracked by the runtime (so pointer checks work); a kernel
- * launch runs the same kernel source (cdna_fwd_kernel.h) compiled for the CPU with hip_wave.h's
- * exact MFMA/cross-lane emulation, every GPU thread a fiber (sim_fiber.h). hipModuleLoadData accepts
- * only code objects whose ELF header says gfx90a, so the backend's choice among the embedded
+ * (backends/hip/hip_rt.h), so that PORTATTN_HIP_LIBRARY=libpa_fakehip.so runs the real HIP backends
+ * (probe, supports, code-object loading, argument resolution, launch) against one simulated device:
+ * a gfx90a (hip-cdna) or, with PA_FAKEHIP_ARCH=gfx1100, an RDNA3 GPU (hip-rdna3). Device memory is host
+ * memory tracked by the runtime (so pointer checks work); a kernel launch runs the same kernel source
+ * (cdna_fwd_kernel.h, rdna3_fwd_kernel.h) compiled for the CPU with hip_wave.h's exact MFMA/WMMA and
+ * cross-lane emulation, every GPU thread a fiber (sim_fiber.h). hipModuleLoadData accepts only code
+ * objects whose ELF header names the simulated target, so the backends' choice among the embedded
  * objects is exercised too. This is T3 on the CPU (DESIGN.md section 4), not AMD hardware. */
 #include <elf.h>
 #include <stdio.h>
@@ -17,11 +18,20 @@
 
 #include "cdna_entries.h"
 #include "cdna_fwd_kernel.h"
+#include "rdna3_entries.h"
+#include "rdna3_fwd_kernel.h"
 
 namespace {
 enum { OK = 0, ERR_INVALID_VALUE = 1, ERR_OOM = 2, ERR_INVALID_IMAGE = 200, ERR_NO_BINARY = 209, ERR_NOT_FOUND = 500,
        ERR_LAUNCH = 719 };
-const unsigned MACH_GFX90A = 0x3f;
+/* The simulated target: its name and EF_AMDGPU_MACH. */
+struct target { const char *name; unsigned mach; };
+target sim_target()
+{
+    const char *e = getenv("PA_FAKEHIP_ARCH");
+    if (e && !strcmp(e, "gfx1100")) return {"gfx1100", 0x41};
+    return {"gfx90a", 0x3f};
+}
 
 std::mutex g_mu;
 std::map<const char *, size_t, std::less<>> g_alloc; /* device allocations: base -> bytes */
@@ -32,12 +42,16 @@ int fail(int e) { return g_last = e; }
 
 /* The instances of cdna_entries.h, compiled for the CPU; a function handle is the address of its entry. */
 typedef void (*body_fn)(const pa_fwd_args &);
-struct entry { const char *name; body_fn body; };
-const entry g_entries[PA_CDNA_ENTRY_COUNT] = {
-#define ENTRY(n, bf16, dqk, dv, c0) {#n, [](const pa_fwd_args &a) { pa_cdna_fwd_body<bf16 != 0, dqk, dv, c0>(a); }},
-    PA_CDNA_ENTRIES(ENTRY)
-#undef ENTRY
+struct entry { const char *name; body_fn body; unsigned threads, wave; };
+const entry g_entries[] = {
+#define ENTRY5(n, bf16, dqk, dv, c0)                                                                          \
+    {#n, [](const pa_fwd_args &a) { pa_cdna_fwd_body<bf16 != 0, dqk, dv, c0>(a); }, PA_CDNA_THREADS, 64},
+#define ENTRY3(n, bf16, d) {#n, [](const pa_fwd_args &a) { pa_rdna3_fwd_body<bf16 != 0, d>(a); }, PA_RDNA3_THREADS, 32},
+    PA_CDNA_ENTRIES(ENTRY5) PA_RDNA3_ENTRIES(ENTRY3)
+#undef ENTRY5
+#undef ENTRY3
 };
+const int g_entry_count = (int)(sizeof g_entries / sizeof g_entries[0]);
 
 /* One launch: every fiber runs the instance's body. */
 struct launch { const pa_fwd_args *a; body_fn body; };
@@ -58,7 +72,7 @@ int hipGetDevice(int *d) { *d = 0; return OK; }
 int hipDeviceGetName(char *name, int len, int dev)
 {
     if (dev != 0) return fail(101);
-    snprintf(name, (size_t)len, "simulated gfx90a (CPU fibers, hip_wave.h emulation)");
+    snprintf(name, (size_t)len, "simulated %s (CPU fibers, hip_wave.h emulation)", sim_target().name);
     return OK;
 }
 int hipGetLastError(void) { const int e = g_last; g_last = OK; return e; }
@@ -109,14 +123,14 @@ int hipModuleLoadData(void **mod, const void *image)
     Elf64_Ehdr eh;
     memcpy(&eh, image, sizeof eh);
     if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_machine != 224) return fail(ERR_INVALID_IMAGE);
-    if ((eh.e_flags & 0xff) != MACH_GFX90A) return fail(ERR_NO_BINARY); /* another target's code */
+    if ((eh.e_flags & 0xff) != sim_target().mach) return fail(ERR_NO_BINARY); /* another target's code */
     *mod = &g_module_tag;
     return OK;
 }
 int hipModuleGetFunction(void **fn, void *mod, const char *name)
 {
     if (mod != &g_module_tag) return fail(ERR_INVALID_VALUE);
-    for (int i = 0; i < PA_CDNA_ENTRY_COUNT; ++i)
+    for (int i = 0; i < g_entry_count; ++i)
         if (!strcmp(g_entries[i].name, name)) { *fn = (void *)&g_entries[i]; return OK; }
     return fail(ERR_NOT_FOUND);
 }
@@ -125,11 +139,11 @@ int hipModuleLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsig
 {
     (void)stream;
     const entry *e = (const entry *)fn;
-    if (e < g_entries || e >= g_entries + PA_CDNA_ENTRY_COUNT || !params || extra || shmem || by != 1 || bz != 1 ||
-        bx != PA_CDNA_THREADS || !gx || !gy || !gz)
+    if (e < g_entries || e >= g_entries + g_entry_count || !params || extra || shmem || by != 1 || bz != 1 ||
+        bx != e->threads || !gx || !gy || !gz)
         return fail(ERR_INVALID_VALUE); /* what the backend must pass for this kernel */
     launch l = {(const pa_fwd_args *)params[0], e->body};
     std::lock_guard<std::mutex> g(g_mu); /* one simulated device: launches run one at a time */
-    return sim_launch({gx, gy, gz}, bx, run_thread, &l) ? fail(ERR_LAUNCH) : OK;
+    return sim_launch({gx, gy, gz}, bx, e->wave, run_thread, &l) ? fail(ERR_LAUNCH) : OK;
 }
 }

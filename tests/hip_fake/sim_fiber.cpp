@@ -10,7 +10,7 @@
 sim_dim3 threadIdx, blockIdx, gridDim, blockDim;
 
 namespace {
-enum { STACK = 256 * 1024, WAVE = 64, MAX_BARS = 1 + 1024 / WAVE };
+enum { STACK = 256 * 1024, MAX_BARS = 1 + 1024 / 32 };
 
 struct fiber {
     ucontext_t ctx;
@@ -25,6 +25,7 @@ ucontext_t g_sched;
 std::vector<fiber> g_f;
 barrier g_bar[MAX_BARS];
 int g_cur;
+unsigned g_wave = 64;
 void (*g_body)(void *);
 void *g_arg;
 
@@ -45,12 +46,13 @@ void arrive(int b)
 } // namespace
 
 void sim_sync_block() { arrive(0); }
-void sim_sync_wave() { arrive(1 + (int)(threadIdx.x / WAVE)); }
+void sim_sync_wave() { arrive(1 + (int)(threadIdx.x / g_wave)); }
 
-int sim_launch(sim_dim3 grid, unsigned threads, void (*body)(void *), void *arg)
+int sim_launch(sim_dim3 grid, unsigned threads, unsigned wave, void (*body)(void *), void *arg)
 {
-    if (threads == 0 || threads > 1024) return fprintf(stderr, "sim_launch: %u threads\n", threads), -1;
-    g_body = body, g_arg = arg, gridDim = grid, blockDim = {threads, 1, 1};
+    if (threads == 0 || threads > 1024 || (wave != 32 && wave != 64))
+        return fprintf(stderr, "sim_launch: %u threads, wave %u\n", threads, wave), -1;
+    g_body = body, g_arg = arg, gridDim = grid, blockDim = {threads, 1, 1}, g_wave = wave;
     g_f.resize(threads);
     for (auto &f : g_f)
         if (f.stack.size() != STACK) f.stack.resize(STACK);
@@ -60,8 +62,8 @@ int sim_launch(sim_dim3 grid, unsigned threads, void (*body)(void *), void *arg)
                 blockIdx = {x, y, z};
                 g_bar[0] = barrier{(int)threads, 0, 0};
                 for (int w = 0; w + 1 < MAX_BARS; ++w) {
-                    const int first = w * WAVE, n = (int)threads - first;
-                    g_bar[1 + w] = barrier{n <= 0 ? 0 : (n < WAVE ? n : WAVE), 0, 0};
+                    const int first = w * (int)wave, n = (int)threads - first;
+                    g_bar[1 + w] = barrier{n <= 0 ? 0 : (n < (int)wave ? n : (int)wave), 0, 0};
                 }
                 for (unsigned t = 0; t < threads; ++t) {
                     fiber &f = g_f[t];

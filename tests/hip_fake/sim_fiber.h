@@ -11,10 +11,11 @@ struct sim_dim3 { unsigned x, y, z; };
 extern sim_dim3 threadIdx, blockIdx, gridDim, blockDim;
 
 void sim_sync_block(); /* __syncthreads */
-void sim_sync_wave();  /* the 64 threads of the caller's wave (the emulation's bar.sync 1 + wave, 64) */
+void sim_sync_wave();  /* the threads of the caller's wave (the emulation's bar.sync 1 + wave, wave size) */
 
-/* Runs body(arg) as every thread of every workgroup of the grid (workgroups one after another).
- * Returns 0, or -1 after a deadlock (message on stderr). */
-int sim_launch(sim_dim3 grid, unsigned threads, void (*body)(void *), void *arg);
+/* Runs body(arg) as every thread of every workgroup of the grid (workgroups one after another), in
+ * waves of `wave` consecutive threads (64 CDNA, 32 RDNA3). Returns 0, or -1 after a deadlock
+ * (message on stderr). */
+int sim_launch(sim_dim3 grid, unsigned threads, unsigned wave, void (*body)(void *), void *arg);
 
 #endif

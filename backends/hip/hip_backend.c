@@ -1,0 +1,194 @@
+/* The HIP backends: hip-cdna (MFMA, wave64) and hip-rdna3 (WMMA, wave32) on an AMD GPU through the HIP
+ * runtime. Each family's code objects (one per gfx target it is built for) are embedded in the
+ * library; the first that the current device loads is used, so a GPU without one is reported
+ * unavailable with the targets it would need. libamdhip64 is loaded at run time (hip_rt.h).
+ *
+ * Neither kernel has run on AMD hardware. Both reached T3 on the CPU (the full case table through
+ * this file against tests/hip_fake's simulated device), so the selector picks them on an AMD GPU; the
+ * backend detail says what they have not been through. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend.h"
+#include "cdna_entries.h"
+#include "cdna_grid.h"
+#include "fwd_resolve.h"
+#include "hip_code_objects.h"
+#include "hip_rt.h"
+#include "hip_shape.h"
+#include "rdna3_entries.h"
+#include "rdna3_grid.h"
+
+#define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
+#define HIP_MAX_DEVICES 64
+#define HIP_MAX_ENTRIES 8
+
+/* A kernel instance: a call launches every instance of its head dim and dtype, in list order. */
+typedef struct hip_entry { const char *name; int bf16, d; } hip_entry;
+
+typedef struct hip_module {
+    int state; /* 0 untried, 1 loaded, -1 no usable code object */
+    pa_hip_module mod;
+    pa_hip_fn fn[HIP_MAX_ENTRIES];
+    const char *target;
+    char why[200];
+} hip_module;
+
+/* One kernel family: its code objects, instances, launch shape and shapes it takes. */
+typedef struct hip_family {
+    const char *tag, *tile, *archs_option;
+    const pa_hip_code_object *objects;
+    const int *object_count;
+    const hip_entry *entries;
+    int entry_count, threads, rows_per_block;
+    const int *dims;
+    int ndims;
+    hip_module mod[HIP_MAX_DEVICES];
+} hip_family;
+
+#define HIP_ENTRY3(name, bf16, d) {#name, bf16, d},
+#define HIP_ENTRY5(name, bf16, dqk, dv, c0) {#name, bf16, dqk},
+static const hip_entry cdna_entries[] = {PA_CDNA_ENTRIES(HIP_ENTRY5)};
+static const hip_entry rdna3_entries[] = {PA_RDNA3_ENTRIES(HIP_ENTRY3)};
+static const int cdna_dims[] = {64, 128, 256}, rdna3_dims[] = {64, 128};
+_Static_assert(PA_CDNA_ENTRY_COUNT <= HIP_MAX_ENTRIES && PA_RDNA3_ENTRY_COUNT <= HIP_MAX_ENTRIES, "entries");
+
+static hip_family g_cdna = {"cdna", "128x32", "PORTATTN_HIP_CDNA_ARCHS", pa_cdna_code_objects, &pa_cdna_code_object_count,
+                            cdna_entries, PA_CDNA_ENTRY_COUNT, PA_CDNA_THREADS, PA_CDNA_BM, cdna_dims, 3, {{0}}};
+static hip_family g_rdna3 = {"rdna3", "64x16", "PORTATTN_HIP_RDNA3_ARCHS", pa_rdna3_code_objects,
+                             &pa_rdna3_code_object_count, rdna3_entries, PA_RDNA3_ENTRY_COUNT, PA_RDNA3_THREADS,
+                             PA_RDNA3_BM, rdna3_dims, 2, {{0}}};
+static pthread_mutex_t g_mod_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void hip_load(const pa_hip_rt *rt, const hip_family *f, hip_module *m)
+{
+    char built[96] = "";
+    for (int i = 0; i < *f->object_count; i++) {
+        const pa_hip_code_object *co = &f->objects[i];
+        snprintf(built + strlen(built), sizeof built - strlen(built), "%s%s", i ? ", " : "", co->target);
+        pa_hip_module mod = NULL;
+        if (rt->ModuleLoadData(&mod, co->data) != PA_HIP_SUCCESS) continue; /* another target's code */
+        int ok = 1;
+        for (int k = 0; k < f->entry_count && ok; k++)
+            ok = rt->ModuleGetFunction(&m->fn[k], mod, f->entries[k].name) == PA_HIP_SUCCESS;
+        if (!ok) {
+            snprintf(m->why, sizeof m->why, "code object %s lacks the hip-%s entry points", co->target, f->tag);
+            m->state = -1;
+            return;
+        }
+        m->mod = mod, m->target = co->target, m->state = 1;
+        return;
+    }
+    (void)rt->GetLastError();
+    snprintf(m->why, sizeof m->why, "no hip-%s code object loads on this GPU (built for %s; rebuild with -D%s=<its gfx "
+             "target>)", f->tag, built, f->archs_option);
+    m->state = -1;
+}
+
+/* The current device's module of family f, or NULL with the reason in why. */
+static const hip_module *hip_current(hip_family *f, const pa_hip_rt **rt_out, int *dev_out, char *why, size_t why_len)
+{
+    const pa_hip_rt *rt = pa_hip_rt_get(why, why_len);
+    if (!rt) return NULL;
+    int n = 0, dev = 0;
+    pa_hip_err e = rt->GetDeviceCount(&n);
+    if (e != PA_HIP_SUCCESS || n <= 0) {
+        (void)rt->GetLastError();
+        pa_fmt(why, why_len, PORTATTN_ERROR_BACKEND_UNAVAILABLE, "no AMD GPU (hipGetDeviceCount: %s)",
+               e != PA_HIP_SUCCESS ? rt->GetErrorName(e) : "0 devices");
+        return NULL;
+    }
+    if ((e = rt->GetDevice(&dev)) != PA_HIP_SUCCESS || dev < 0 || dev >= HIP_MAX_DEVICES) {
+        pa_hip_status(rt, e, "hipGetDevice", why, why_len);
+        return NULL;
+    }
+    hip_module *m = &f->mod[dev];
+    pthread_mutex_lock(&g_mod_mu);
+    if (m->state == 0) hip_load(rt, f, m);
+    pthread_mutex_unlock(&g_mod_mu);
+    if (m->state < 0) {
+        pa_fmt(why, why_len, PORTATTN_ERROR_BACKEND_UNAVAILABLE, "%s", m->why);
+        return NULL;
+    }
+    *rt_out = rt, *dev_out = dev;
+    return m;
+}
+
+static int hip_probe(hip_family *f, char *detail, size_t detail_len)
+{
+    const pa_hip_rt *rt;
+    int dev;
+    const hip_module *m = hip_current(f, &rt, &dev, detail, detail_len);
+    if (!m) return 0;
+    char name[128] = "";
+    if (rt->DeviceGetName(name, (int)sizeof name, dev) != PA_HIP_SUCCESS) snprintf(name, sizeof name, "?");
+    pa_fmt(detail, detail_len, PORTATTN_SUCCESS, "HIP device %d (%s), code object %s (validated in emulation, "
+           "not yet on AMD hardware)", dev, name, m->target);
+    return 1;
+}
+
+static int hip_supports(hip_family *f, const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    char tile[48];
+    snprintf(tile, sizeof tile, "%s%s", f->tile, f == &g_cdna && p->head_dim_qk == 256 ? ",2x128 columns" : "");
+    if (!pa_hip_shape_ok(pb, f->tag, tile, f->dims, f->ndims, kernel, kernel_len, why, why_len)) return 0;
+    if (pa_hip_nothing_to_do(pb)) return 1;
+    const pa_hip_rt *rt;
+    int dev;
+    if (!hip_current(f, &rt, &dev, why, why_len)) return 0;
+    const int needs_kv = p->seqlen_k > 0;
+    return pa_hip_ptr_check(rt, p->q.data, dev, "q.data", why, why_len) &&
+           pa_hip_ptr_check(rt, p->o.data, dev, "o.data", why, why_len) &&
+           (!needs_kv || (pa_hip_ptr_check(rt, p->k.data, dev, "k.data", why, why_len) &&
+                          pa_hip_ptr_check(rt, p->v.data, dev, "v.data", why, why_len))) &&
+           (!p->lse || pa_hip_ptr_check(rt, p->lse, dev, "lse", why, why_len)) &&
+           (!pb->varlen || (pa_hip_ptr_check(rt, p->cu_seqlens_q, dev, "cu_seqlens_q", why, why_len) &&
+                            pa_hip_ptr_check(rt, p->cu_seqlens_k, dev, "cu_seqlens_k", why, why_len)));
+}
+
+static portattn_status_t hip_run(hip_family *f, const pa_problem *pb, void *stream, char *err, size_t err_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    if (pa_hip_nothing_to_do(pb)) return PORTATTN_SUCCESS;
+    const pa_hip_rt *rt;
+    int dev;
+    const hip_module *m = hip_current(f, &rt, &dev, err, err_len);
+    if (!m) return PORTATTN_ERROR_BACKEND_UNAVAILABLE;
+    pa_fwd_args a;
+    portattn_status_t st = pa_fwd_fill_args(pb, &a, err, err_len);
+    if (st) return st;
+    /* row blocks x (batch x heads) spread over y and z */
+    const int64_t bh = (int64_t)a.batch * a.heads;
+    const unsigned gx = (unsigned)((pb->max_seqlen_q + f->rows_per_block - 1) / f->rows_per_block);
+    const unsigned gy = (unsigned)(bh < 65535 ? bh : 65535), gz = (unsigned)((bh + gy - 1) / gy);
+    void *args[] = {&a};
+    const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
+    for (int k = 0; k < f->entry_count; k++) {
+        if (f->entries[k].d != p->head_dim_qk || f->entries[k].bf16 != bf16) continue;
+        const pa_hip_err e = rt->ModuleLaunchKernel(m->fn[k], gx, gy, gz, (unsigned)f->threads, 1, 1, 0, stream, args, NULL);
+        if (e != PA_HIP_SUCCESS) {
+            (void)rt->GetLastError();
+            char what[32];
+            snprintf(what, sizeof what, "hip-%s: kernel launch", f->tag);
+            return pa_hip_status(rt, e, what, err, err_len);
+        }
+    }
+    return PORTATTN_SUCCESS;
+}
+
+#define HIP_BACKEND(fam, id, name)                                                                           \
+    static int fam##_probe(char *d, size_t n) { return hip_probe(&g_##fam, d, n); }                          \
+    static int fam##_supports(const pa_problem *pb, char *k, size_t kl, char *w, size_t wl)                  \
+    {                                                                                                        \
+        return hip_supports(&g_##fam, pb, k, kl, w, wl);                                                     \
+    }                                                                                                        \
+    static portattn_status_t fam##_run(const pa_problem *pb, void *s, char *e, size_t el)                    \
+    {                                                                                                        \
+        return hip_run(&g_##fam, pb, s, e, el);                                                              \
+    }                                                                                                        \
+    const pa_backend pa_backend_hip_##fam = {id, name, fam##_probe, fam##_supports, fam##_run, NULL};
+
+HIP_BACKEND(cdna, PORTATTN_BACKEND_HIP_CDNA, "hip-cdna")
+HIP_BACKEND(rdna3, PORTATTN_BACKEND_HIP_RDNA3, "hip-rdna3")
