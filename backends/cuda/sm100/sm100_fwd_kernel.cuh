@@ -114,7 +114,10 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
         }
         pa_bar_init_fence();
     }
-    if (warp == PA_SM100_MMA_WARP) sm100_tmem_alloc(tslot, PA_SM100_TMEM_COLS);
+    if (warp == PA_SM100_MMA_WARP) {
+        __syncwarp(); /* .sync.aligned: the whole warp, converged */
+        sm100_tmem_alloc(tslot, PA_SM100_TMEM_COLS);
+    }
     sm100_fence_before();
     __syncthreads();
     sm100_fence_after();
@@ -267,6 +270,7 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
         for (int c = 0; c < D / 32; ++c) {
             uint32_t r[32];
             if (cnt > 0) {
+                __syncwarp(); /* reconverge after the previous chunk's row < sq stores */
                 sm100_ld32(t_o + 32 * c, r);
                 sm100_wait_ld();
                 sm100_reg_fence(r);
@@ -292,6 +296,7 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
     sm100_fence_before();
     __syncthreads();
     if (warp == PA_SM100_MMA_WARP) {
+        __syncwarp();
         sm100_fence_after();
         sm100_tmem_dealloc(tmem, PA_SM100_TMEM_COLS);
     }
