@@ -2,9 +2,10 @@
 # T1 ISA gate for cuda-sm100 (no GPU needed): compiles the sm100 kernel files for sm_100a and
 # sm_103a (PTX, then ptxas -v). Fails unless the PTX holds the tcgen05 MMA in both forms (A from
 # shared memory and A from TMEM), TMEM alloc/relinquish/dealloc, tcgen05.ld/st and their waits,
-# tcgen05.commit, the tcgen05 fences, TMA tensor loads and the mbarrier operations, and ptxas
-# reports no stack frame, spills or local memory. Prints registers per kernel. With cuobjdump it
-# also checks the SASS (a UTC*MMA instruction, UTMALDG; no LDL/STL); without it says so.
+# tcgen05.commit, the tcgen05 fences, TMA tensor loads and the mbarrier operations (plus
+# tcgen05.ld.red in the sm_103a code only), and ptxas reports no stack frame, spills or local
+# memory. Prints registers per kernel. With cuobjdump it also checks the SASS (a UTC*MMA
+# instruction, UTMALDG; no LDL/STL); without it says so.
 # usage: isa_gate_sm100.sh NVCC SOURCE_DIR WORK_DIR   exit 0 pass, 1 fail, 77 no (new enough) nvcc
 set -uo pipefail
 . "$(dirname "$0")/isa_cuda_lib.sh"
@@ -48,6 +49,7 @@ printf '  %-64s %6d\n' "tcgen05.ld.red in sm_100a PTX (must be 0: sm_103 only)" 
 [ "$c" -eq 0 ] || bad "tcgen05.ld.red in sm_100a code"
 c=$(grep -c 'tcgen05.ld.red' "$WORK/arch_103a.ptx")
 printf '  %-64s %6d\n' "tcgen05.ld.red in sm_103a PTX (row max with the S load)" "$c"
+[ "$c" -gt 0 ] || bad "sm_103a PTX lacks tcgen05.ld.red"
 
 echo "== ptxas -v, sm_100a and sm_103a (per kernel: registers, stack frame, spill stores/loads)"
 isa_ptxas_table 8 "d64, d128 x f16/bf16 x sm_100a/sm_103a"

@@ -18,6 +18,11 @@ static int sm100_device(char *why, size_t why_len)
     int major = 0, minor = 0;
     char dev[96];
     if (!pa_cuda_device_info(&major, &minor, NULL, dev, sizeof dev)) return REFUSE("%s", dev);
+#ifdef PORTATTN_SM100_EMULATION /* test build: the kernel on sm_90a with tcgen05 emulated (sm100_emu_ptx.cuh) */
+    if (major != 9 || minor != 0)
+        return REFUSE("the emulation build runs on compute capability 9.0 (sm_90a code), device is %d.%d", major, minor);
+    return 1;
+#endif
     if (major != 10 || (minor != 0 && minor != 3))
         return REFUSE("needs compute capability 10.0 or 10.3 (sm_100a/sm_103a code), device is %d.%d", major, minor);
     return 1;
@@ -26,7 +31,11 @@ static int sm100_device(char *why, size_t why_len)
 static int sm100_probe(char *detail, size_t detail_len)
 {
     if (!pa_cuda_probe(detail, detail_len) || !sm100_device(detail, detail_len)) return 0;
+#ifdef PORTATTN_SM100_EMULATION
+    pa_fmt(detail, detail_len, PORTATTN_SUCCESS, "tcgen05 emulated on an sm_90 GPU (test build): forced calls only");
+#else
     pa_fmt(detail, detail_len, PORTATTN_SUCCESS, "never run on this hardware: forced calls only");
+#endif
     return 1;
 }
 
@@ -65,6 +74,11 @@ static int sm100_supports(const pa_problem *pb, char *kernel, size_t kernel_len,
     if (p->batch > INT32_MAX || p->heads_q > INT32_MAX || blocks * p->batch * p->heads_q > INT32_MAX)
         return REFUSE("batch %lld x heads %lld x row blocks over the grid's 2^31-1", (long long)p->batch,
                       (long long)p->heads_q);
+#ifdef PORTATTN_SM100_EMULATION
+    if (blocks * p->batch * p->heads_q > PA_SM100_EMU_MAX_CTAS)
+        return REFUSE("emulation build: %lld CTAs, the emulated TMEM pool takes at most %d",
+                      (long long)(blocks * p->batch * p->heads_q), PA_SM100_EMU_MAX_CTAS);
+#endif
     if (!pa_sm80_score_map_ok(pb, why, why_len)) return 0;
     int optin = 0;
     if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");

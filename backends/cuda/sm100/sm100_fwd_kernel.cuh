@@ -58,8 +58,10 @@ __device__ __forceinline__ float sm100_score(uint32_t bits, int col, bool bounda
 template <typename T, int D, int ST>
 __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
     sm100_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
-              const __grid_constant__ CUtensorMap tv, const pa_fwd_args a)
+              const __grid_constant__ CUtensorMap tv, const pa_fwd_args a, uint32_t *emu_tmem)
 {
+    /* emu_tmem: the emulation build's TMEM pool (sm100_emu_ptx.cuh); NULL and unused on sm_100a/sm_103a */
+    (void)emu_tmem;
 #ifdef PA_SM100_DEVICE
     constexpr int BM = PA_SM100_BM, BN = PA_SM100_BN, NB = D / 64, ROWS = PA_SM100_QT * BM;
     constexpr int QTILE = BM * D * 2, QBLK = BM * 128, KBLK = BN * 128, KVB = PA_SM100_KVBYTES(D);
@@ -114,6 +116,9 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
         }
         pa_bar_init_fence();
     }
+#ifdef PA_SM100_EMULATE
+    sm100_emu_bind(emu_tmem);
+#endif
     if (warp == PA_SM100_MMA_WARP) {
         __syncwarp(); /* .sync.aligned: the whole warp, converged */
         sm100_tmem_alloc(tslot, PA_SM100_TMEM_COLS);
@@ -198,6 +203,21 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
             const bool boundary = n < full_lo || n >= full_hi;
             const int lo = klo - n * BN, hi = khi - n * BN; /* visible columns of this tile */
             float mx = -INFINITY;
+#ifdef PA_SM100_HAVE_LD_RED
+            /* sm_103: the load reduces the max along the way (tcgen05.ld.red), valid when the
+             * scores are used as loaded: no mask on this tile, no softcap or rewrite. */
+            if (!boundary && !a.softcap && !a.transform) {
+#pragma unroll
+                for (int c = 0; c < 4; ++c) {
+                    uint32_t sr[32];
+                    float mc;
+                    sm100_ld32_max(t_s + 32 * c, sr, mc);
+                    sm100_wait_ld();
+                    asm volatile("" : "+f"(mc)::"memory");
+                    mx = fmaxf(mx, mc);
+                }
+            } else
+#endif
 #pragma unroll
             for (int g = 0; g < 2; ++g) {
                 uint32_t sr[2][32];
@@ -313,7 +333,7 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
 
 template <typename T, int D, int ST>
 static cudaError_t sm100_launch_instance(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
-                                         const pa_fwd_args *a, cudaStream_t stream)
+                                         const pa_fwd_args *a, uint32_t *emu_tmem, cudaStream_t stream)
 {
     const int smem = PA_SM100_SMEM_SHAPE(D, ST);
     auto kern = sm100_fwd<T, D, ST>;
@@ -323,17 +343,17 @@ static cudaError_t sm100_launch_instance(const CUtensorMap *tq, const CUtensorMa
     const int64_t rows = PA_SM100_QT * PA_SM100_BM, nmb = ((int64_t)a->seqlen_q + rows - 1) / rows;
     CUtensorMap q = *tq, k = *tk, v = *tv;
     pa_fwd_args arg = *a;
-    void *args[] = {&q, &k, &v, &arg};
+    void *args[] = {&q, &k, &v, &arg, &emu_tmem};
     return cudaLaunchKernel((const void *)kern, dim3((unsigned)(nmb * a->batch * a->heads)), dim3(PA_SM100_THREADS), args,
                             smem, stream);
 }
 
 #define SM100_INSTANCE(D)                                                                                          \
     cudaError_t sm100_launch_d##D(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,             \
-                                  const pa_fwd_args *a, int bf16, cudaStream_t stream)                             \
+                                  const pa_fwd_args *a, int bf16, uint32_t *emu_tmem, cudaStream_t stream)         \
     {                                                                                                              \
-        return bf16 ? sm100_launch_instance<__nv_bfloat16, D, PA_SM100_STAGES(D)>(tq, tk, tv, a, stream)           \
-                    : sm100_launch_instance<__half, D, PA_SM100_STAGES(D)>(tq, tk, tv, a, stream);                 \
+        return bf16 ? sm100_launch_instance<__nv_bfloat16, D, PA_SM100_STAGES(D)>(tq, tk, tv, a, emu_tmem, stream) \
+                    : sm100_launch_instance<__half, D, PA_SM100_STAGES(D)>(tq, tk, tv, a, emu_tmem, stream);       \
     }
 
 #endif

@@ -10,9 +10,9 @@
 #include "sm80_fwd_kernel.cuh" /* sm80_fill_args */
 
 cudaError_t sm100_launch_d64(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const pa_fwd_args *, int,
-                             cudaStream_t);
+                             uint32_t *, cudaStream_t);
 cudaError_t sm100_launch_d128(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const pa_fwd_args *, int,
-                              cudaStream_t);
+                              uint32_t *, cudaStream_t);
 
 extern "C" portattn_status_t pa_cuda_sm100_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
 {
@@ -38,7 +38,22 @@ extern "C" portattn_status_t pa_cuda_sm100_launch(const pa_problem *pb, void *st
         r = pa_tmap_bshd(enc, &tv, p->v.data, bf16, p->batch, p->seqlen_k, p->heads_kv, d, p->v.stride, PA_SM100_BN);
     if (r != CUDA_SUCCESS) return pa_cuda_status((cudaError_t)r, "cuda-sm100: cuTensorMapEncodeTiled", err, err_len);
     cudaStream_t st = (cudaStream_t)stream;
-    e = d == 64 ? sm100_launch_d64(&tq, &tk, &tv, &a, bf16, st) : sm100_launch_d128(&tq, &tk, &tv, &a, bf16, st);
+    uint32_t *emu_tmem = NULL;
+#ifdef PA_SM100_EMULATE
+    /* the emulated TMEM: 256 KB of global memory per CTA, stream-ordered (supports() bounds the grid) */
+    const int64_t rows = PA_SM100_QT * PA_SM100_BM, ctas = (p->seqlen_q + rows - 1) / rows * p->batch * p->heads_q;
+    e = cudaMallocAsync((void **)&emu_tmem, (size_t)ctas * PA_SM100_EMU_TMEM_BYTES, st);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return pa_cuda_status(e, "cuda-sm100 (emulated): TMEM pool", err, err_len);
+    }
+#endif
+    e = d == 64 ? sm100_launch_d64(&tq, &tk, &tv, &a, bf16, emu_tmem, st)
+                : sm100_launch_d128(&tq, &tk, &tv, &a, bf16, emu_tmem, st);
+#ifdef PA_SM100_EMULATE
+    const cudaError_t ef = cudaFreeAsync(emu_tmem, st);
+    if (e == cudaSuccess) e = ef;
+#endif
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return pa_cuda_status(e, "cuda-sm100: kernel launch", err, err_len);

@@ -1,6 +1,7 @@
 /* sm_100a/sm_103a primitives of the cuda-sm100 kernel: tcgen05 (TMEM allocation, MMA issue,
  * commit, TMEM loads/stores, fences) as inline PTX. Defined only in the sm_100a/sm_103a device
- * passes (feature macros); mbarriers and TMA come from ../tma_mbar_ptx.cuh. */
+ * passes (feature macros); mbarriers and TMA come from ../tma_mbar_ptx.cuh. With PA_SM100_EMULATE
+ * the same names come from sm100_emu_ptx.cuh instead, in the sm_90a pass. */
 #ifndef PORTATTN_SM100_PTX_CUH
 #define PORTATTN_SM100_PTX_CUH
 
@@ -8,11 +9,18 @@
 
 #include "tma_mbar_ptx.cuh"
 
-#if defined(__CUDA_ARCH__) && (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))
+#if defined(PA_SM100_EMULATE)
+/* Emulation build (T3, test builds): the same kernel on sm_90a, tcgen05 emulated. */
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define PA_SM100_DEVICE 1
+#include "sm100_emu_ptx.cuh"
+#endif
+#elif defined(__CUDA_ARCH__) && (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))
+#define PA_SM100_DEVICE 1
+#define PA_SM100_NATIVE 1
 #endif
 
-#ifdef PA_SM100_DEVICE
+#ifdef PA_SM100_NATIVE
 /* Warp-collective: allocates ncols TMEM columns (a power of two >= 32), writes the base address to
  * the shared slot; then gives up the right to allocate more, so a co-resident CTA's alloc cannot
  * wait on this one. The same warp frees (dealloc) before the CTA exits. */
@@ -75,7 +83,8 @@ __device__ __forceinline__ void sm100_wait_ld(void) { asm volatile("tcgen05.wait
 __device__ __forceinline__ void sm100_wait_st(void) { asm volatile("tcgen05.wait::st.sync.aligned;" ::: "memory"); }
 
 #if defined(__CUDA_ARCH_FEAT_SM103_ALL)
-/* sm_103 only (PTX ISA: tcgen05.ld.red needs sm_103f): the same load plus the max of the 32 values. */
+/* sm_103 only (PTX ISA: tcgen05.ld.red needs sm_103f): the same load plus the max of the thread's
+ * 32 values (the row max of 32 columns). */
 #define PA_SM100_HAVE_LD_RED 1
 __device__ __forceinline__ void sm100_ld32_max(uint32_t taddr, uint32_t (&r)[32], float &mx)
 {
