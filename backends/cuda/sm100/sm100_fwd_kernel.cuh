@@ -1,6 +1,6 @@
 /* The cuda-sm100 forward kernel (FlashAttention-4 / cuDNN structure, 1 CTA), included by one .cu per
- * head dim and built for sm_100a and sm_103a. NEVER RUN ON A B200/B300: see NOTES.md for what is
- * verified at which tier.
+ * head dim and built for sm_100a and sm_103a (unchanged also for sm_90a in the emulation build and
+ * for the host in tests/sm100_sim). NEVER RUN ON A B200/B300: see NOTES.md for what is verified.
  *
  * A CTA owns 2 x 128 query rows (two Q tiles) of one (batch, head) and runs 10 warps:
  *   warps 0-3 softmax of Q tile 0, warps 4-7 softmax of tile 1 (one thread per row: warp w reads
@@ -26,7 +26,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "sm80_fwd_kernel.cuh" /* pa_fwd_args (sm80_args), sm80_keys, sm80_ex2, sm80_pack, sm80_smem_optin */
+#include "sm80_fwd_kernel.cuh" /* pa_fwd_args (sm80_args), sm80_keys, sm80_pack, sm80_smem_optin */
 #include "sm100_desc.h"
 #include "sm100_ptx.cuh"
 
@@ -233,7 +233,7 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
             const float ml = mx * a.mult;
             float scale = 1.f;
             if (ml > m + PA_SM100_RESCALE_THRESHOLD) { /* rare after the first tiles */
-                scale = sm80_ex2(m - ml);              /* 0 from m = -inf */
+                scale = sm100_ex2(m - ml);              /* 0 from m = -inf */
                 m = ml;
             }
             const float mb2 = m == -INFINITY ? 0.f : m; /* nothing visible yet: every p is 0 */
@@ -249,9 +249,9 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
 #pragma unroll
                 for (int c = 0; c < 32; ++c) {
                     const int i = 2 * c;
-                    const float p0 = sm80_ex2(fmaf(sm100_score(sr[i / 32][i % 32], 64 * g + i, boundary, lo, hi, a), a.mult, -mb2));
+                    const float p0 = sm100_ex2(fmaf(sm100_score(sr[i / 32][i % 32], 64 * g + i, boundary, lo, hi, a), a.mult, -mb2));
                     const float p1 =
-                        sm80_ex2(fmaf(sm100_score(sr[i / 32][i % 32 + 1], 64 * g + i + 1, boundary, lo, hi, a), a.mult, -mb2));
+                        sm100_ex2(fmaf(sm100_score(sr[i / 32][i % 32 + 1], 64 * g + i + 1, boundary, lo, hi, a), a.mult, -mb2));
                     sum += p0 + p1;
                     pr[c] = sm80_pack(p0, p1, tag); /* key 2c in the low half: the TS operand layout */
                 }

@@ -9,7 +9,10 @@
 
 #include "tma_mbar_ptx.cuh"
 
-#if defined(PA_SM100_EMULATE)
+#if defined(PA_SM100_HOST_SIM)
+/* CPU simulation (tests/sm100_sim/test_sm100_sim.cpp): the wrappers are the test's, on the host. */
+#define PA_SM100_DEVICE 1
+#elif defined(PA_SM100_EMULATE)
 /* Emulation build (T3, test builds): the same kernel on sm_90a, tcgen05 emulated. */
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define PA_SM100_DEVICE 1
@@ -18,6 +21,16 @@
 #elif defined(__CUDA_ARCH__) && (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))
 #define PA_SM100_DEVICE 1
 #define PA_SM100_NATIVE 1
+#endif
+
+#if defined(PA_SM100_DEVICE) && !defined(PA_SM100_HOST_SIM)
+/* 2^x on the SFU; ex2(-inf) = +0, which masked scores need. */
+__device__ __forceinline__ float sm100_ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
 #endif
 
 #ifdef PA_SM100_NATIVE
