@@ -73,6 +73,10 @@ static std::map<uint32_t, sim_bar> bars;
 static std::mutex bar_mu;
 static std::condition_variable bar_cv;
 static std::atomic<bool> sim_dead{false};
+/* Faults injected into the simulated hardware, to prove the simulation catches them. */
+enum { INJ_NONE, INJ_PARITY, INJ_NO_SWIZZLE, INJ_EARLY_COMMIT, INJ_QUADRANT };
+static int inject = INJ_NONE;
+static std::atomic<int> inject_armed{0};
 
 static void bar_check(sim_bar &b)
 {
@@ -108,6 +112,8 @@ static void pa_bar_arrive(uint32_t a)
 }
 static void pa_bar_wait(uint32_t a, uint32_t parity)
 {
+    /* fault: the first wait of softmax thread 0 asks for the other parity (a kernel bug's effect) */
+    if (inject == INJ_PARITY && threadIdx.x == 0 && inject_armed.exchange(0)) parity ^= 1u;
     std::unique_lock<std::mutex> g(bar_mu);
     sim_bar &b = bars.at(a);
     /* try_wait.parity(P) succeeds once the phase of parity P has completed: current parity != P */
@@ -134,7 +140,7 @@ static void pa_tma_load_4d(uint32_t dst, const void *tmap, uint32_t bar, int c0,
                 v = *(const uint16_t *)((const uint8_t *)m->ptr + y * m->strides[0] + c2 * m->strides[1] +
                                         c3 * m->strides[2] + x * 2);
             uint32_t a = dst + (uint32_t)(r * 128 + c * 2);
-            a ^= ((a >> 7) & 7u) << 4;
+            if (inject != INJ_NO_SWIZZLE) a ^= ((a >> 7) & 7u) << 4;
             memcpy(smem_raw + a, &v, 2);
         }
     std::lock_guard<std::mutex> g(bar_mu);
@@ -171,14 +177,16 @@ static void sm100_mma_ss(uint32_t d, uint64_t a, uint64_t b, uint32_t id, int ac
 static void sm100_mma_ts(uint32_t d, uint32_t a, uint64_t b, uint32_t id, int acc) { mma_queue.push_back({0, b, d, a, id, 1, acc}); }
 static void sm100_commit(uint32_t bar)
 {
+    if (inject == INJ_EARLY_COMMIT) pa_bar_arrive(bar); /* fault: arrive before the result exists */
     for (const sim_mma &o : mma_queue)
         sim_check(sm100_emu_mma_f16(tmem.data(), smem_raw, sizeof smem_raw, o.d, o.ts, o.a_desc, o.a_t, o.b_desc, o.idesc, o.acc),
                   "tcgen05.mma");
     mma_queue.clear();
-    pa_bar_arrive(bar);
+    if (inject != INJ_EARLY_COMMIT) pa_bar_arrive(bar);
 }
 static void sm100_ld32(uint32_t taddr, uint32_t (&r)[32])
 {
+    if (inject == INJ_QUADRANT && threadIdx.x / 32 == 1) taddr -= 32u << 16; /* fault: warp 1 names quadrant 0 */
     sim_check(sm100_emu_ld_32x32b(tmem.data(), threadIdx.x / 32, threadIdx.x % 32, taddr, 32, r), "tcgen05.ld");
 }
 static void sm100_st32(uint32_t taddr, const uint32_t (&r)[32])
@@ -336,6 +344,25 @@ int main(void)
         failed += run_case(c);
         if (sim_dead) break;
     }
-    printf(failed ? "test_sm100_sim: %d case(s) FAILED\n" : "test_sm100_sim: all cases passed\n", failed);
+    /* Each injected fault must make the first case fail (a wrong result, an emulator error or a
+     * reported deadlock); one that passes means the simulation is blind to it. */
+    static const struct { int mode; const char *what; } faults[] = {
+        {INJ_PARITY, "an mbarrier wait with the wrong parity"},
+        {INJ_NO_SWIZZLE, "TMA writing without the 128-byte swizzle"},
+        {INJ_EARLY_COMMIT, "tcgen05.commit arriving before the MMA result"},
+        {INJ_QUADRANT, "tcgen05.ld outside the warp's lane quadrant"},
+    };
+    printf("injected faults (each must fail the first case):\n");
+    for (const auto &f : faults) {
+        if (sim_dead) break;
+        inject = f.mode, inject_armed = 1, sim_errors = 0;
+        const int caught = run_case(cases[0]) != 0;
+        printf("  -> %-52s %s\n", f.what, caught ? "caught" : "NOT CAUGHT");
+        failed += !caught;
+        inject = INJ_NONE;
+        sim_dead = false;
+    }
+    printf(failed ? "test_sm100_sim: %d check(s) FAILED\n" : "test_sm100_sim: all cases passed, all faults caught\n",
+           failed);
     return failed ? 1 : 0;
 }
