@@ -30,6 +30,9 @@ extern const pa_backend pa_backend_cuda_sm80;
 #ifdef PORTATTN_HAVE_SM90
 extern const pa_backend pa_backend_cuda_sm90;
 #endif
+#ifdef PORTATTN_HAVE_SM100
+extern const pa_backend pa_backend_cuda_sm100; /* forced calls only (registry.c: pa_backend_forced_only) */
+#endif
 #ifdef PORTATTN_HIP_EMULATION
 extern const pa_backend pa_backend_hip_cdna_emu; /* backends/hip/cdna_emu_backend.c, test builds */
 #endif

@@ -17,6 +17,10 @@ portattn_status_t pa_clear_error(void);
 /* Checks every argument and resolves defaults into *pb. On failure: the status and why. */
 portattn_status_t pa_validate(const portattn_fwd_params_t *params, pa_problem *pb, char *why, size_t why_len);
 
+/* 1 for a backend the AUTO selector never picks: it runs only when forced by params->backend or
+ * PORTATTN_BACKEND (a kernel that has not run on its hardware yet). */
+int pa_backend_forced_only(portattn_backend_t id);
+
 /* The compiled-in backend table for an id, or NULL when not compiled in. */
 const pa_backend *pa_backend_lookup(portattn_backend_t id);
 

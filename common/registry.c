@@ -8,6 +8,9 @@
 
 /* Compiled-in backends; the selector walks the ids in preference order (the enum order). */
 static const pa_backend *const compiled[] = {
+#ifdef PORTATTN_HAVE_SM100
+    &pa_backend_cuda_sm100,
+#endif
 #ifdef PORTATTN_HAVE_SM90
     &pa_backend_cuda_sm90,
 #endif
@@ -27,6 +30,10 @@ static const pa_backend *const compiled[] = {
 #endif
     &pa_backend_cpu,
 };
+
+/* cuda-sm100 has reached T0/T1 and a CPU test of its tcgen05 emulator, but has never run on a
+ * B200/B300 (backends/cuda/sm100/NOTES.md): it takes forced calls only until it has. */
+int pa_backend_forced_only(portattn_backend_t id) { return id == PORTATTN_BACKEND_CUDA_SM100; }
 
 const pa_backend *pa_backend_lookup(portattn_backend_t id)
 {
@@ -146,6 +153,8 @@ static portattn_status_t select_backend(const pa_problem *pb, const pa_backend *
             const pa_backend *b = pa_backend_lookup((portattn_backend_t)id);
             if (!b)
                 append(sel->reason, sizeof sel->reason, name, "not compiled in");
+            else if (pa_backend_forced_only(b->id))
+                append(sel->reason, sizeof sel->reason, name, "forced calls only (never run on its hardware)");
             else if (!b->probe(text, sizeof text))
                 append(sel->reason, sizeof sel->reason, name, text);
             else if (!b->supports(pb, sel->kernel, sizeof sel->kernel, text, sizeof text))

@@ -44,10 +44,11 @@ isa_count() {
 
 isa_ptxas_table() {
   awk -v min="$1" -v what="$2" '
-    /Compiling entry function/ { match($0, /'"'"'[^'"'"']*'"'"'/); k = substr($0, RSTART + 1, RLENGTH - 2) }
+    /Compiling entry function/ { match($0, /'"'"'[^'"'"']*'"'"'/); k = substr($0, RSTART + 1, RLENGTH - 2)
+      if (match($0, /for '"'"'sm_[0-9a-z]+'"'"'/)) k = k " [" substr($0, RSTART + 5, RLENGTH - 6) "]" }
     /bytes stack frame/ { st = $1; ss = $5; sl = $9 }
     /Used [0-9]+ registers/ { match($0, /Used [0-9]+ registers/); r = substr($0, RSTART + 5, RLENGTH - 15);
-      n++; printf "  %-70s regs %3d  stack %s  spill st %s ld %s\n", k, r, st, ss, sl;
+      n++; printf "  %-80s regs %3d  stack %s  spill st %s ld %s\n", k, r, st, ss, sl;
       if (st != 0 || ss != 0 || sl != 0) bad++ }
     END { print "  kernels: " n; if (n < min) { print "FAIL: expected " min " kernels (" what ")"; exit 1 }
           if (bad) { print "FAIL: " bad " kernel(s) with stack frame or spills"; exit 1 } }' "$WORK/ptxas.txt" || fail=1

@@ -57,6 +57,10 @@ int main(void)
     CHECK(portattn_forward_query(&p, &sel) == PORTATTN_SUCCESS &&
               sel.backend == (sm90.available ? PORTATTN_BACKEND_CUDA_SM90 : PORTATTN_BACKEND_CUDA_SM80),
           "prefill d128 picked %s (cuda-sm90 %s)", sel.backend_name, sm90.available ? "available" : sm90.detail);
+    /* cuda-sm100 has never run on a B200/B300: AUTO passes it even there (forced calls only). */
+    CHECK(sel.backend != PORTATTN_BACKEND_CUDA_SM100 &&
+              (strstr(sel.reason, "cuda-sm100: forced calls only") || strstr(sel.reason, "cuda-sm100: not compiled in")),
+          "cuda-sm100 under AUTO: picked %s, reason '%s'", sel.backend_name, sel.reason);
     p.seqlen_q = 1;
     p.q = portattn_tensor_bshd(dev[0], 1, H, 128), p.o = portattn_tensor_bshd(dev[3], 1, H, 128);
     st0 = portattn_forward_query(&p, &sel);

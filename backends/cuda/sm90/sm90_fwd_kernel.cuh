@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
     static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256, "tile shape");
 
     extern __shared__ uint8_t smem_raw[];
-    const uint32_t base = (sm90_smem_u32(smem_raw) + 1023) & ~1023u; /* swizzle atoms need 1 KB alignment */
+    const uint32_t base = (pa_smem_u32(smem_raw) + 1023) & ~1023u; /* swizzle atoms need 1 KB alignment */
     const uint32_t q_s = base, k_s = q_s + QBYTES, v_s = k_s + ST * KVBYTES, bar = v_s + ST * KVBYTES;
     const uint32_t full_q = bar; /* then full_k[ST], full_v[ST], empty_k[ST], empty_v[ST], 8 bytes each */
 #define FULL_K(s) (bar + 8 + 8 * (s))
@@ -162,37 +162,37 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
     const int full_lo = (lo_l + BN - 1) / BN, full_hi = (hi_f + 1) / BN;
 
     if (tid == 0) {
-        sm90_bar_init(full_q, 1);
+        pa_bar_init(full_q, 1);
         for (int s = 0; s < ST; ++s) {
-            sm90_bar_init(FULL_K(s), 1);
-            sm90_bar_init(FULL_V(s), 1);
-            sm90_bar_init(EMPTY_K(s), NC); /* one arrival per consumer warpgroup */
-            sm90_bar_init(EMPTY_V(s), NC);
+            pa_bar_init(FULL_K(s), 1);
+            pa_bar_init(FULL_V(s), 1);
+            pa_bar_init(EMPTY_K(s), NC); /* one arrival per consumer warpgroup */
+            pa_bar_init(EMPTY_V(s), NC);
         }
-        sm90_bar_init_fence();
+        pa_bar_init_fence();
     }
     __syncthreads();
 
     if (wg == 0) { /* producer */
         sm90_setmaxnreg_dec<PA_SM90_PRODUCER_REGS(D)>();
         if (tid != 0) return;
-        sm90_bar_expect_tx(full_q, QBYTES);
+        pa_bar_expect_tx(full_q, QBYTES);
 #pragma unroll
-        for (int c = 0; c < NB; ++c) sm90_tma_load_4d(q_s + c * QBLK, &tq, full_q, c * 64, m0, h, b);
+        for (int c = 0; c < NB; ++c) pa_tma_load_4d(q_s + c * QBLK, &tq, full_q, c * 64, m0, h, b);
         for (int n = n_lo, it = 0; n < n_hi; ++n, ++it) {
             const int s = it % ST, u = it / ST;
             /* K and V slots are given back separately: K once both S products on it are done, V once
              * both P V products are, so K_{n+1} can land while P_n V_n still reads V_n. */
-            if (u > 0) sm90_bar_wait(EMPTY_K(s), (u - 1) & 1);
-            sm90_bar_expect_tx(FULL_K(s), KVBYTES);
+            if (u > 0) pa_bar_wait(EMPTY_K(s), (u - 1) & 1);
+            pa_bar_expect_tx(FULL_K(s), KVBYTES);
 #pragma unroll
             for (int c = 0; c < NB; ++c)
-                sm90_tma_load_4d(k_s + s * KVBYTES + c * KBLK, &tk, FULL_K(s), c * 64, n * BN, hk, b);
-            if (u > 0) sm90_bar_wait(EMPTY_V(s), (u - 1) & 1);
-            sm90_bar_expect_tx(FULL_V(s), KVBYTES);
+                pa_tma_load_4d(k_s + s * KVBYTES + c * KBLK, &tk, FULL_K(s), c * 64, n * BN, hk, b);
+            if (u > 0) pa_bar_wait(EMPTY_V(s), (u - 1) & 1);
+            pa_bar_expect_tx(FULL_V(s), KVBYTES);
 #pragma unroll
             for (int c = 0; c < NB; ++c)
-                sm90_tma_load_4d(v_s + s * KVBYTES + c * KBLK, &tv, FULL_V(s), c * 64, n * BN, hk, b);
+                pa_tma_load_4d(v_s + s * KVBYTES + c * KBLK, &tv, FULL_V(s), c * 64, n * BN, hk, b);
         }
         return;
     }
@@ -211,7 +211,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
     float sc[BN / 2], corr[2];
     uint32_t pf[BN / 16][4];
 
-    sm90_bar_wait(full_q, 0);
+    pa_bar_wait(full_q, 0);
     const uint32_t q_wg = q_s + cw * 64 * 128; /* this warpgroup's 64 rows of each column block */
     /* S = Q K^T of the tile in slot s (committed as one wgmma group) */
 #define ISSUE_S(s)                                                                                                \
@@ -227,11 +227,11 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
      * it and its softmax runs on the other units. P_n stays in registers the async wgmma reads, so
      * P_{n+1} goes to a second set. */
     if (n_lo < n_hi) {
-        sm90_bar_wait(FULL_K(0), 0);
+        pa_bar_wait(FULL_K(0), 0);
         sm90_wgmma_fence();
         ISSUE_S(0);
         sm90_wgmma_wait<0>();
-        if ((tid & 127) == 0) sm90_bar_arrive(EMPTY_K(0));
+        if ((tid & 127) == 0) pa_bar_arrive(EMPTY_K(0));
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);
         sm.step(sc, n_lo, full_lo, full_hi, corr);
@@ -257,7 +257,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
     _Pragma("unroll") for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);                                      \
     _Pragma("unroll") for (int t = 0; t < BN / 16; ++t)                                                           \
         _Pragma("unroll") for (int i = 0; i < 4; ++i) sm90_reg_fence(pf[t][i]);                                   \
-    if ((tid & 127) == 0) sm90_bar_arrive(EMPTY_V(s))
+    if ((tid & 127) == 0) pa_bar_arrive(EMPTY_V(s))
 
     /* Every tile but the last: S_{n+1} is issued before P_n V_n, and its mask, max and exponentials
      * run while P_n V_n does (FlashAttention-3's order); only the rounding of P_{n+1} into the A
@@ -267,15 +267,15 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
     for (; n + 1 < n_hi; ++n, ++it) {
         const int s = it % ST, s1 = (it + 1) % ST;
         RESCALE_O();
-        sm90_bar_wait(FULL_K(s1), ((it + 1) / ST) & 1);
-        sm90_bar_wait(FULL_V(s), (it / ST) & 1);
+        pa_bar_wait(FULL_K(s1), ((it + 1) / ST) & 1);
+        pa_bar_wait(FULL_V(s), (it / ST) & 1);
         sm90_wgmma_fence();
         ISSUE_S(s1);
         ISSUE_PV(s);
         sm90_wgmma_wait<1>(); /* S_{n+1} done; P_n V_n may still run */
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);
-        if ((tid & 127) == 0) sm90_bar_arrive(EMPTY_K(s1));
+        if ((tid & 127) == 0) pa_bar_arrive(EMPTY_K(s1));
         sm.step(sc, n + 1, full_lo, full_hi, corr);
         sm90_wgmma_wait<0>();
         FINISH_PV(s);
@@ -284,7 +284,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
     if (n < n_hi) { /* the last tile: its P V alone */
         const int s = it % ST;
         RESCALE_O();
-        sm90_bar_wait(FULL_V(s), (it / ST) & 1);
+        pa_bar_wait(FULL_V(s), (it / ST) & 1);
         sm90_wgmma_fence();
         ISSUE_PV(s);
         sm90_wgmma_wait<0>();

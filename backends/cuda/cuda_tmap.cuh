@@ -1,0 +1,69 @@
+/* Host side of TMA for the cuda-sm90 and cuda-sm100 launchers: the driver's tensor-map encoder
+ * (fetched through the runtime: the library links the static runtime, not libcuda) and the map of a
+ * [batch, seq, heads, dim] 16-bit tensor as 64-column boxes with the 128-byte swizzle. Header-only
+ * (static inline) because each launcher is its own object with its own -gencode list. */
+#ifndef PORTATTN_CUDA_TMAP_CUH
+#define PORTATTN_CUDA_TMAP_CUH
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>
+#include <stdint.h>
+
+/* A driver function (CUDA 12 ABI), found once and cached in *slot (the library links the static
+ * runtime only); NULL when the driver lacks it. A racing second lookup finds the same pointer. */
+static inline void *pa_driver_fn(const char *name, void **slot)
+{
+    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (f) return f;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || !f) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+    return f;
+}
+
+static inline PFN_cuTensorMapEncodeTiled_v12000 pa_tmap_encoder(void)
+{
+    static void *fn;
+    return (PFN_cuTensorMapEncodeTiled_v12000)pa_driver_fn("cuTensorMapEncodeTiled", &fn);
+}
+
+/* The driver's encoder needs a context current on the calling thread. The runtime makes the
+ * device's primary context current lazily, at the first runtime call that needs one, which a thread
+ * that has only called portattn may not have made yet (the encoder then fails with
+ * CUDA_ERROR_INVALID_CONTEXT). Only when no context is current is the primary one made current
+ * (cudaSetDevice on the current device); a caller's own context is never replaced. */
+static inline cudaError_t pa_tmap_ensure_context(void)
+{
+    static void *fn;
+    typedef CUresult (*ctx_get_fn)(CUcontext *);
+    const ctx_get_fn get = (ctx_get_fn)pa_driver_fn("cuCtxGetCurrent", &fn);
+    if (!get) return cudaErrorNotSupported;
+    CUcontext cur = NULL;
+    if (get(&cur) == CUDA_SUCCESS && cur) return cudaSuccess;
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    return e == cudaSuccess ? cudaSetDevice(dev) : e;
+}
+
+/* A [batch, seq, heads, dim] tensor of 16-bit elements as boxes of 64 columns x `rows` rows with the
+ * 128-byte swizzle; rows past `seq` read as zeros. Size-1 dimensions get a nominal stride of 16
+ * bytes (TMA wants multiples of 16 below 2^40; the stride of a single index is never used). */
+static inline CUresult pa_tmap_bshd(PFN_cuTensorMapEncodeTiled_v12000 enc, CUtensorMap *m, const void *ptr, int bf16,
+                                    int64_t b, int64_t s, int64_t h, int64_t d, const int64_t st[3], int rows)
+{
+    const cuuint64_t dims[4] = {(cuuint64_t)d, (cuuint64_t)s, (cuuint64_t)h, (cuuint64_t)b};
+    const int64_t el[3] = {st[1], st[2], st[0]}, n[3] = {s, h, b};
+    cuuint64_t strides[3];
+    for (int i = 0; i < 3; ++i) strides[i] = (cuuint64_t)(n[i] == 1 ? 16 : el[i] * 2);
+    const cuuint32_t box[4] = {64, (cuuint32_t)rows, 1, 1}, es[4] = {1, 1, 1, 1};
+    return enc(m, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, (void *)ptr, dims,
+               strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
+#endif

@@ -1,0 +1,106 @@
+/* cuda-sm100: the tcgen05 + TMEM warp-specialized kernel for B200/B300 (sm_100a and sm_103a code:
+ * compute capability 10.0 and 10.3 only). This file is the backend table: which calls it takes, and
+ * why not otherwise. The kernel has never run on a B200/B300, so the selector never picks it on its
+ * own (common/registry.c: forced_only); a caller must force it by name. */
+#include <stdint.h>
+
+#include "backend.h"
+#include "cuda_host.h"
+#include "sm100_desc.h"
+#include "sm80_decode.h"
+#include "sm80_launch.h"
+#include "sm100_launch.h"
+
+#define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
+
+static int sm100_device(char *why, size_t why_len)
+{
+    int major = 0, minor = 0;
+    char dev[96];
+    if (!pa_cuda_device_info(&major, &minor, NULL, dev, sizeof dev)) return REFUSE("%s", dev);
+#ifdef PORTATTN_SM100_EMULATION /* test build: the kernel on sm_90a with tcgen05 emulated (sm100_emu_ptx.cuh) */
+    if (major != 9 || minor != 0)
+        return REFUSE("the emulation build runs on compute capability 9.0 (sm_90a code), device is %d.%d", major, minor);
+    return 1;
+#endif
+    if (major != 10 || (minor != 0 && minor != 3))
+        return REFUSE("needs compute capability 10.0 or 10.3 (sm_100a/sm_103a code), device is %d.%d", major, minor);
+    return 1;
+}
+
+static int sm100_probe(char *detail, size_t detail_len)
+{
+    if (!pa_cuda_probe(detail, detail_len) || !sm100_device(detail, detail_len)) return 0;
+#ifdef PORTATTN_SM100_EMULATION
+    pa_fmt(detail, detail_len, PORTATTN_SUCCESS, "tcgen05 emulated on an sm_90 GPU (test build): forced calls only");
+#else
+    pa_fmt(detail, detail_len, PORTATTN_SUCCESS, "never run on this hardware: forced calls only");
+#endif
+    return 1;
+}
+
+/* TMA reads a tensor through a map of its strides (as cuda-sm90): below 2^40 bytes, no zero stride
+ * on a dimension with more than one index. */
+static int sm100_tma_ok(const portattn_tensor_t *t, const char *name, const int64_t n[3], char *why, size_t why_len)
+{
+    for (int i = 0; i < 3; i++) {
+        if (n[i] == 1) continue;
+        if (t->stride[i] >= ((int64_t)1 << 39))
+            return REFUSE("%s.stride[%d] = %lld: TMA strides stay below 2^40 bytes", name, i, (long long)t->stride[i]);
+        if (t->stride[i] == 0) return REFUSE("%s.stride[%d] = 0: TMA needs distinct rows", name, i);
+    }
+    return 1;
+}
+
+static int sm100_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    if (!sm100_device(why, why_len)) return 0;
+    const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
+    if (!dt) return REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
+    const int64_t d = p->head_dim_qk;
+    if (p->head_dim_v != d || !PA_SM100_HAS_DIM(d))
+        return REFUSE("head dims %lld/%lld: instances take 64 and 128 with Dqk == Dv (d256 needs more than TMEM's "
+                      "512 columns for two Q tiles)", (long long)d, (long long)p->head_dim_v);
+    if (pb->kv_cache) return REFUSE("KV cache: not in this kernel");
+    if (pb->varlen)
+        return REFUSE("varlen: not in this kernel (TMA boxes over packed sequences would read the next sequence's rows)");
+    if (p->seqlen_q <= PA_SM80_DEC_MAX_SQ)
+        return REFUSE("%lld query tokens: decode shapes go to cuda-sm80's split-KV kernel", (long long)p->seqlen_q);
+    if (p->seqlen_k < 1) return REFUSE("no keys (a TMA map needs a row)");
+    if (p->seqlen_q > PA_SM100_MAX_SEQ || p->seqlen_k > PA_SM100_MAX_SEQ)
+        return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
+    const int64_t rows = PA_SM100_QT * PA_SM100_BM, blocks = (p->seqlen_q + rows - 1) / rows;
+    if (p->batch > INT32_MAX || p->heads_q > INT32_MAX || blocks * p->batch * p->heads_q > INT32_MAX)
+        return REFUSE("batch %lld x heads %lld x row blocks over the grid's 2^31-1", (long long)p->batch,
+                      (long long)p->heads_q);
+#ifdef PORTATTN_SM100_EMULATION
+    if (blocks * p->batch * p->heads_q > PA_SM100_EMU_MAX_CTAS)
+        return REFUSE("emulation build: %lld CTAs, the emulated TMEM pool takes at most %d",
+                      (long long)(blocks * p->batch * p->heads_q), PA_SM100_EMU_MAX_CTAS);
+#endif
+    if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
+    int optin = 0;
+    if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");
+    if (optin < PA_SM100_SMEM((int)d))
+        return REFUSE("d%lld needs %d bytes of shared memory, device allows %d per block", (long long)d,
+                      PA_SM100_SMEM((int)d), optin);
+    const int64_t nq[3] = {p->batch, p->seqlen_q, p->heads_q}, nk[3] = {p->batch, p->seqlen_k, p->heads_kv};
+    if (!pa_fwd_layouts_ok(pb, why, why_len) || !sm100_tma_ok(&p->q, "q", nq, why, why_len) ||
+        !sm100_tma_ok(&p->k, "k", nk, why, why_len) || !sm100_tma_ok(&p->v, "v", nk, why, why_len) ||
+        !pa_sm80_prefill_ptrs_ok(pb, why, why_len))
+        return 0;
+    if (kernel && kernel_len)
+        pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm100<%s,d%lld,2x%dx%d>", dt, (long long)d, PA_SM100_BM,
+               PA_SM100_BN);
+    return 1;
+}
+
+static portattn_status_t sm100_run(const pa_problem *pb, void *stream, char *err, size_t err_len)
+{
+    return pa_cuda_sm100_launch(pb, stream, err, err_len);
+}
+
+const pa_backend pa_backend_cuda_sm100 = {
+    PORTATTN_BACKEND_CUDA_SM100, "cuda-sm100", sm100_probe, sm100_supports, sm100_run, NULL,
+};

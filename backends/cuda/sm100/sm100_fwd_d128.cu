@@ -1,0 +1,4 @@
+/* cuda-sm100 instance: head dim 128 (f16 and bf16), 2 K/V slots. */
+#include "sm100_fwd_kernel.cuh"
+
+SM100_INSTANCE(128)

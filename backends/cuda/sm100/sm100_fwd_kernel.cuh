@@ -1,0 +1,359 @@
+/* The cuda-sm100 forward kernel (FlashAttention-4 / cuDNN structure, 1 CTA), included by one .cu per
+ * head dim and built for sm_100a and sm_103a (unchanged also for sm_90a in the emulation build and
+ * for the host in tests/sm100_sim). NEVER RUN ON A B200/B300: see NOTES.md for what is verified.
+ *
+ * A CTA owns 2 x 128 query rows (two Q tiles) of one (batch, head) and runs 10 warps:
+ *   warps 0-3 softmax of Q tile 0, warps 4-7 softmax of tile 1 (one thread per row: warp w reads
+ *   TMEM lanes 32 (w % 4) .. + 31, the quadrant tcgen05.ld/st allow it), warp 8 issues every MMA
+ *   (one thread) and owns the TMEM allocation, warp 9 issues every TMA load (one thread).
+ * Per K/V tile j the MMA thread issues, for t = 0, 1: O_t += P_t(j-1) V(j-1) (TS form: P_t from
+ * TMEM), then S_t(j) = Q_t K(j)^T (SS form) once that P V has completed (S_t(j) overwrites the TMEM
+ * columns P_t(j-1) occupies). While softmax group t works on S_t(j), the tensor core runs the other
+ * tile's P V and S: the ping-pong. Barriers (mbarriers in shared memory):
+ *   q_full, k_full[s], v_full[s]      TMA transaction counts
+ *   k_empty[s], v_empty[s]            tcgen05.commit after the last MMA reading slot s
+ *   s_full[t]                         tcgen05.commit after S_t(j)
+ *   p_ready[t]                        128 arrivals: P_t(j) stored (and O_t rescaled, if it was)
+ *   pv_done[t]                        tcgen05.commit after P_t(j) V(j)
+ * Softmax in base 2 with the scale folded in; the running max m may lag the true max by up to 8
+ * (log2 units): O and l are rescaled only when a row's max grows past m + 8 (then P <= 2^8 fits
+ * fp16/bf16 easily); the final O / l and LSE use the same m, so the result is exact either way. */
+#ifndef PORTATTN_SM100_FWD_KERNEL_CUH
+#define PORTATTN_SM100_FWD_KERNEL_CUH
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "sm80_fwd_kernel.cuh" /* pa_fwd_args (sm80_args), sm80_keys, sm80_pack, sm80_smem_optin */
+#include "sm100_desc.h"
+#include "sm100_ptx.cuh"
+
+#define PA_SM100_RESCALE_THRESHOLD 8.0f /* log2 units: rescale O only when the max grew by > 2^8 */
+
+#ifdef PA_SM100_DEVICE
+/* The registers a tcgen05.ld wrote are valid only after tcgen05.wait::ld: this keeps the compiler
+ * from moving their uses above the wait (volatile asm statements keep their order). */
+__device__ __forceinline__ void sm100_reg_fence(uint32_t (&r)[32])
+{
+#pragma unroll
+    for (int i = 0; i < 32; ++i) asm volatile("" : "+r"(r[i])::"memory");
+}
+#endif
+
+__device__ __forceinline__ int sm100_is_bf16(__half) { return 0; }
+__device__ __forceinline__ int sm100_is_bf16(__nv_bfloat16) { return 1; }
+
+/* A raw score (fp32 bits from TMEM) as the softmax sees it: softcap or negative-scale rewrite, then
+ * -inf outside the row's visible columns [lo, hi] of a boundary tile. */
+__device__ __forceinline__ float sm100_score(uint32_t bits, int col, bool boundary, int lo, int hi, const pa_fwd_args &a)
+{
+    float v = __uint_as_float(bits);
+    if (a.softcap) v = a.post_mul * tanhf(v * a.pre_mul);
+    else if (a.transform) v *= a.pre_mul;
+    return boundary && (col < lo || col > hi) ? -INFINITY : v;
+}
+
+template <typename T, int D, int ST>
+__global__ void __launch_bounds__(PA_SM100_THREADS, 1)
+    sm100_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
+              const __grid_constant__ CUtensorMap tv, const pa_fwd_args a, uint32_t *emu_tmem)
+{
+    /* emu_tmem: the emulation build's TMEM pool (sm100_emu_ptx.cuh); NULL and unused on sm_100a/sm_103a */
+    (void)emu_tmem;
+#ifdef PA_SM100_DEVICE
+    constexpr int BM = PA_SM100_BM, BN = PA_SM100_BN, NB = D / 64, ROWS = PA_SM100_QT * BM;
+    constexpr int QTILE = BM * D * 2, QBLK = BM * 128, KBLK = BN * 128, KVB = PA_SM100_KVBYTES(D);
+    static_assert(D % 64 == 0 && D <= 128 && BN == 128, "TMEM map: S0, S1 (128 columns each), O0, O1 (D each) <= 512");
+
+    extern __shared__ uint8_t smem_raw[];
+    const uint32_t raw = pa_smem_u32(smem_raw);
+    const uint32_t base = (raw + 1023) & ~1023u; /* the 128-byte swizzle pattern repeats every 1 KB */
+    const uint32_t q_s = base, k_s = q_s + PA_SM100_QBYTES(D), v_s = k_s + ST * KVB, bar = v_s + ST * KVB;
+#define Q_FULL (bar)
+#define K_FULL(s) (bar + 8 * (1 + (s)))
+#define V_FULL(s) (bar + 8 * (1 + ST + (s)))
+#define K_EMPTY(s) (bar + 8 * (1 + 2 * ST + (s)))
+#define V_EMPTY(s) (bar + 8 * (1 + 3 * ST + (s)))
+#define S_FULL(t) (bar + 8 * (1 + 4 * ST + (t)))
+#define P_READY(t) (bar + 8 * (3 + 4 * ST + (t)))
+#define PV_DONE(t) (bar + 8 * (5 + 4 * ST + (t)))
+    const uint32_t tslot = bar + 8 * PA_SM100_NBARS(ST);
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+
+    /* Work item (as cuda-sm90): one 256-row block of one (batch, head); with a right-bounded mask
+     * (causal) the longest row blocks first over all pairs, otherwise a pair's blocks together. */
+    const int64_t nbh = (int64_t)a.batch * a.heads, lin = blockIdx.x;
+    const int nmb = (a.seqlen_q + ROWS - 1) / ROWS;
+    int64_t bh;
+    int mb;
+    if (a.wr >= 0) bh = lin % nbh, mb = nmb - 1 - (int)(lin / nbh);
+    else bh = lin / nmb, mb = (int)(lin % nmb);
+    const int b = (int)(bh / a.heads), h = (int)(bh % a.heads), hk = h / a.group;
+    const int sq = a.seqlen_q, sk = a.seqlen_k, m0 = mb * ROWS;
+    const int mlast = (m0 + ROWS < sq ? m0 + ROWS : sq) - 1;
+    int lo_f, hi_f, lo_l, hi_l;
+    sm80_keys(m0, sq, sk, a.wl, a.wr, &lo_f, &hi_f);
+    sm80_keys(mlast, sq, sk, a.wl, a.wr, &lo_l, &hi_l);
+    const int n_lo = lo_f / BN, n_hi = hi_l < lo_f ? n_lo : hi_l / BN + 1;
+    const int cnt = n_hi - n_lo;                                  /* K/V tiles this block visits */
+    const int full_lo = (lo_l + BN - 1) / BN, full_hi = (hi_f + 1) / BN; /* tiles no row masks */
+
+    if (tid == 0) {
+        pa_bar_init(Q_FULL, 1);
+        for (int s = 0; s < ST; ++s) {
+            pa_bar_init(K_FULL(s), 1);
+            pa_bar_init(V_FULL(s), 1);
+            pa_bar_init(K_EMPTY(s), 1); /* one tcgen05.commit each */
+            pa_bar_init(V_EMPTY(s), 1);
+        }
+        for (int t = 0; t < 2; ++t) {
+            pa_bar_init(S_FULL(t), 1);
+            pa_bar_init(P_READY(t), 128); /* every thread of softmax group t */
+            pa_bar_init(PV_DONE(t), 1);
+        }
+        pa_bar_init_fence();
+    }
+#ifdef PA_SM100_EMULATE
+    sm100_emu_bind(emu_tmem);
+#endif
+    if (warp == PA_SM100_MMA_WARP) {
+        __syncwarp(); /* .sync.aligned: the whole warp, converged */
+        sm100_tmem_alloc(tslot, PA_SM100_TMEM_COLS);
+    }
+    sm100_fence_before();
+    __syncthreads();
+    sm100_fence_after();
+    const uint32_t tmem = *(volatile uint32_t *)(smem_raw + (tslot - raw));
+
+    if (warp == PA_SM100_TMA_WARP) {
+        if (lane == 0) {
+            pa_bar_expect_tx(Q_FULL, PA_SM100_QBYTES(D));
+#pragma unroll
+            for (int t = 0; t < 2; ++t)
+#pragma unroll
+                for (int c = 0; c < NB; ++c) pa_tma_load_4d(q_s + t * QTILE + c * QBLK, &tq, Q_FULL, c * 64, m0 + t * BM, h, b);
+            for (int j = 0; j < cnt; ++j) {
+                const int s = j % ST, u = j / ST, n = n_lo + j;
+                /* K and V slots come back separately: K once both S products read it, V once both
+                 * P V products did, so K(j+ST) can land while P V still reads V(j). */
+                if (u > 0) pa_bar_wait(K_EMPTY(s), (u - 1) & 1);
+                pa_bar_expect_tx(K_FULL(s), KVB);
+#pragma unroll
+                for (int c = 0; c < NB; ++c) pa_tma_load_4d(k_s + s * KVB + c * KBLK, &tk, K_FULL(s), c * 64, n * BN, hk, b);
+                if (u > 0) pa_bar_wait(V_EMPTY(s), (u - 1) & 1);
+                pa_bar_expect_tx(V_FULL(s), KVB);
+#pragma unroll
+                for (int c = 0; c < NB; ++c) pa_tma_load_4d(v_s + s * KVB + c * KBLK, &tv, V_FULL(s), c * 64, n * BN, hk, b);
+            }
+        }
+    } else if (warp == PA_SM100_MMA_WARP) {
+        if (lane == 0) {
+            const int bf16 = sm100_is_bf16(T());
+            const uint32_t id_s = sm100_idesc_f16(bf16, BM, BN, 0, 0); /* Q, K both K-major */
+            const uint32_t id_o = sm100_idesc_f16(bf16, BM, D, 0, 1);  /* P K-major (TMEM), V MN-major */
+            pa_bar_wait(Q_FULL, 0); /* also when cnt == 0: no TMA may outlive the CTA */
+            for (int j = 0; j <= cnt; ++j) {
+                const int s = j % ST, sp = (j + ST - 1) % ST;
+                if (j < cnt) pa_bar_wait(K_FULL(s), (j / ST) & 1);
+#pragma unroll
+                for (int t = 0; t < 2; ++t) {
+                    if (j > 0) { /* O_t += P_t(j-1) V(j-1) */
+                        pa_bar_wait(P_READY(t), (j - 1) & 1);
+                        if (t == 0) pa_bar_wait(V_FULL(sp), ((j - 1) / ST) & 1);
+                        sm100_fence_after();
+#pragma unroll
+                        for (int ks = 0; ks < BN / 16; ++ks)
+                            sm100_mma_ts(tmem + PA_SM100_O_COL(D, t), tmem + PA_SM100_S_COL(t) + ks * 8,
+                                         sm100_desc_v(v_s + sp * KVB, BN, ks), id_o, j > 1 || ks > 0);
+                        sm100_commit(PV_DONE(t));
+                        if (t == 1) sm100_commit(V_EMPTY(sp));
+                    }
+                    if (j < cnt) { /* S_t(j) = Q_t K(j)^T, over P_t(j-1)'s columns once that P V is done */
+                        if (j > 0) pa_bar_wait(PV_DONE(t), (j - 1) & 1);
+                        sm100_fence_after();
+#pragma unroll
+                        for (int kk = 0; kk < D / 16; ++kk)
+                            sm100_mma_ss(tmem + PA_SM100_S_COL(t), sm100_desc_kmajor(q_s + t * QTILE, BM, kk),
+                                         sm100_desc_kmajor(k_s + s * KVB, BN, kk), id_s, kk > 0);
+                        sm100_commit(S_FULL(t));
+                    }
+                }
+                if (j < cnt) sm100_commit(K_EMPTY(s));
+            }
+        }
+    } else { /* softmax groups: thread = one query row of tile t */
+        const int t = warp >> 2, wq = warp & 3, row = m0 + t * BM + 32 * wq + lane;
+        const uint32_t t_lane = tmem + ((uint32_t)(32 * wq) << 16);
+        const uint32_t t_s = t_lane + PA_SM100_S_COL(t), t_o = t_lane + PA_SM100_O_COL(D, t);
+        int klo, khi; /* keys this row sees */
+        sm80_keys(row < sq ? row : sq - 1, sq, sk, a.wl, a.wr, &klo, &khi);
+        const T tag = T();
+        float m = -INFINITY, l = 0.f; /* running base (log2 units) and row sum */
+        for (int j = 0; j < cnt; ++j) {
+            const int n = n_lo + j;
+            pa_bar_wait(S_FULL(t), j & 1);
+            sm100_fence_after();
+            /* Two passes over S in TMEM, 64 columns (two loads) at a time, so that a thread never
+             * holds all 128 scores (10 warps cap ptxas at 168 registers): the row max first, then
+             * the exponentials, each 64 keys packed into 32 columns of P and stored. P's columns
+             * [0, 64) overlap S's [0, 64), which the first 64-column step of pass 2 has read by then. */
+            const bool boundary = n < full_lo || n >= full_hi;
+            const int lo = klo - n * BN, hi = khi - n * BN; /* visible columns of this tile */
+            float mx = -INFINITY;
+#ifdef PA_SM100_HAVE_LD_RED
+            /* sm_103: the load reduces the max along the way (tcgen05.ld.red), valid when the
+             * scores are used as loaded: no mask on this tile, no softcap or rewrite. */
+            if (!boundary && !a.softcap && !a.transform) {
+#pragma unroll
+                for (int c = 0; c < 4; ++c) {
+                    uint32_t sr[32];
+                    float mc;
+                    sm100_ld32_max(t_s + 32 * c, sr, mc);
+                    sm100_wait_ld();
+                    asm volatile("" : "+f"(mc)::"memory");
+                    mx = fmaxf(mx, mc);
+                }
+            } else
+#endif
+#pragma unroll
+            for (int g = 0; g < 2; ++g) {
+                uint32_t sr[2][32];
+                sm100_ld32(t_s + 64 * g, sr[0]);
+                sm100_ld32(t_s + 64 * g + 32, sr[1]);
+                sm100_wait_ld();
+                sm100_reg_fence(sr[0]);
+                sm100_reg_fence(sr[1]);
+#pragma unroll
+                for (int i = 0; i < 64; ++i)
+                    mx = fmaxf(mx, sm100_score(sr[i / 32][i % 32], 64 * g + i, boundary, lo, hi, a));
+            }
+            const float ml = mx * a.mult;
+            float scale = 1.f;
+            if (ml > m + PA_SM100_RESCALE_THRESHOLD) { /* rare after the first tiles */
+                scale = sm100_ex2(m - ml);              /* 0 from m = -inf */
+                m = ml;
+            }
+            const float mb2 = m == -INFINITY ? 0.f : m; /* nothing visible yet: every p is 0 */
+            float sum = 0.f;
+#pragma unroll
+            for (int g = 0; g < 2; ++g) {
+                uint32_t sr[2][32], pr[32];
+                sm100_ld32(t_s + 64 * g, sr[0]);
+                sm100_ld32(t_s + 64 * g + 32, sr[1]);
+                sm100_wait_ld();
+                sm100_reg_fence(sr[0]);
+                sm100_reg_fence(sr[1]);
+#pragma unroll
+                for (int c = 0; c < 32; ++c) {
+                    const int i = 2 * c;
+                    const float p0 = sm100_ex2(fmaf(sm100_score(sr[i / 32][i % 32], 64 * g + i, boundary, lo, hi, a), a.mult, -mb2));
+                    const float p1 =
+                        sm100_ex2(fmaf(sm100_score(sr[i / 32][i % 32 + 1], 64 * g + i + 1, boundary, lo, hi, a), a.mult, -mb2));
+                    sum += p0 + p1;
+                    pr[c] = sm80_pack(p0, p1, tag); /* key 2c in the low half: the TS operand layout */
+                }
+                sm100_st32(t_s + 32 * g, pr);
+            }
+            l = l * scale + sum;
+            /* O_t *= scale for the rows whose base moved, once P_t(j-1) V has landed in O_t. The
+             * ld/st are warp-collective: the warp goes in when any of its rows needs it. */
+            if (j > 0 && __any_sync(0xffffffffu, scale != 1.f)) {
+                pa_bar_wait(PV_DONE(t), (j - 1) & 1);
+                sm100_fence_after();
+#pragma unroll
+                for (int c = 0; c < D / 32; ++c) {
+                    uint32_t r[32];
+                    sm100_ld32(t_o + 32 * c, r);
+                    sm100_wait_ld();
+                    sm100_reg_fence(r);
+#pragma unroll
+                    for (int i = 0; i < 32; ++i) r[i] = __float_as_uint(__uint_as_float(r[i]) * scale);
+                    sm100_st32(t_o + 32 * c, r);
+                }
+            }
+            sm100_wait_st();
+            sm100_fence_before();
+            pa_bar_arrive(P_READY(t));
+        }
+
+        /* Epilogue: normalise once, 16-byte stores of the thread's row; LSE in natural log. */
+        if (cnt > 0) {
+            pa_bar_wait(PV_DONE(t), (cnt - 1) & 1);
+            sm100_fence_after();
+        }
+        const float inv = l > 0.f ? __fdividef(1.f, l) : 0.f;
+        T *orow = (T *)a.o + b * a.os[0] + h * a.os[2] + (int64_t)(row < sq ? row : 0) * a.os[1];
+#pragma unroll
+        for (int c = 0; c < D / 32; ++c) {
+            uint32_t r[32];
+            if (cnt > 0) {
+                __syncwarp(); /* reconverge after the previous chunk's row < sq stores */
+                sm100_ld32(t_o + 32 * c, r);
+                sm100_wait_ld();
+                sm100_reg_fence(r);
+            }
+            uint32_t w[16];
+#pragma unroll
+            for (int i = 0; i < 16; ++i)
+                w[i] = cnt == 0 || l == 0.f ? 0u /* no visible key: 0, never 0 x NaN */
+                                            : sm80_pack(__uint_as_float(r[2 * i]) * inv, __uint_as_float(r[2 * i + 1]) * inv, tag);
+            if (row < sq) {
+                uint4 *dst = (uint4 *)(orow + 32 * c);
+#pragma unroll
+                for (int i = 0; i < 4; ++i) dst[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+            }
+        }
+        if (a.lse && row < sq)
+            a.lse[b * a.ls[0] + h * a.ls[1] + (int64_t)row * a.ls[2]] =
+                l > 0.f ? (m + __log2f(l)) * 0.69314718055994531f : l == 0.f ? -INFINITY : NAN;
+    }
+
+    /* Every tcgen05 operation of the CTA is complete (the epilogue waited for the last P V, the
+     * softmax loads and stores waited): the allocating warp frees TMEM. */
+    sm100_fence_before();
+    __syncthreads();
+    if (warp == PA_SM100_MMA_WARP) {
+        __syncwarp();
+        sm100_fence_after();
+        sm100_tmem_dealloc(tmem, PA_SM100_TMEM_COLS);
+    }
+#undef Q_FULL
+#undef K_FULL
+#undef V_FULL
+#undef K_EMPTY
+#undef V_EMPTY
+#undef S_FULL
+#undef P_READY
+#undef PV_DONE
+#endif
+}
+
+template <typename T, int D, int ST>
+static cudaError_t sm100_launch_instance(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
+                                         const pa_fwd_args *a, uint32_t *emu_tmem, cudaStream_t stream)
+{
+    const int smem = PA_SM100_SMEM_SHAPE(D, ST);
+    auto kern = sm100_fwd<T, D, ST>;
+    static int optin_done[64];
+    cudaError_t e = sm80_smem_optin(kern, smem, optin_done);
+    if (e != cudaSuccess) return e;
+    const int64_t rows = PA_SM100_QT * PA_SM100_BM, nmb = ((int64_t)a->seqlen_q + rows - 1) / rows;
+    CUtensorMap q = *tq, k = *tk, v = *tv;
+    pa_fwd_args arg = *a;
+    void *args[] = {&q, &k, &v, &arg, &emu_tmem};
+    return cudaLaunchKernel((const void *)kern, dim3((unsigned)(nmb * a->batch * a->heads)), dim3(PA_SM100_THREADS), args,
+                            smem, stream);
+}
+
+#define SM100_INSTANCE(D)                                                                                          \
+    cudaError_t sm100_launch_d##D(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,             \
+                                  const pa_fwd_args *a, int bf16, uint32_t *emu_tmem, cudaStream_t stream)         \
+    {                                                                                                              \
+        return bf16 ? sm100_launch_instance<__nv_bfloat16, D, PA_SM100_STAGES(D)>(tq, tk, tv, a, emu_tmem, stream) \
+                    : sm100_launch_instance<__half, D, PA_SM100_STAGES(D)>(tq, tk, tv, a, emu_tmem, stream);       \
+    }
+
+#endif

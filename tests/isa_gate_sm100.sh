@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# T1 ISA gate for cuda-sm100 (no GPU needed): compiles the sm100 kernel files for sm_100a and
+# sm_103a (PTX, then ptxas -v). Fails unless the PTX holds the tcgen05 MMA in both forms (A from
+# shared memory and A from TMEM), TMEM alloc/relinquish/dealloc, tcgen05.ld/st and their waits,
+# tcgen05.commit, the tcgen05 fences, TMA tensor loads and the mbarrier operations (plus
+# tcgen05.ld.red in the sm_103a code only), and ptxas reports no stack frame, spills or local
+# memory. Prints registers per kernel. With cuobjdump it also checks the SASS (a UTC*MMA
+# instruction, UTMALDG; no LDL/STL); without it says so.
+# usage: isa_gate_sm100.sh NVCC SOURCE_DIR WORK_DIR   exit 0 pass, 1 fail, 77 no (new enough) nvcc
+set -uo pipefail
+. "$(dirname "$0")/isa_cuda_lib.sh"
+isa_setup sm100 "${1:-}" "${2:-}" "${3:-}"
+ver=$("$NVCC" --version | sed -n 's/.*release \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+read -r vmaj vmin <<< "${ver:-0 0}"
+if [ "$vmaj" -lt 12 ] || { [ "$vmaj" -eq 12 ] && [ "$vmin" -lt 9 ]; }; then
+  echo "SKIP: nvcc $vmaj.$vmin is older than 12.9 (sm_103a); the gate checks sm_100a and sm_103a"
+  exit 77
+fi
+INC="-I$SRC/include -I$SRC/common -I$SRC/backends/cuda -I$SRC/backends/cuda/sm80 -I$SRC/backends/cuda/sm100"
+
+mkdir -p "$WORK/src"
+for arch in 100a 103a; do
+  : > "$WORK/arch_$arch.ptx"
+  for cu in "$SRC"/backends/cuda/sm100/sm100_fwd_d*.cu; do
+    n=$(basename "$cu" .cu)_sm$arch
+    cp "$cu" "$WORK/src/$n.cu"
+    isa_compile "$WORK/src/$n.cu" -gencode=arch=compute_$arch,code=compute_$arch sm_$arch &&
+      cat "$WORK/$n.ptx" >> "$WORK/arch_$arch.ptx"
+  done
+done
+
+for arch in 100a 103a; do
+  echo "== PTX instructions (sm_$arch)"
+  isa_count "$WORK/arch_$arch.ptx" 64 'tcgen05.mma.cta_group::1.kind::f16' 'tcgen05.alloc.cta_group::1.sync.aligned' \
+    'tcgen05.relinquish_alloc_permit.cta_group::1' 'tcgen05.dealloc.cta_group::1' \
+    'tcgen05.ld.sync.aligned.32x32b.x32.b32' 'tcgen05.st.sync.aligned.32x32b.x32.b32' 'tcgen05.wait::ld' \
+    'tcgen05.wait::st' 'tcgen05.commit.cta_group::1.mbarrier::arrive::one' 'tcgen05.fence::before_thread_sync' \
+    'tcgen05.fence::after_thread_sync' 'cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes' \
+    'mbarrier.try_wait.parity.shared::cta.b64' 'mbarrier.arrive.expect_tx' 'mbarrier.init.shared::cta.b64'
+  c=$(grep -c -E 'tcgen05\.mma\.cta_group::1\.kind::f16 \[%r[0-9]+\], \[%r[0-9]+\]' "$WORK/arch_$arch.ptx")
+  printf '  %-64s %6d\n' "tcgen05.mma with A from TMEM (P V, TS form)" "$c"
+  [ "$c" -gt 0 ] || bad "sm_$arch PTX lacks the TS-form tcgen05.mma"
+  c=$(grep -c -E 'tcgen05\.mma\.cta_group::1\.kind::f16 \[%r[0-9]+\], %rd[0-9]+' "$WORK/arch_$arch.ptx")
+  printf '  %-64s %6d\n' "tcgen05.mma with A from shared memory (Q K^T, SS form)" "$c"
+  [ "$c" -gt 0 ] || bad "sm_$arch PTX lacks the SS-form tcgen05.mma"
+done
+c=$(grep -c 'tcgen05.ld.red' "$WORK/arch_100a.ptx")
+printf '  %-64s %6d\n' "tcgen05.ld.red in sm_100a PTX (must be 0: sm_103 only)" "$c"
+[ "$c" -eq 0 ] || bad "tcgen05.ld.red in sm_100a code"
+c=$(grep -c 'tcgen05.ld.red' "$WORK/arch_103a.ptx")
+printf '  %-64s %6d\n' "tcgen05.ld.red in sm_103a PTX (row max with the S load)" "$c"
+[ "$c" -gt 0 ] || bad "sm_103a PTX lacks tcgen05.ld.red"
+
+echo "== ptxas -v, sm_100a and sm_103a (per kernel: registers, stack frame, spill stores/loads)"
+isa_ptxas_table 8 "d64, d128 x f16/bf16 x sm_100a/sm_103a"
+c=$(grep -c -i 'lmem\|local memory' "$WORK/ptxas.txt")
+printf '  %-64s %6d\n' "ptxas notes on local memory" "$c"
+[ "$c" -eq 0 ] || bad "ptxas reports local memory"
+echo "  dynamic shared memory per CTA (sm100_desc.h PA_SM100_SMEM): d64 99464 B, d128 197768 B (limit 232448)"
+
+echo "== SASS (sm_100a/sm_103a cubins)"
+CUOBJDUMP=$(isa_cuobjdump)
+if [ -z "$CUOBJDUMP" ]; then
+  echo "  SASS check NOT RUN: cuobjdump not found (PTX and ptxas checks above only)"
+else
+  : > "$WORK/all.sass"
+  for c in "$WORK"/sm100_fwd_d*.cubin; do "$CUOBJDUMP" --dump-sass "$c" >> "$WORK/all.sass" 2>&1; done
+  for pat in 'UTC[A-Z]*MMA' 'UTMALDG'; do
+    c=$(grep -c -E "$pat" "$WORK/all.sass")
+    printf '  %-64s %6d\n' "$pat" "$c"
+    [ "$c" -gt 0 ] || bad "SASS lacks $pat"
+  done
+  c=$(grep -c -E '\b(LDL|STL)(\.|\b)' "$WORK/all.sass")
+  printf '  %-64s %6d\n' "LDL/STL (local memory)" "$c"
+  [ "$c" -eq 0 ] || bad "SASS uses local memory"
+fi
+[ $fail -eq 0 ] && echo "ISA gate sm100: PASS" || echo "ISA gate sm100: FAIL"
+exit $fail

@@ -1,0 +1,9 @@
+/* Host shim: the simulated tensor map (what the simulated TMA load reads). */
+#pragma once
+#include "cuda_runtime.h"
+typedef struct CUtensorMap {
+    const uint16_t *ptr;
+    int64_t dims[4];    /* innermost first: head dim, seq, heads, batch */
+    int64_t strides[3]; /* bytes, of dims 1..3 */
+    int box_rows;       /* the box is 64 columns x box_rows rows, 128-byte swizzle */
+} CUtensorMap;

@@ -1,0 +1,90 @@
+/* The selector's preference order and its forced-only rule, on the CPU: common/registry.c built
+ * with every CUDA backend compiled in, over stub backends that are all available and all claim the
+ * call. AUTO must pick cuda-sm90 (the first backend that is not forced-only) and say why it passed
+ * cuda-sm100; cuda-sm100 must run when forced by params->backend or by PORTATTN_BACKEND, and only
+ * then. Needs no GPU and no CUDA toolkit. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend.h"
+
+static int failures, checks;
+#define CHECK(cond, ...) do { checks++; if (!(cond)) failures++, printf("FAIL line %d: ", __LINE__), printf(__VA_ARGS__), printf("\n"); } while (0)
+
+static portattn_backend_t ran; /* the backend whose run() was called last */
+
+static int stub_probe(char *detail, size_t len) { return snprintf(detail, len, "stub"), 1; }
+static int stub_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+{
+    (void)pb, (void)why, (void)why_len;
+    if (kernel && kernel_len) snprintf(kernel, kernel_len, "stub");
+    return 1;
+}
+#define STUB(var, id, name)                                                                                      \
+    static portattn_status_t run_##var(const pa_problem *pb, void *stream, char *err, size_t err_len)           \
+    {                                                                                                            \
+        (void)pb, (void)stream, (void)err, (void)err_len;                                                        \
+        ran = id;                                                                                                \
+        return PORTATTN_SUCCESS;                                                                                 \
+    }                                                                                                            \
+    const pa_backend var = {id, name, stub_probe, stub_supports, run_##var, NULL};
+STUB(pa_backend_cuda_sm100, PORTATTN_BACKEND_CUDA_SM100, "cuda-sm100")
+STUB(pa_backend_cuda_sm90, PORTATTN_BACKEND_CUDA_SM90, "cuda-sm90")
+STUB(pa_backend_cuda_sm80, PORTATTN_BACKEND_CUDA_SM80, "cuda-sm80")
+STUB(pa_backend_cuda_generic, PORTATTN_BACKEND_CUDA_GENERIC, "cuda-generic")
+STUB(pa_backend_cpu, PORTATTN_BACKEND_CPU, "cpu")
+
+/* The rest of the front end, reduced to what the selector needs. */
+portattn_status_t pa_validate(const portattn_fwd_params_t *params, pa_problem *pb, char *why, size_t why_len)
+{
+    (void)why, (void)why_len;
+    memset(pb, 0, sizeof *pb);
+    pb->p = *params;
+    return PORTATTN_SUCCESS;
+}
+int pa_cuda_ptr_is_device_only(const void *ptr) { return (void)ptr, 0; }
+int pa_cuda_ptr_is_device_accessible(const void *ptr) { return (void)ptr, 1; }
+int pa_cuda_take_device_error(char *buf, size_t len) { return (void)buf, (void)len, 0; }
+
+int main(void)
+{
+    portattn_fwd_params_t p;
+    portattn_fwd_params_init(&p);
+    p.dtype = PORTATTN_DTYPE_F16, p.batch = 1, p.seqlen_q = p.seqlen_k = 64, p.heads_q = p.heads_kv = 1;
+    p.head_dim_qk = p.head_dim_v = 128;
+    portattn_selection_t sel;
+    unsetenv("PORTATTN_BACKEND");
+
+    for (int id = 1; id < PORTATTN_BACKEND_COUNT_; id++)
+        CHECK(pa_backend_forced_only((portattn_backend_t)id) == (id == PORTATTN_BACKEND_CUDA_SM100),
+              "forced_only(%s)", portattn_backend_name((portattn_backend_t)id));
+    CHECK(PORTATTN_BACKEND_CUDA_SM100 < PORTATTN_BACKEND_CUDA_SM90, "cuda-sm100 first in the enum order: the rule matters");
+
+    portattn_status_t st = portattn_forward_query(&p, &sel);
+    printf("auto -> %s (skipped: %s)\n", sel.backend_name, sel.reason);
+    CHECK(st == PORTATTN_SUCCESS && sel.backend == PORTATTN_BACKEND_CUDA_SM90, "auto picked %s", sel.backend_name);
+    CHECK(strstr(sel.reason, "cuda-sm100: forced calls only") != NULL, "reason '%s'", sel.reason);
+    ran = PORTATTN_BACKEND_AUTO;
+    CHECK(portattn_forward(&p, NULL) == PORTATTN_SUCCESS && ran == PORTATTN_BACKEND_CUDA_SM90, "auto ran %s",
+          portattn_backend_name(ran));
+
+    p.backend = PORTATTN_BACKEND_CUDA_SM100;
+    st = portattn_forward_query(&p, &sel);
+    printf("params->backend = cuda-sm100 -> %s (%s)\n", sel.backend_name, sel.reason);
+    CHECK(st == PORTATTN_SUCCESS && sel.backend == PORTATTN_BACKEND_CUDA_SM100, "forced picked %s", sel.backend_name);
+    ran = PORTATTN_BACKEND_AUTO;
+    CHECK(portattn_forward(&p, NULL) == PORTATTN_SUCCESS && ran == PORTATTN_BACKEND_CUDA_SM100, "forced ran %s",
+          portattn_backend_name(ran));
+
+    p.backend = PORTATTN_BACKEND_AUTO;
+    setenv("PORTATTN_BACKEND", "cuda-sm100", 1);
+    st = portattn_forward_query(&p, &sel);
+    printf("PORTATTN_BACKEND=cuda-sm100 -> %s (%s)\n", sel.backend_name, sel.reason);
+    CHECK(st == PORTATTN_SUCCESS && sel.backend == PORTATTN_BACKEND_CUDA_SM100, "env picked %s", sel.backend_name);
+    unsetenv("PORTATTN_BACKEND");
+
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures ? 1 : 0;
+}
