@@ -19,9 +19,8 @@
 #endif
 
 #define NAME5(name, bf16, dqk, dv, c0) #name,
-#define NAME3(name, bf16, d) #name,
 static const char *const cdna_names[] = {PA_CDNA_ENTRIES(NAME5)};
-static const char *const rdna3_names[] = {PA_RDNA3_ENTRIES(NAME3)};
+static const char *const rdna3_names[] = {PA_RDNA3_ENTRIES(NAME5)};
 #define MAX_ENTRIES 8
 
 /* EF_AMDGPU_MACH values of the targets portattn builds (LLVM's AMDGPUUsage). */

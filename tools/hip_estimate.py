@@ -31,10 +31,10 @@ ARCH = {
 }
 DEVICE = {"gfx90a": "AMD Instinct MI250X (one GCD)", "gfx940": "AMD Instinct MI300X",
           "gfx1100": "AMD Radeon RX 7900 XTX"}
-# the extern "C" entry points of cdna_fwd.hip (d256 runs as two launches, _lo and _hi, of 128 output
-# columns) and of rdna3_fwd.hip
+# the extern "C" entry points of cdna_fwd.hip and rdna3_fwd.hip (d256 runs as two launches, _lo and
+# _hi, of 128 output columns)
 KERNEL_CDNA = re.compile(r"pa_(cdna)_fwd_(bf16|f16)_d(\d+)(_lo|_hi)?$")
-KERNEL_RDNA3 = re.compile(r"pa_(rdna3)_fwd_(bf16|f16)_d(\d+)$")
+KERNEL_RDNA3 = re.compile(r"pa_(rdna3)_fwd_(bf16|f16)_d(\d+)(_lo|_hi)?$")
 MATRIX = re.compile(r"^\s+v_(?:mfma|wmma)")
 LDS_BYTES = {"b128": 16, "b96": 12, "b64": 8, "b32": 4, "u16": 2, "b16": 2, "i16": 2, "u8": 1, "b8": 1, "i8": 1}
 
@@ -102,7 +102,7 @@ def sweep_rows(name, bound):
         return []
     dtype = m.group(2) if m.group(2) in ("f16", "bf16") else ("bf16" if m.group(2) == "1" else "f16")
     backend, d = "hip-" + m.group(1), int(m.group(3))
-    half = m.group(4) if m.re is KERNEL_CDNA else None
+    half = m.group(4)
     if half == "_hi":
         return []  # the call's row comes from _lo
     if half == "_lo":

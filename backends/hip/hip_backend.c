@@ -47,10 +47,9 @@ typedef struct hip_family {
     hip_module mod[HIP_MAX_DEVICES];
 } hip_family;
 
-#define HIP_ENTRY3(name, bf16, d) {#name, bf16, d},
 #define HIP_ENTRY5(name, bf16, dqk, dv, c0) {#name, bf16, dqk},
 static const hip_entry cdna_entries[] = {PA_CDNA_ENTRIES(HIP_ENTRY5)};
-static const hip_entry rdna3_entries[] = {PA_RDNA3_ENTRIES(HIP_ENTRY3)};
+static const hip_entry rdna3_entries[] = {PA_RDNA3_ENTRIES(HIP_ENTRY5)};
 static const int cdna_dims[] = {64, 128, 256}, rdna3_dims[] = {64, 128};
 _Static_assert(PA_CDNA_ENTRY_COUNT <= HIP_MAX_ENTRIES && PA_RDNA3_ENTRY_COUNT <= HIP_MAX_ENTRIES, "entries");
 
@@ -132,7 +131,7 @@ static int hip_supports(hip_family *f, const pa_problem *pb, char *kernel, size_
 {
     const portattn_fwd_params_t *p = &pb->p;
     char tile[48];
-    snprintf(tile, sizeof tile, "%s%s", f->tile, f == &g_cdna && p->head_dim_qk == 256 ? ",2x128 columns" : "");
+    snprintf(tile, sizeof tile, "%s%s", f->tile, p->head_dim_qk == 256 ? ",2x128 columns" : "");
     if (!pa_hip_shape_ok(pb, f->tag, tile, f->dims, f->ndims, kernel, kernel_len, why, why_len)) return 0;
     if (pa_hip_nothing_to_do(pb)) return 1;
     const pa_hip_rt *rt;

@@ -1,14 +1,15 @@
 /* The hip-rdna3 kernel instances, one list for the hipcc entry points (rdna3_fwd.hip), the host's
- * lookup (hip_backend.c), the code-object check and the CPU-simulated device. Plain C.
- * X(name, bf16, head dim): a call launches the instance of its head dim and dtype. */
+ * lookup and launches (hip_backend.c), the code-object check and the CPU-simulated device. Plain C.
+ * X(name, bf16, head dim, output columns, first output column), as cdna_entries.h; no d256 (the
+ * kernel's notes say why). */
 #ifndef PORTATTN_RDNA3_ENTRIES_H
 #define PORTATTN_RDNA3_ENTRIES_H
 
 #define PA_RDNA3_ENTRIES(X)                                                                                  \
-    X(pa_rdna3_fwd_f16_d64, 0, 64)                                                                           \
-    X(pa_rdna3_fwd_bf16_d64, 1, 64)                                                                          \
-    X(pa_rdna3_fwd_f16_d128, 0, 128)                                                                         \
-    X(pa_rdna3_fwd_bf16_d128, 1, 128)
+    X(pa_rdna3_fwd_f16_d64, 0, 64, 64, 0)                                                                    \
+    X(pa_rdna3_fwd_bf16_d64, 1, 64, 64, 0)                                                                   \
+    X(pa_rdna3_fwd_f16_d128, 0, 128, 128, 0)                                                                 \
+    X(pa_rdna3_fwd_bf16_d128, 1, 128, 128, 0)
 #define PA_RDNA3_ENTRY_COUNT 4
 
 #endif

@@ -3,9 +3,9 @@
 #include "rdna3_entries.h"
 #include "rdna3_fwd_kernel.h"
 
-#define PA_RDNA3_ENTRY(name, bf16, d)                                                                        \
+#define PA_RDNA3_ENTRY(name, bf16, dqk, dv, c0)                                                              \
     extern "C" __global__ void __launch_bounds__(PA_RDNA3_THREADS) name(const pa_fwd_args a)                \
     {                                                                                                        \
-        pa_rdna3_fwd_body<bf16 != 0, d>(a);                                                                  \
+        pa_rdna3_fwd_body<bf16 != 0, dqk, dv, c0>(a);                                                        \
     }
 PA_RDNA3_ENTRIES(PA_RDNA3_ENTRY)

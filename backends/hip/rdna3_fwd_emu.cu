@@ -1,8 +1,10 @@
 /* The hip-rdna3 kernel source compiled by nvcc against the wave emulation of hip_wave.h (a wave32 is
  * one NVIDIA warp of 32 consecutive threads): the same launch shape as rdna3_fwd.hip. Built by
  * tests/isa_gate_hip.sh; not yet run on a GPU (no library backend uses it). */
+#include "rdna3_entries.h"
 #include "rdna3_fwd_kernel.h"
 
+/* Every instance of rdna3_entries.h for this head dim and dtype, as hip_backend.c launches them. */
 extern "C" cudaError_t pa_hip_rdna3_emu_launch(const pa_fwd_args *a, int bf16, int d, int64_t max_sq, cudaStream_t stream)
 {
     const int64_t mb = (max_sq + PA_RDNA3_BM - 1) / PA_RDNA3_BM, bh = (int64_t)a->batch * a->heads;
@@ -10,7 +12,11 @@ extern "C" cudaError_t pa_hip_rdna3_emu_launch(const pa_fwd_args *a, int bf16, i
     const dim3 grid((unsigned)mb, (unsigned)gy, (unsigned)gz), block(PA_RDNA3_THREADS);
     pa_fwd_args arg = *a;
     void *args[] = {&arg};
-    const void *k = d == 64 ? (bf16 ? (const void *)pa_rdna3_fwd<true, 64> : (const void *)pa_rdna3_fwd<false, 64>)
-                            : (bf16 ? (const void *)pa_rdna3_fwd<true, 128> : (const void *)pa_rdna3_fwd<false, 128>);
-    return cudaLaunchKernel(k, grid, block, args, 0, stream);
+    cudaError_t e = cudaSuccess;
+#define LAUNCH(name, b16, dqk, dv, c0)                                                                        \
+    if (e == cudaSuccess && dqk == d && b16 == bf16)                                                         \
+        e = cudaLaunchKernel((const void *)pa_rdna3_fwd<b16 != 0, dqk, dv, c0>, grid, block, args, 0, stream);
+    PA_RDNA3_ENTRIES(LAUNCH)
+#undef LAUNCH
+    return e;
 }

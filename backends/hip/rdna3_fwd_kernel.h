@@ -11,12 +11,14 @@
  * read the same row, the replication WMMA wants in both half-waves. P^T, the B operand of
  * O^T += V^T P^T, is the accumulator rounded to 16 bits plus the partner lane's 8 keys (4 packed
  * exchanges), in the key order of pa_wmma_pv_key; V^T's A operand is gathered in that order, one
- * 2-byte LDS read per key. O^T stays in VGPRs (D / 2 per lane).
+ * 2-byte LDS read per key. O^T stays in VGPRs (DV / 2 per lane).
  *
  * Register budget: clang-15 gives a gfx1100 wave at most 128 VGPRs (observed: amdgpu_num_vgpr(256) and
  * waves_per_eu(1, 1) change nothing). Hence Q^T is read from LDS rather than kept in registers, the
  * key tile is one WMMA block, per-lane addresses are recomputed from pa_opaque values instead of being
- * hoisted, and d256 (O^T alone 128 VGPRs) is not instantiated. tests/isa_gate_hip.sh requires 0 spills.
+ * hoisted. d256 is not instantiated: O^T alone would take the 128 VGPRs, and the two-launch form
+ * (DQK = 256, DV = 128, as hip-cdna) still needs 48-236 bytes of scratch under clang-15 (NOTES.md).
+ * tests/isa_gate_hip.sh requires 0 spills.
  *
  * NOT RUN on AMD hardware: compiled for gfx1100 (T0) and ISA-gated (T1) by tests/isa_gate_hip.sh;
  * the same source runs on the CPU under the emulation: the case table through the hip-rdna3 backend
@@ -40,20 +42,24 @@ __device__ __forceinline__ void pa_rdna3_keys(int i, int sq, int sk, int wl, int
     *lo = (int)l, *hi = (int)h;
 }
 
-/* The kernel body; pa_rdna3_fwd (below) and the hipcc entry points of rdna3_fwd.hip wrap it. */
-template <bool BF16, int D>
+/* The kernel body; pa_rdna3_fwd (below) and the hipcc entry points of rdna3_fwd.hip wrap it. Scores
+ * use DQK head-dim elements; the output is columns C0 .. C0 + DV - 1 of V and O (the two-launch
+ * form of d256, as hip-cdna; not instantiated, see above). The LSE is written by the C0 = 0 launch. */
+template <bool BF16, int DQK, int DV, int C0>
 __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
 {
-    constexpr int CH = D / 8; /* 16-byte chunks per row */
+    constexpr int CH = DQK / 8, CHV = DV / 8; /* 16-byte chunks per Q/K row and per V row */
+    constexpr int RPPV = PA_RDNA3_THREADS / CHV;
     constexpr int NT = PA_RDNA3_THREADS;
     static_assert(PA_RDNA3_THREADS == PA_RDNA3_WAVES * PA_WAVE32, "wave32");
     constexpr int RPP = NT / CH; /* tile rows one pass of 16-byte copies covers */
     constexpr int KB = PA_RDNA3_BN / 16;
-    static_assert(D == 64 || D == 128, "instances (d256: O^T alone would take the 128 VGPRs)");
-    static_assert(PA_RDNA3_BN % RPP == 0 && PA_RDNA3_BM % RPP == 0, "whole store passes");
+    static_assert((DQK == 64 || DQK == 128 || DQK == 256) && (DV == 64 || DV == 128) && C0 % DV == 0 &&
+                      C0 + DV <= DQK, "instances (one launch holds at most 128 output columns)");
+    static_assert(PA_RDNA3_BN % RPP == 0 && PA_RDNA3_BM % RPP == 0 && PA_RDNA3_BN % RPPV == 0, "whole store passes");
     /* the bank count of RDNA3 is unverified: the layout serves both models (hip_lds.h) */
     const pa_lds_model lo = {"gfx1100", 32, 4, PA_WAVE32, 0}, hi = {"gfx1100-64", 64, 4, PA_WAVE32, 0};
-    __shared__ __attribute__((aligned(16))) uint16_t sq_t[PA_RDNA3_BM * D], sk_t[PA_RDNA3_BN * D], sv_t[PA_RDNA3_BN * D];
+    __shared__ __attribute__((aligned(16))) uint16_t sq_t[PA_RDNA3_BM * DQK], sk_t[PA_RDNA3_BN * DQK], sv_t[PA_RDNA3_BN * DV];
     PA_WAVE32_SCRATCH(PA_RDNA3_WAVES);
 
     const int tid = threadIdx.x, lane = tid % PA_WAVE32, wave = tid / PA_WAVE32, hl = lane / 16;
@@ -74,8 +80,8 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
     const int64_t vb = a.cu_q ? (int64_t)k0 * a.vs[1] : b * a.vs[0], ob = a.cu_q ? (int64_t)q0 * a.os[1] : b * a.os[0];
     const uint16_t *qh = (const uint16_t *)a.q + qb + h * a.qs[2];
     const uint16_t *kh = (const uint16_t *)a.k + kb + hk * a.ks[2];
-    const uint16_t *vh = (const uint16_t *)a.v + vb + hk * a.vs[2];
-    uint16_t *oh = (uint16_t *)a.o + ob + h * a.os[2];
+    const uint16_t *vh = (const uint16_t *)a.v + vb + hk * a.vs[2] + C0;
+    uint16_t *oh = (uint16_t *)a.o + ob + h * a.os[2] + C0;
 
     /* Row blocks of this sequence (a grid sized by a short max_seqlen_q still covers every row);
      * with a right-bounded mask the longest blocks come first. */
@@ -109,9 +115,9 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
             }
         }
 
-        pa_acc8 o[D / 16]; /* O^T: reg r of block c = head-dim 16c + 2r + lane / 16 of this lane's query */
+        pa_acc8 o[DV / 16]; /* O^T: reg r of block c = head-dim 16c + 2r + lane / 16 of this lane's query */
 #pragma unroll
-        for (int c = 0; c < D / 16; ++c)
+        for (int c = 0; c < DV / 16; ++c)
 #pragma unroll
             for (int r = 0; r < 8; ++r) o[c].r[r] = 0.f;
         float mrow = -INFINITY, lsum = 0.f;
@@ -125,18 +131,36 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
 
             /* K and V tiles into LDS, 16 bytes a thread a pass; keys past the sequence read as zeros. */
             __syncthreads();
+            if constexpr (CH == CHV) { /* one pass loop for both */
 #pragma unroll
-            for (int p = 0; p < PA_RDNA3_BN / RPP; ++p) {
-                const int r = p * RPP + tr, c = tc, key = n * PA_RDNA3_BN + r;
-                uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-                if (key < sk) {
-                    kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * c);
-                    vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * c);
+                for (int p = 0; p < PA_RDNA3_BN / RPP; ++p) {
+                    const int r = p * RPP + tr, c = tc, key = n * PA_RDNA3_BN + r;
+                    uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
+                    if (key < sk) {
+                        kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * c);
+                        vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * c);
+                    }
+                    /* (row r, chunk c) is pass p * WAVES + wave of pa_lds_rdna3_store_addr for this lane */
+                    const int off = pa_lds_rdna3_store_addr(&lo, &hi, tl, p * PA_RDNA3_WAVES + tw, CH);
+                    *(uint4 *)((char *)sk_t + off) = kv;
+                    *(uint4 *)((char *)sv_t + off) = vv;
                 }
-                /* (row r, chunk c) is pass p * WAVES + wave of pa_lds_rdna3_store_addr for this lane */
-                const int off = pa_lds_rdna3_store_addr(&lo, &hi, tl, p * PA_RDNA3_WAVES + tw, CH);
-                *(uint4 *)((char *)sk_t + off) = kv;
-                *(uint4 *)((char *)sv_t + off) = vv;
+            } else {
+#pragma unroll
+                for (int p = 0; p < PA_RDNA3_BN / RPP; ++p) {
+                    const int r = p * RPP + tr, key = n * PA_RDNA3_BN + r;
+                    uint4 kv = make_uint4(0, 0, 0, 0);
+                    if (key < sk) kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * tc);
+                    *(uint4 *)((char *)sk_t + pa_lds_rdna3_store_addr(&lo, &hi, tl, p * PA_RDNA3_WAVES + tw, CH)) = kv;
+                }
+                const int trv = (int)(tt / CHV), tcv = (int)(tt % CHV);
+#pragma unroll
+                for (int p = 0; p < PA_RDNA3_BN / RPPV; ++p) {
+                    const int r = p * RPPV + trv, key = n * PA_RDNA3_BN + r;
+                    uint4 vv = make_uint4(0, 0, 0, 0);
+                    if (key < sk) vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * tcv);
+                    *(uint4 *)((char *)sv_t + pa_lds_rdna3_store_addr(&lo, &hi, tl, p * PA_RDNA3_WAVES + tw, CHV)) = vv;
+                }
             }
             __syncthreads();
 
@@ -148,7 +172,7 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
 #pragma unroll
                 for (int r = 0; r < 8; ++r) st[j].r[r] = 0.f;
 #pragma unroll
-                for (int g = 0; g < D / 16; ++g) {
+                for (int g = 0; g < DQK / 16; ++g) {
                     /* = pa_lds_wmma_addr (Q rows 16 wave.., K rows 16 j..), split (see hip_lds.h) */
                     const uint4 q_lo = *(const uint4 *)((const char *)sq_t + pa_lds_wmma_addr_from(wb, 16 * tw, g, 0, CH));
                     const uint4 q_hi = *(const uint4 *)((const char *)sq_t + pa_lds_wmma_addr_from(wb, 16 * tw, g, 1, CH));
@@ -218,7 +242,7 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
             /* Rescale O^T unconditionally: the CDNA kernel's wave vote avoids moving AGPRs, and RDNA3
              * keeps O^T in VGPRs. */
 #pragma unroll
-            for (int c = 0; c < D / 16; ++c)
+            for (int c = 0; c < DV / 16; ++c)
 #pragma unroll
                 for (int r = 0; r < 8; ++r) o[c].r[r] *= corr;
 
@@ -227,11 +251,11 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
 #pragma unroll
             for (int j = 0; j < KB; ++j)
 #pragma unroll
-                for (int c = 0; c < D / 16; ++c) {
+                for (int c = 0; c < DV / 16; ++c) {
                     pa_in16 va;
 #pragma unroll
                     for (int p = 0; p < 16; ++p) { /* = pa_lds_wmma_v_half_addr, split (see hip_lds.h) */
-                        const int ka = pa_lds_wmma_v_key_addr(&lo, &hi, 16 * j + pa_wmma_pv_key(p), 16 * c, CH);
+                        const int ka = pa_lds_wmma_v_key_addr(&lo, &hi, 16 * j + pa_wmma_pv_key(p), 16 * c, CHV);
                         const uint32_t v = *(const uint16_t *)((const char *)sv_t + ka + (pa_lds_wmma_v_x_odd(ka) ? v_dn : v_up));
                         va.w[p / 2] = p % 2 ? va.w[p / 2] | v << 16 : v;
                     }
@@ -246,7 +270,7 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
         const float inv = l > 0.f ? 1.f / l : 0.f;
         uint16_t *orow = oh + (int64_t)(qrow < sq ? qrow : 0) * a.os[1];
 #pragma unroll
-        for (int c = 0; c < D / 16; ++c) {
+        for (int c = 0; c < DV / 16; ++c) {
             uint32_t w[4];
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
@@ -258,7 +282,7 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
             if (qrow < sq) *(uint4 *)(orow + 16 * c + 8 * hl) = make_uint4(w[0], w[1], w[2], w[3]);
         }
         if (qrow < sq) {
-            if (a.lse && hl == 0) {
+            if (C0 == 0 && a.lse && hl == 0) {
                 const int64_t off = a.cu_q ? h * a.ls[1] + (int64_t)(q0 + qrow) * a.ls[2]
                                            : b * a.ls[0] + h * a.ls[1] + (int64_t)qrow * a.ls[2];
                 a.lse[off] = l > 0.f ? (mrow * a.mult + __log2f(l)) * 0.69314718055994531f : l == 0.f ? -INFINITY : NAN;
@@ -267,10 +291,10 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
     }
 }
 
-template <bool BF16, int D>
+template <bool BF16, int DQK, int DV = DQK, int C0 = 0>
 __global__ void __launch_bounds__(PA_RDNA3_THREADS) pa_rdna3_fwd(const pa_fwd_args a)
 {
-    pa_rdna3_fwd_body<BF16, D>(a);
+    pa_rdna3_fwd_body<BF16, DQK, DV, C0>(a);
 }
 
 #endif

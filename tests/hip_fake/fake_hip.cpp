@@ -46,10 +46,11 @@ struct entry { const char *name; body_fn body; unsigned threads, wave; };
 const entry g_entries[] = {
 #define ENTRY5(n, bf16, dqk, dv, c0)                                                                          \
     {#n, [](const pa_fwd_args &a) { pa_cdna_fwd_body<bf16 != 0, dqk, dv, c0>(a); }, PA_CDNA_THREADS, 64},
-#define ENTRY3(n, bf16, d) {#n, [](const pa_fwd_args &a) { pa_rdna3_fwd_body<bf16 != 0, d>(a); }, PA_RDNA3_THREADS, 32},
-    PA_CDNA_ENTRIES(ENTRY5) PA_RDNA3_ENTRIES(ENTRY3)
+#define ENTRY5R(n, bf16, dqk, dv, c0)                                                                         \
+    {#n, [](const pa_fwd_args &a) { pa_rdna3_fwd_body<bf16 != 0, dqk, dv, c0>(a); }, PA_RDNA3_THREADS, 32},
+    PA_CDNA_ENTRIES(ENTRY5) PA_RDNA3_ENTRIES(ENTRY5R)
 #undef ENTRY5
-#undef ENTRY3
+#undef ENTRY5R
 };
 const int g_entry_count = (int)(sizeof g_entries / sizeof g_entries[0]);
 
