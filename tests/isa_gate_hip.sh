@@ -79,7 +79,7 @@ else
     /\.vgpr_spill_count:/ { sp = $2 }
     /\.wavefront_size:/ { n++; w = $2; printf "  %-46s VGPR %3d SGPR %3d LDS %6d scratch %d spills %d wave%d\n", k, v, sg, lds, scr, sp, w;
                           if (scr != 0 || sp != 0 || lds > 65536 || w != 32) bad++ }
-    END { if (n < 4) { print "FAIL: gfx1100: expected 4 kernels (d64, d128 x f16, bf16), found " n; exit 1 }
+    END { if (n < 12) { print "FAIL: gfx1100: expected 12 kernels (d64, d128, d256 quarters x f16, bf16), found " n; exit 1 }
           if (bad) { print "FAIL: gfx1100: " bad " kernel(s) with scratch, spills, LDS over 64 KiB or not wave32"; exit 1 } }' "$s" || fail=1
   grep -E "; Occupancy:" "$s" | sort | uniq -c | sed 's/^/  /'
 fi

@@ -21,7 +21,7 @@
 #define NAME5(name, bf16, dqk, dv, c0) #name,
 static const char *const cdna_names[] = {PA_CDNA_ENTRIES(NAME5)};
 static const char *const rdna3_names[] = {PA_RDNA3_ENTRIES(NAME5)};
-#define MAX_ENTRIES 8
+#define MAX_ENTRIES 12
 
 /* EF_AMDGPU_MACH values of the targets portattn builds (LLVM's AMDGPUUsage). */
 static int mach_of(const char *target)

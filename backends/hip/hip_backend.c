@@ -22,7 +22,7 @@
 
 #define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
 #define HIP_MAX_DEVICES 64
-#define HIP_MAX_ENTRIES 8
+#define HIP_MAX_ENTRIES 12
 
 /* A kernel instance: a call launches every instance of its head dim and dtype, in list order. */
 typedef struct hip_entry { const char *name; int bf16, d; } hip_entry;
@@ -50,14 +50,14 @@ typedef struct hip_family {
 #define HIP_ENTRY5(name, bf16, dqk, dv, c0) {#name, bf16, dqk},
 static const hip_entry cdna_entries[] = {PA_CDNA_ENTRIES(HIP_ENTRY5)};
 static const hip_entry rdna3_entries[] = {PA_RDNA3_ENTRIES(HIP_ENTRY5)};
-static const int cdna_dims[] = {64, 128, 256}, rdna3_dims[] = {64, 128};
+static const int cdna_dims[] = {64, 128, 256}, rdna3_dims[] = {64, 128, 256};
 _Static_assert(PA_CDNA_ENTRY_COUNT <= HIP_MAX_ENTRIES && PA_RDNA3_ENTRY_COUNT <= HIP_MAX_ENTRIES, "entries");
 
 static hip_family g_cdna = {"cdna", "128x32", "PORTATTN_HIP_CDNA_ARCHS", pa_cdna_code_objects, &pa_cdna_code_object_count,
                             cdna_entries, PA_CDNA_ENTRY_COUNT, PA_CDNA_THREADS, PA_CDNA_BM, cdna_dims, 3, {{0}}};
 static hip_family g_rdna3 = {"rdna3", "64x16", "PORTATTN_HIP_RDNA3_ARCHS", pa_rdna3_code_objects,
                              &pa_rdna3_code_object_count, rdna3_entries, PA_RDNA3_ENTRY_COUNT, PA_RDNA3_THREADS,
-                             PA_RDNA3_BM, rdna3_dims, 2, {{0}}};
+                             PA_RDNA3_BM, rdna3_dims, 3, {{0}}};
 static pthread_mutex_t g_mod_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void hip_load(const pa_hip_rt *rt, const hip_family *f, hip_module *m)
@@ -131,7 +131,8 @@ static int hip_supports(hip_family *f, const pa_problem *pb, char *kernel, size_
 {
     const portattn_fwd_params_t *p = &pb->p;
     char tile[48];
-    snprintf(tile, sizeof tile, "%s%s", f->tile, p->head_dim_qk == 256 ? ",2x128 columns" : "");
+    snprintf(tile, sizeof tile, "%s%s", f->tile,
+             p->head_dim_qk != 256 ? "" : f == &g_cdna ? ",2x128 columns" : ",4x64 columns");
     if (!pa_hip_shape_ok(pb, f->tag, tile, f->dims, f->ndims, kernel, kernel_len, why, why_len)) return 0;
     if (pa_hip_nothing_to_do(pb)) return 1;
     const pa_hip_rt *rt;

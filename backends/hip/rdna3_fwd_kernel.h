@@ -16,8 +16,8 @@
  * Register budget: clang-15 gives a gfx1100 wave at most 128 VGPRs (observed: amdgpu_num_vgpr(256) and
  * waves_per_eu(1, 1) change nothing). Hence Q^T is read from LDS rather than kept in registers, the
  * key tile is one WMMA block, per-lane addresses are recomputed from pa_opaque values instead of being
- * hoisted. d256 is not instantiated: O^T alone would take the 128 VGPRs, and the two-launch form
- * (DQK = 256, DV = 128, as hip-cdna) still needs 48-236 bytes of scratch under clang-15 (NOTES.md).
+ * hoisted. d256 runs as four launches of 64 output columns (O^T for 256 would take the 128 VGPRs;
+ * two of 128 still spilled, NOTES.md), each computing all of S: 2.5x the useful FLOPs.
  * tests/isa_gate_hip.sh requires 0 spills.
  *
  * NOT RUN on AMD hardware: compiled for gfx1100 (T0) and ISA-gated (T1) by tests/isa_gate_hip.sh;
@@ -43,8 +43,8 @@ __device__ __forceinline__ void pa_rdna3_keys(int i, int sq, int sk, int wl, int
 }
 
 /* The kernel body; pa_rdna3_fwd (below) and the hipcc entry points of rdna3_fwd.hip wrap it. Scores
- * use DQK head-dim elements; the output is columns C0 .. C0 + DV - 1 of V and O (the two-launch
- * form of d256, as hip-cdna; not instantiated, see above). The LSE is written by the C0 = 0 launch. */
+ * use DQK head-dim elements; the output is columns C0 .. C0 + DV - 1 of V and O (d256: four launches
+ * of DV = 64, see above). The LSE is written by the C0 = 0 launch. */
 template <bool BF16, int DQK, int DV, int C0>
 __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
 {
@@ -171,7 +171,8 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
             for (int j = 0; j < KB; ++j) {
 #pragma unroll
                 for (int r = 0; r < 8; ++r) st[j].r[r] = 0.f;
-#pragma unroll
+                /* d256: two k-steps per iteration (all 16 unrolled kept their LDS reads live and spilled) */
+#pragma unroll DQK > 128 ? 2 : DQK / 16
                 for (int g = 0; g < DQK / 16; ++g) {
                     /* = pa_lds_wmma_addr (Q rows 16 wave.., K rows 16 j..), split (see hip_lds.h) */
                     const uint4 q_lo = *(const uint4 *)((const char *)sq_t + pa_lds_wmma_addr_from(wb, 16 * tw, g, 0, CH));
