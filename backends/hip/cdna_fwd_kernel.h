@@ -11,8 +11,9 @@
  * permutation as Q's registers); V^T's A operand is gathered with four 2-byte reads per step.
  *
  * Head dims 64, 128 and 256 (d256 as two launches of 128 output columns each, see below).
- * NOT YET RUN on a GPU: compiled for gfx90a/gfx940 (T0) and ISA-gated (T1); the emulated build (T3)
- * compiles with nvcc and is to be run on the H200 against the case table. */
+ * NOT YET RUN on a GPU: compiled for gfx90a/gfx940 (T0) and ISA-gated (T1); T3 on the CPU (the case
+ * table through the hip-cdna backend against tests/hip_fake's simulated gfx90a); the nvcc emulated
+ * build (cdna_fwd_emu.cu) compiles and has not run on the H200. */
 #ifndef PORTATTN_CDNA_FWD_KERNEL_H
 #define PORTATTN_CDNA_FWD_KERNEL_H
 

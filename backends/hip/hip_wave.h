@@ -1,6 +1,6 @@
 /* The wave primitives of the HIP kernels (issue 5), in one place: the real AMD builtins under hipcc,
- * and an exact emulation under nvcc (T3: the same kernel source runs on an NVIDIA GPU, a 64-lane
- * wave as 64 consecutive threads, MFMA computed from the lane maps of hip_mfma_layout.h, cross-lane
+ * and an exact emulation under nvcc or on the CPU (T3: the same kernel source runs on an NVIDIA GPU
+ * or as CPU fibers, tests/hip_fake; a 64-lane wave as 64 consecutive threads, MFMA computed from the lane maps of hip_mfma_layout.h, cross-lane
  * exchanges through shared memory). The kernels use nothing wave-level outside this header, so the
  * emulated and the real paths differ only here.
  *   pa_in4     4 16-bit inputs of one lane (f16 or bf16 bits)

@@ -4,8 +4,8 @@
 // __shared__ as static storage (workgroups run one after another). The kernel and hip_wave.h are used
 // verbatim; shim/ only supplies the CUDA names. Each case is compared with a double-precision
 // attention over the same 16-bit inputs; outputs and LSE start as sentinels, so rows never written
-// and stray writes outside the sequences fail too. This is not T3 (which runs the emulation on a real
-// GPU) and not AMD hardware; it checks the kernel's index math, masking, softmax and data flow.
+// and stray writes outside the sequences fail too. T3 is the case table through the library's backend
+// (tests/hip_fake); this is a second, independent check and not AMD hardware; it checks the kernel's index math, masking, softmax and data flow.
 // The case table, reference and launch are shared with test_hip_rdna3_sim (sim_common.h).
 // Exit 0 pass, 1 fail. Seed: $PORTATTN_TEST_SEED, else the clock (printed).
 #include "cdna_fwd_kernel.h"
