@@ -2,6 +2,7 @@
  * launch shape as cdna_fwd.hip, on an NVIDIA GPU. */
 #include "cdna_entries.h"
 #include "cdna_fwd_kernel.h"
+#include "hip_grid.h"
 
 #ifdef PORTATTN_HIP_EMULATION /* the library build of the emulation (backend hip-cdna, forced only) */
 #include "cuda_host.h"
@@ -11,14 +12,14 @@
 /* Every instance of cdna_entries.h for this head dim and dtype, as cdna_backend.c launches them. */
 extern "C" cudaError_t pa_hip_cdna_emu_launch(const pa_fwd_args *a, int bf16, int d, int64_t max_sq, cudaStream_t stream)
 {
-    unsigned gx, gy, gz;
-    PA_CDNA_GRID(a, max_sq, gx, gy, gz);
+    unsigned g[3];
+    pa_hip_grid(a->batch, a->heads, max_sq, PA_CDNA_BM, g);
     pa_fwd_args arg = *a;
     void *args[] = {&arg};
     cudaError_t e = cudaSuccess;
 #define LAUNCH(name, b16, dqk, dv, c0)                                                                        \
     if (e == cudaSuccess && dqk == d && b16 == bf16)                                                         \
-        e = cudaLaunchKernel((const void *)pa_cdna_fwd<b16 != 0, dqk, dv, c0>, dim3(gx, gy, gz), dim3(PA_CDNA_THREADS), \
+        e = cudaLaunchKernel((const void *)pa_cdna_fwd<b16 != 0, dqk, dv, c0>, dim3(g[0], g[1], g[2]), dim3(PA_CDNA_THREADS), \
                              args, 0, stream);
     PA_CDNA_ENTRIES(LAUNCH)
 #undef LAUNCH

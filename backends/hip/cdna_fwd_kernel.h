@@ -20,18 +20,10 @@
 #include "cdna_grid.h"
 #include "fwd_args.h"
 #include "hip_lds.h"
+#include "hip_seq.h"
 #include "hip_wave.h"
 
 
-/* Keys [lo, hi] that query row i may see (bottom-right masks); lo > hi = none. */
-__device__ __forceinline__ void pa_cdna_keys(int i, int sq, int sk, int wl, int wr, int *lo, int *hi)
-{
-    const int64_t diag = (int64_t)i + sk - sq;
-    int64_t l = wl < 0 ? 0 : diag - wl, h = wr < 0 ? (int64_t)sk - 1 : diag + wr;
-    l = l < 0 ? 0 : (l > sk ? sk : l);
-    h = h > sk - 1 ? sk - 1 : (h < -1 ? -1 : h);
-    *lo = (int)l, *hi = (int)h;
-}
 
 /* The kernel body; pa_cdna_fwd (below) and the hipcc entry points of cdna_fwd.hip wrap it. Scores use
  * DQK head-dim elements; the output is columns C0 .. C0 + DV - 1 of V and O (d256 runs as two
@@ -55,22 +47,11 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
     const int64_t nbh = (int64_t)a.batch * a.heads;
     const int64_t bh = blockIdx.y + (int64_t)gridDim.y * blockIdx.z;
     if (bh >= nbh) return;
-    const int b = (int)(bh / a.heads), h = (int)(bh % a.heads), hk = h / a.group;
-    int q0 = 0, k0 = 0, sq = a.seqlen_q, sk = a.seqlen_k;
-    if (a.cu_q) { /* packed sequences; garbage offsets are clamped into the buffer */
-        int s = a.cu_q[b], e = a.cu_q[b + 1];
-        s = s < 0 ? 0 : (s > a.seqlen_q ? a.seqlen_q : s), e = e < s ? s : (e > a.seqlen_q ? a.seqlen_q : e);
-        q0 = s, sq = e - s;
-        s = a.cu_k[b], e = a.cu_k[b + 1];
-        s = s < 0 ? 0 : (s > a.seqlen_k ? a.seqlen_k : s), e = e < s ? s : (e > a.seqlen_k ? a.seqlen_k : e);
-        k0 = s, sk = e - s;
-    }
-    const int64_t qb = a.cu_q ? (int64_t)q0 * a.qs[1] : b * a.qs[0], kb = a.cu_q ? (int64_t)k0 * a.ks[1] : b * a.ks[0];
-    const int64_t vb = a.cu_q ? (int64_t)k0 * a.vs[1] : b * a.vs[0], ob = a.cu_q ? (int64_t)q0 * a.os[1] : b * a.os[0];
-    const uint16_t *qh = (const uint16_t *)a.q + qb + h * a.qs[2];
-    const uint16_t *kh = (const uint16_t *)a.k + kb + hk * a.ks[2];
-    const uint16_t *vh = (const uint16_t *)a.v + vb + hk * a.vs[2] + C0;
-    uint16_t *oh = (uint16_t *)a.o + ob + h * a.os[2] + C0;
+    const int b = (int)(bh / a.heads), h = (int)(bh % a.heads);
+    const pa_hip_seq seq = pa_hip_seq_of(a, b, h, C0);
+    const int q0 = seq.q0, sq = seq.sq, sk = seq.sk;
+    const uint16_t *qh = seq.q, *kh = seq.k, *vh = seq.v;
+    uint16_t *oh = seq.o;
 
     /* Row blocks of this sequence: a grid sized by a max_seqlen_q below the longest sequence still
      * covers every row (as cuda-sm80). With a right-bounded mask the longest blocks come first. */
@@ -80,14 +61,9 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
 
         /* This lane's query and its visible keys; the block's key tiles (the hull of its rows). */
         const int qrow = m0 + wave * 32 + lane % 32;
-        int klo, khi, lo_f, hi_f, lo_l, hi_l;
-        pa_cdna_keys(qrow, sq, sk, a.wl, a.wr, &klo, &khi);
-        const int mlast = (m0 + PA_CDNA_BM < sq ? m0 + PA_CDNA_BM : sq) - 1;
-        pa_cdna_keys(m0, sq, sk, a.wl, a.wr, &lo_f, &hi_f);
-        pa_cdna_keys(mlast, sq, sk, a.wl, a.wr, &lo_l, &hi_l);
-        const int n_lo = lo_f / PA_CDNA_BN, n_hi = hi_l < lo_f ? n_lo : hi_l / PA_CDNA_BN + 1;
-        /* Tiles in [full_lo, full_hi) are visible to every row of the block: no mask there. */
-        const int full_lo = (lo_l + PA_CDNA_BN - 1) / PA_CDNA_BN, full_hi = (hi_f + 1) / PA_CDNA_BN;
+        int klo, khi, n_lo, n_hi, full_lo, full_hi; /* [full_lo, full_hi): tiles with no mask */
+        pa_hip_keys(qrow, sq, sk, a.wl, a.wr, &klo, &khi);
+        pa_hip_block_tiles(m0, PA_CDNA_BM, PA_CDNA_BN, sq, sk, a.wl, a.wr, &n_lo, &n_hi, &full_lo, &full_hi);
 
         /* Q^T as the B operand of S^T, for every k-step: lane l holds query l % 32 and, at step
          * 2g + t, head-dim elements 16g + 8 (l / 32) + 4t .. +3 (the KPack-8 order of the K reads). */

@@ -15,6 +15,7 @@
 #include "cdna_grid.h"
 #include "fwd_resolve.h"
 #include "hip_code_objects.h"
+#include "hip_grid.h"
 #include "hip_rt.h"
 #include "hip_shape.h"
 #include "rdna3_entries.h"
@@ -159,15 +160,13 @@ static portattn_status_t hip_run(hip_family *f, const pa_problem *pb, void *stre
     pa_fwd_args a;
     portattn_status_t st = pa_fwd_fill_args(pb, &a, err, err_len);
     if (st) return st;
-    /* row blocks x (batch x heads) spread over y and z */
-    const int64_t bh = (int64_t)a.batch * a.heads;
-    const unsigned gx = (unsigned)((pb->max_seqlen_q + f->rows_per_block - 1) / f->rows_per_block);
-    const unsigned gy = (unsigned)(bh < 65535 ? bh : 65535), gz = (unsigned)((bh + gy - 1) / gy);
+    unsigned g[3];
+    pa_hip_grid(a.batch, a.heads, pb->max_seqlen_q, f->rows_per_block, g);
     void *args[] = {&a};
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
     for (int k = 0; k < f->entry_count; k++) {
         if (f->entries[k].d != p->head_dim_qk || f->entries[k].bf16 != bf16) continue;
-        const pa_hip_err e = rt->ModuleLaunchKernel(m->fn[k], gx, gy, gz, (unsigned)f->threads, 1, 1, 0, stream, args, NULL);
+        const pa_hip_err e = rt->ModuleLaunchKernel(m->fn[k], g[0], g[1], g[2], (unsigned)f->threads, 1, 1, 0, stream, args, NULL);
         if (e != PA_HIP_SUCCESS) {
             (void)rt->GetLastError();
             char what[32];

@@ -3,13 +3,14 @@
  * tests/isa_gate_hip.sh; not yet run on a GPU (no library backend uses it). */
 #include "rdna3_entries.h"
 #include "rdna3_fwd_kernel.h"
+#include "hip_grid.h"
 
 /* Every instance of rdna3_entries.h for this head dim and dtype, as hip_backend.c launches them. */
 extern "C" cudaError_t pa_hip_rdna3_emu_launch(const pa_fwd_args *a, int bf16, int d, int64_t max_sq, cudaStream_t stream)
 {
-    const int64_t mb = (max_sq + PA_RDNA3_BM - 1) / PA_RDNA3_BM, bh = (int64_t)a->batch * a->heads;
-    const int64_t gy = bh < 65535 ? bh : 65535, gz = (bh + gy - 1) / gy;
-    const dim3 grid((unsigned)mb, (unsigned)gy, (unsigned)gz), block(PA_RDNA3_THREADS);
+    unsigned g[3];
+    pa_hip_grid(a->batch, a->heads, max_sq, PA_RDNA3_BM, g);
+    const dim3 grid(g[0], g[1], g[2]), block(PA_RDNA3_THREADS);
     pa_fwd_args arg = *a;
     void *args[] = {&arg};
     cudaError_t e = cudaSuccess;

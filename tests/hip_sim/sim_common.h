@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "hip_grid.h"
+
 thread_local sim_dim3 threadIdx, blockIdx;
 sim_dim3 gridDim;
 std::barrier<> *sim_block_bar;
@@ -87,9 +89,10 @@ static int run_case(const Case &c, unsigned seed, const SimKernel &kern) {
 
     int max_sq = c.varlen ? *std::max_element(c.lq.begin(), c.lq.end()) : c.sq;
     if (c.max_sq_override) max_sq = c.max_sq_override;
-    const int64_t mb = (max_sq + kern.block_m - 1) / kern.block_m, bh = (int64_t)B * H;
-    const int64_t gy = bh < 65535 ? bh : 65535, gz = (bh + gy - 1) / gy;
-    gridDim = {(unsigned)mb, (unsigned)gy, (unsigned)gz};
+    unsigned g[3];
+    pa_hip_grid(B, H, max_sq, kern.block_m, g);
+    const unsigned gy = g[1], gz = g[2];
+    gridDim = {g[0], gy, gz};
     // one block barrier, one barrier per wave (the emulation's per-wave named barriers)
     std::barrier<> bb(kern.threads);
     std::vector<std::unique_ptr<std::barrier<>>> wbs;
@@ -98,7 +101,7 @@ static int run_case(const Case &c, unsigned seed, const SimKernel &kern) {
     sim_wave_threads = kern.wave;
     for (unsigned z = 0; z < gz; ++z)
         for (unsigned y = 0; y < gy; ++y)
-            for (unsigned x = 0; x < mb; ++x) {
+            for (unsigned x = 0; x < g[0]; ++x) {
                 std::vector<std::thread> th;
                 for (int t = 0; t < kern.threads; ++t)
                     th.emplace_back([&, t, x, y, z] {
