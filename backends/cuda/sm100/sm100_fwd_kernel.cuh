@@ -40,6 +40,16 @@ __device__ __forceinline__ void sm100_reg_fence(uint32_t (&r)[32])
 #pragma unroll
     for (int i = 0; i < 32; ++i) asm volatile("" : "+r"(r[i])::"memory");
 }
+
+/* 64 columns of this thread's TMEM lane from column address t: two 32x32b.x32 loads, one wait. */
+__device__ __forceinline__ void sm100_ld64(uint32_t t, uint32_t (&r)[2][32])
+{
+    sm100_ld32(t, r[0]);
+    sm100_ld32(t + 32, r[1]);
+    sm100_wait_ld();
+    sm100_reg_fence(r[0]);
+    sm100_reg_fence(r[1]);
+}
 #endif
 
 __device__ __forceinline__ int sm100_is_bf16(__half) { return 0; }
@@ -221,11 +231,7 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
 #pragma unroll
             for (int g = 0; g < 2; ++g) {
                 uint32_t sr[2][32];
-                sm100_ld32(t_s + 64 * g, sr[0]);
-                sm100_ld32(t_s + 64 * g + 32, sr[1]);
-                sm100_wait_ld();
-                sm100_reg_fence(sr[0]);
-                sm100_reg_fence(sr[1]);
+                sm100_ld64(t_s + 64 * g, sr);
 #pragma unroll
                 for (int i = 0; i < 64; ++i)
                     mx = fmaxf(mx, sm100_score(sr[i / 32][i % 32], 64 * g + i, boundary, lo, hi, a));
@@ -241,11 +247,7 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
 #pragma unroll
             for (int g = 0; g < 2; ++g) {
                 uint32_t sr[2][32], pr[32];
-                sm100_ld32(t_s + 64 * g, sr[0]);
-                sm100_ld32(t_s + 64 * g + 32, sr[1]);
-                sm100_wait_ld();
-                sm100_reg_fence(sr[0]);
-                sm100_reg_fence(sr[1]);
+                sm100_ld64(t_s + 64 * g, sr);
 #pragma unroll
                 for (int c = 0; c < 32; ++c) {
                     const int i = 2 * c;
