@@ -6,6 +6,7 @@
  *     that do not see j are bitwise clean on the CPU backend, while GPU kernels may also turn their
  *     column c NaN (0 x NaN inside a key tile, as in FlashAttention), and nothing else;
  *   - keys whose scores are all -inf count as no visible key: O = 0, LSE = -inf.
+ *   - varlen: non-finite values in one sequence never reach another sequence's rows.
  * f32, bf16 and f16; causal, 24 x 24 (prefill kernels), 4 x 40 (decode kernels) and 40 x 20 (rows that
  * see no key beside rows that do, in one key tile). Exit 0 pass, 1 fail, 77 backend absent. */
 #include <math.h>
@@ -21,7 +22,11 @@
 /* Three shapes: 24 x 24 and 40 x 20 (the prefill kernels), 4 queries x 40 keys (the decode kernels). */
 enum { SMAX = 40, H = 4, HKV = 2, D = 64, NQ = SMAX * H * D, NK = SMAX * HKV * D, NL = H * SMAX };
 static int SQ, SK; /* the current shape */
-enum { ROW_CLEAN, ROW_NAN, ROW_COLUMN, ROW_COLUMN_MAYBE, ROW_ZERO };
+enum { ROW_CLEAN, ROW_NAN, ROW_COLUMN, ROW_COLUMN_MAYBE, ROW_ZERO, ROW_ANY };
+/* The varlen check packs two sequences into the 40 x 40 buffers: queries [0, 24) and [24, 40), keys
+ * [0, 20) and [20, 40); a key tile of the first sequence's last keys holds the second's first keys. */
+static const int32_t CU_Q[3] = {0, 24, 40}, CU_K[3] = {0, 20, 40};
+static int VARLEN; /* run() packs the two sequences */
 
 static int failures, checks;
 
@@ -37,8 +42,10 @@ static int run(portattn_backend_t be, portattn_dtype_t dt, buf *x)
     unsigned char *h = malloc((NQ + 2 * NK + NQ) * es);
     void *dq = dm_alloc(kind, NQ * es), *dk = dm_alloc(kind, NK * es), *dv = dm_alloc(kind, NK * es);
     void *dout = dm_alloc(kind, NQ * es), *dl = dm_alloc(kind, NL * 4);
+    int32_t *dcq = dm_alloc(kind, sizeof CU_Q), *dck = dm_alloc(kind, sizeof CU_K);
     int rc = 1;
-    if (!h || !dq || !dk || !dv || !dout || !dl) goto done;
+    if (!h || !dq || !dk || !dv || !dout || !dl || !dcq || !dck) goto done;
+    if (dm_upload(kind, dcq, CU_Q, sizeof CU_Q) || dm_upload(kind, dck, CU_K, sizeof CU_K)) goto done;
     for (int i = 0; i < NQ; i++) pa_store_elem(dt, h, i, x->q[i]);
     for (int i = 0; i < NK; i++) pa_store_elem(dt, h + NQ * es, i, x->k[i]), pa_store_elem(dt, h + (NQ + NK) * es, i, x->v[i]);
     memset(h + (NQ + 2 * NK) * es, 0xFF, NQ * es); /* poisoned O */
@@ -52,6 +59,7 @@ static int run(portattn_backend_t be, portattn_dtype_t dt, buf *x)
     p.q = portattn_tensor_bshd(dq, SQ, H, D), p.k = portattn_tensor_bshd(dk, SK, HKV, D);
     p.v = portattn_tensor_bshd(dv, SK, HKV, D), p.o = portattn_tensor_bshd(dout, SQ, H, D);
     p.lse = dl, p.lse_stride[0] = NL, p.lse_stride[1] = SQ, p.lse_stride[2] = 1;
+    if (VARLEN) p.batch = 2, p.cu_seqlens_q = dcq, p.cu_seqlens_k = dck, p.max_seqlen_q = 24, p.max_seqlen_k = 20;
     portattn_status_t st = portattn_forward(&p, NULL);
     if (st) {
         printf("     forward: %s: %s\n", portattn_status_string(st), portattn_last_error());
@@ -64,6 +72,7 @@ static int run(portattn_backend_t be, portattn_dtype_t dt, buf *x)
 done:
     free(h);
     dm_free(kind, dq), dm_free(kind, dk), dm_free(kind, dv), dm_free(kind, dout), dm_free(kind, dl);
+    dm_free(kind, dcq), dm_free(kind, dck);
     return rc;
 }
 
@@ -92,6 +101,8 @@ static void check(const char *what, const char *dt, const buf *clean, const buf 
                 for (int d = 0; d < D; d++)
                     ok &= d == col ? (isnan(o[d]) || (expect[s][h] == ROW_COLUMN_MAYBE && same(o[d], c[d]))) : same(o[d], c[d]);
                 ok &= same(l, lc);
+                break;
+            case ROW_ANY:
                 break;
             case ROW_ZERO:
                 for (int d = 0; d < D; d++) ok &= o[d] == 0.0f;
@@ -186,6 +197,28 @@ int main(int argc, char **argv)
         if (run(be, dt, &x)) failures++, printf("FAIL run\n");
         else check("all scores -inf -> O = 0, LSE = -inf", dn, &base, &x, expect, 0);
     }
+    /* varlen: NaN and inf in every K, V and Q element of the second sequence leave the first one's rows
+     * bitwise as they were (a kernel whose key tiles reach past a sequence's end must not let the next
+     * sequence in, not even as 0 x NaN) */
+    SQ = SK = SMAX, VARLEN = 1;
+    for (int t = 0; t < 3; t++) {
+        const portattn_dtype_t dt = dts[t];
+        const char *dn = pa_dtype_name(dt);
+        for (int i = 0; i < NQ; i++) clean.q[i] = (float)urand(&rng);
+        for (int i = 0; i < NK; i++) clean.k[i] = (float)urand(&rng), clean.v[i] = (float)urand(&rng);
+        int r = run(be, dt, &clean);
+        if (r == 2) { printf("n/a  varlen %s declined by the backend\n", dn); continue; }
+        if (r) { printf("FAIL clean varlen run %s\n", dn); failures++; continue; }
+        ran++;
+        x = clean;
+        for (int i = CU_K[1] * HKV * D; i < NK; i++) x.k[i] = i % 3 ? NAN : INFINITY, x.v[i] = i % 2 ? NAN : -INFINITY;
+        for (int i = CU_Q[1] * H * D; i < NQ; i++) x.q[i] = NAN;
+        for (int s = 0; s < SQ; s++)
+            for (int h = 0; h < H; h++) expect[s][h] = s < CU_Q[1] ? ROW_CLEAN : ROW_ANY;
+        if (run(be, dt, &x)) failures++, printf("FAIL run\n");
+        else check("varlen: NaN/inf in sequence 2 stay out of 1", dn, &clean, &x, expect, 0);
+    }
+    VARLEN = 0;
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures || !ran ? 1 : 0;
 }
