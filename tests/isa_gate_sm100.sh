@@ -36,7 +36,8 @@ for arch in 100a 103a; do
     'tcgen05.ld.sync.aligned.32x32b.x32.b32' 'tcgen05.st.sync.aligned.32x32b.x32.b32' 'tcgen05.wait::ld' \
     'tcgen05.wait::st' 'tcgen05.commit.cta_group::1.mbarrier::arrive::one' 'tcgen05.fence::before_thread_sync' \
     'tcgen05.fence::after_thread_sync' 'cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes' \
-    'mbarrier.try_wait.parity.shared::cta.b64' 'mbarrier.arrive.expect_tx' 'mbarrier.init.shared::cta.b64'
+    'mbarrier.try_wait.parity.shared::cta.b64' 'mbarrier.arrive.expect_tx' 'mbarrier.init.shared::cta.b64' \
+    'cp.async.bulk.tensor.4d.global.shared::cta.bulk_group' 'cp.async.bulk.wait_group.read' 'fence.proxy.async.shared::cta'
   c=$(grep -c -E 'tcgen05\.mma\.cta_group::1\.kind::f16 \[%r[0-9]+\], \[%r[0-9]+\]' "$WORK/arch_$arch.ptx")
   printf '  %-64s %6d\n' "tcgen05.mma with A from TMEM (P V, TS form)" "$c"
   [ "$c" -gt 0 ] || bad "sm_$arch PTX lacks the TS-form tcgen05.mma"
@@ -50,6 +51,11 @@ printf '  %-64s %6d\n' "tcgen05.ld.red in sm_100a PTX (must be 0: sm_103 only)" 
 c=$(grep -c 'tcgen05.ld.red' "$WORK/arch_103a.ptx")
 printf '  %-64s %6d\n' "tcgen05.ld.red in sm_103a PTX (row max with the S load)" "$c"
 [ "$c" -gt 0 ] || bad "sm_103a PTX lacks tcgen05.ld.red"
+
+# sm_100a moves part of the exponentials to the FMA pipe (sm100_exp2_fma); sm_103a keeps them on the SFU
+e100=$(grep -c 'ex2.approx' "$WORK/arch_100a.ptx"); e103=$(grep -c 'ex2.approx' "$WORK/arch_103a.ptx")
+printf '  %-64s %6s\n' "ex2.approx, sm_100a / sm_103a (fewer on sm_100a: FMA-pipe exp2)" "$e100/$e103"
+[ "$e100" -lt "$e103" ] || bad "sm_100a PTX has as many ex2.approx as sm_103a: no exponentials on the FMA pipe"
 
 echo "== ptxas -v, sm_100a and sm_103a (per kernel: registers, stack frame, spill stores/loads)"
 isa_ptxas_table 8 "d64, d128 x f16/bf16 x sm_100a/sm_103a"

@@ -42,6 +42,12 @@ __device__ __forceinline__ void pa_bar_wait(uint32_t bar, uint32_t parity)
                  "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
                  "@!done bra WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
 }
+/* Orders this thread's generic-proxy shared-memory writes before later async-proxy reads (TMA
+ * stores, wgmma, tcgen05.mma) that a barrier hands them to. */
+__device__ __forceinline__ void pa_fence_proxy_async(void)
+{
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
 /* One box of a 4-D tensor map (coordinates innermost first) into shared memory; completes `bytes`
  * of the barrier's transaction count. Rows outside the tensor arrive as zeros. */
 __device__ __forceinline__ void pa_tma_load_4d(uint32_t dst, const void *tmap, uint32_t bar, int c0, int c1, int c2,
@@ -50,6 +56,18 @@ __device__ __forceinline__ void pa_tma_load_4d(uint32_t dst, const void *tmap, u
     asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];"
                  ::"r"(dst), "l"((uint64_t)tmap), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
 }
+/* One box from shared memory to a 4-D tensor map (rows outside the tensor are not written), in the
+ * thread's bulk async-group; the source must be written, and fenced with pa_fence_proxy_async, first. */
+__device__ __forceinline__ void pa_tma_store_4d(const void *tmap, uint32_t src, int c0, int c1, int c2, int c3)
+{
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+                 ::"l"((uint64_t)tmap), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void pa_bulk_commit(void) { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+/* Until the thread's committed bulk stores have read their shared memory (it may be reused or freed). */
+__device__ __forceinline__ void pa_bulk_wait_read(void) { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+/* Named barrier `id` (1..15; 0 is __syncthreads) over `n` threads, a multiple of 32. */
+__device__ __forceinline__ void pa_named_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 #endif
 
 #endif

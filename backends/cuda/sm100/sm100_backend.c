@@ -63,14 +63,13 @@ static int sm100_supports(const pa_problem *pb, char *kernel, size_t kernel_len,
         return REFUSE("head dims %lld/%lld: instances take 64 and 128 with Dqk == Dv (d256 needs more than TMEM's "
                       "512 columns for two Q tiles)", (long long)d, (long long)p->head_dim_v);
     if (pb->kv_cache) return REFUSE("KV cache: not in this kernel");
-    if (pb->varlen)
-        return REFUSE("varlen: not in this kernel (TMA boxes over packed sequences would read the next sequence's rows)");
-    if (p->seqlen_q <= PA_SM80_DEC_MAX_SQ)
-        return REFUSE("%lld query tokens: decode shapes go to cuda-sm80's split-KV kernel", (long long)p->seqlen_q);
+    /* varlen: seqlen_q/k are the packed totals, max_seqlen_q bounds each sequence */
+    if (pb->max_seqlen_q <= PA_SM80_DEC_MAX_SQ)
+        return REFUSE("%lld query tokens: decode shapes go to cuda-sm80's split-KV kernel", (long long)pb->max_seqlen_q);
     if (p->seqlen_k < 1) return REFUSE("no keys (a TMA map needs a row)");
     if (p->seqlen_q > PA_SM100_MAX_SEQ || p->seqlen_k > PA_SM100_MAX_SEQ)
         return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
-    const int64_t rows = PA_SM100_QT * PA_SM100_BM, blocks = (p->seqlen_q + rows - 1) / rows;
+    const int64_t rows = PA_SM100_QT * PA_SM100_BM, blocks = (pb->max_seqlen_q + rows - 1) / rows;
     if (p->batch > INT32_MAX || p->heads_q > INT32_MAX || blocks * p->batch * p->heads_q > INT32_MAX)
         return REFUSE("batch %lld x heads %lld x row blocks over the grid's 2^31-1", (long long)p->batch,
                       (long long)p->heads_q);
@@ -85,9 +84,11 @@ static int sm100_supports(const pa_problem *pb, char *kernel, size_t kernel_len,
     if (optin < PA_SM100_SMEM((int)d))
         return REFUSE("d%lld needs %d bytes of shared memory, device allows %d per block", (long long)d,
                       PA_SM100_SMEM((int)d), optin);
-    const int64_t nq[3] = {p->batch, p->seqlen_q, p->heads_q}, nk[3] = {p->batch, p->seqlen_k, p->heads_kv};
+    const int64_t nb = pb->varlen ? 1 : p->batch; /* the TMA maps' batch extent */
+    const int64_t nq[3] = {nb, p->seqlen_q, p->heads_q}, nk[3] = {nb, p->seqlen_k, p->heads_kv};
     if (!pa_fwd_layouts_ok(pb, why, why_len) || !sm100_tma_ok(&p->q, "q", nq, why, why_len) ||
         !sm100_tma_ok(&p->k, "k", nk, why, why_len) || !sm100_tma_ok(&p->v, "v", nk, why, why_len) ||
+        !sm100_tma_ok(&p->o, "o", nq, why, why_len) ||
         !pa_sm80_prefill_ptrs_ok(pb, why, why_len))
         return 0;
     if (kernel && kernel_len)

@@ -12,7 +12,9 @@
 #ifndef PORTATTN_SM100_DESC_H
 #define PORTATTN_SM100_DESC_H
 
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifndef PA_HD /* as problem.h defines it */
 #if defined(__CUDACC__)
@@ -87,5 +89,31 @@ PA_HD uint64_t sm100_desc_v(uint32_t tile, int bn, int ks)
 }
 /* TMEM address: lane in the high half, column in the low half. */
 PA_HD uint32_t sm100_taddr(uint32_t base, int lane, int col) { return base + ((uint32_t)lane << 16) + (uint32_t)col; }
+
+/* ---- exponentials on the FMA pipe --------------------------------------------------------- */
+/* sm_100a's SFU does 16 ex2 per clock per SM against 128 FMAs, and the softmax is bound by it:
+ * as FlashAttention-4 does, part of the exponentials run as a polynomial on the FMA pipe. Which
+ * pairs of P (of the 32 per 64 keys): 1 in 8, a guess from those throughputs (the polynomial is
+ * about 11 instructions); to be tuned on a B200. */
+#define PA_SM100_EXP2_FMA_PAIR(c) ((c) % 8 == 7)
+/* 2^x = 2^n 2^f, n = floor(x), f in [0, 1): 2^f by a degree-4 polynomial fitted at Chebyshev
+ * nodes (relative error < 4e-6, below half an f16 ulp), n added into the exponent bits. Like
+ * ex2.approx.ftz: 0 for x < -126 (and -inf, masked keys), NaN stays NaN. x <= 127 assumed (the
+ * kernel's arguments are <= 8: the lagging max). */
+PA_HD float sm100_exp2_fma(float x)
+{
+    const float xc = x >= -126.f ? x : -126.f; /* NaN goes to -126 here and is returned below */
+    const float n = floorf(xc), f = xc - n;
+    float p = 0.0136703094f;
+    p = fmaf(p, f, 0.0517449975f);
+    p = fmaf(p, f, 0.241604358f);
+    p = fmaf(p, f, 0.692972898f);
+    p = fmaf(p, f, 1.00000346f);
+    uint32_t bits;
+    memcpy(&bits, &p, 4);
+    bits += (uint32_t)(int32_t)n << 23;
+    memcpy(&p, &bits, 4);
+    return x >= -126.f ? p : (x < -126.f ? 0.f : x);
+}
 
 #endif

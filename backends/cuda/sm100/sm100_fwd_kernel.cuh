@@ -68,7 +68,8 @@ __device__ __forceinline__ float sm100_score(uint32_t bits, int col, bool bounda
 template <typename T, int D, int ST>
 __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
     sm100_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
-              const __grid_constant__ CUtensorMap tv, const pa_fwd_args a, uint32_t *emu_tmem)
+              const __grid_constant__ CUtensorMap tv, const __grid_constant__ CUtensorMap to, const pa_fwd_args a,
+              uint32_t *emu_tmem)
 {
     /* emu_tmem: the emulation build's TMEM pool (sm100_emu_ptx.cuh); NULL and unused on sm_100a/sm_103a */
     (void)emu_tmem;
@@ -94,15 +95,28 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 
     /* Work item (as cuda-sm90): one 256-row block of one (batch, head); with a right-bounded mask
-     * (causal) the longest row blocks first over all pairs, otherwise a pair's blocks together. */
+     * (causal) the longest row blocks first over all pairs, otherwise a pair's blocks together. The
+     * grid holds row blocks for the longest sequence (max_seqlen_q with varlen). */
     const int64_t nbh = (int64_t)a.batch * a.heads, lin = blockIdx.x;
-    const int nmb = (a.seqlen_q + ROWS - 1) / ROWS;
+    const int nmb = (int)(gridDim.x / nbh);
     int64_t bh;
     int mb;
     if (a.wr >= 0) bh = lin % nbh, mb = nmb - 1 - (int)(lin / nbh);
     else bh = lin / nmb, mb = (int)(lin % nmb);
     const int b = (int)(bh / a.heads), h = (int)(bh % a.heads), hk = h / a.group;
-    const int sq = a.seqlen_q, sk = a.seqlen_k, m0 = mb * ROWS;
+    /* varlen: sequence b is rows [q0, q0 + sq) and keys [k0, k0 + sk) of the packed tensors (the
+     * TMA maps then have batch 1); a row block past its sequence's end has nothing to do */
+    int q0 = 0, k0 = 0, sq = a.seqlen_q, sk = a.seqlen_k;
+    if (a.cu_q) {
+        sm80_seq(a.cu_q, b, a.seqlen_q, &q0, &sq);
+        sm80_seq(a.cu_k, b, a.seqlen_k, &k0, &sk);
+    }
+    const int m0 = mb * ROWS, tb = a.cu_q ? 0 : b;
+    if (m0 >= sq && a.cu_q) return; /* the whole CTA, before any barrier or TMEM use */
+    /* A key tile that reaches past a packed sequence's last key holds the next sequence's rows: the
+     * mask hides their scores, but P V would still compute 0 x V, NaN for a non-finite V. That tile's
+     * V rows past the sequence are zeroed in shared memory before P V reads them (tail_rows > 0). */
+    const int tail_rows = a.cu_q && k0 + sk < a.seqlen_k && sk % BN ? sk % BN : 0;
     const int mlast = (m0 + ROWS < sq ? m0 + ROWS : sq) - 1;
     int lo_f, hi_f, lo_l, hi_l;
     sm80_keys(m0, sq, sk, a.wl, a.wr, &lo_f, &hi_f);
@@ -144,7 +158,7 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
 #pragma unroll
             for (int t = 0; t < 2; ++t)
 #pragma unroll
-                for (int c = 0; c < NB; ++c) pa_tma_load_4d(q_s + t * QTILE + c * QBLK, &tq, Q_FULL, c * 64, m0 + t * BM, h, b);
+                for (int c = 0; c < NB; ++c) pa_tma_load_4d(q_s + t * QTILE + c * QBLK, &tq, Q_FULL, c * 64, q0 + m0 + t * BM, h, tb);
             for (int j = 0; j < cnt; ++j) {
                 const int s = j % ST, u = j / ST, n = n_lo + j;
                 /* K and V slots come back separately: K once both S products read it, V once both
@@ -152,11 +166,11 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
                 if (u > 0) pa_bar_wait(K_EMPTY(s), (u - 1) & 1);
                 pa_bar_expect_tx(K_FULL(s), KVB);
 #pragma unroll
-                for (int c = 0; c < NB; ++c) pa_tma_load_4d(k_s + s * KVB + c * KBLK, &tk, K_FULL(s), c * 64, n * BN, hk, b);
+                for (int c = 0; c < NB; ++c) pa_tma_load_4d(k_s + s * KVB + c * KBLK, &tk, K_FULL(s), c * 64, k0 + n * BN, hk, tb);
                 if (u > 0) pa_bar_wait(V_EMPTY(s), (u - 1) & 1);
                 pa_bar_expect_tx(V_FULL(s), KVB);
 #pragma unroll
-                for (int c = 0; c < NB; ++c) pa_tma_load_4d(v_s + s * KVB + c * KBLK, &tv, V_FULL(s), c * 64, n * BN, hk, b);
+                for (int c = 0; c < NB; ++c) pa_tma_load_4d(v_s + s * KVB + c * KBLK, &tv, V_FULL(s), c * 64, k0 + n * BN, hk, tb);
             }
         }
     } else if (warp == PA_SM100_MMA_WARP) {
@@ -251,9 +265,15 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
 #pragma unroll
                 for (int c = 0; c < 32; ++c) {
                     const int i = 2 * c;
-                    const float p0 = sm100_ex2(fmaf(sm100_score(sr[i / 32][i % 32], 64 * g + i, boundary, lo, hi, a), a.mult, -mb2));
-                    const float p1 =
-                        sm100_ex2(fmaf(sm100_score(sr[i / 32][i % 32 + 1], 64 * g + i + 1, boundary, lo, hi, a), a.mult, -mb2));
+                    const float x0 = fmaf(sm100_score(sr[i / 32][i % 32], 64 * g + i, boundary, lo, hi, a), a.mult, -mb2);
+                    const float x1 = fmaf(sm100_score(sr[i / 32][i % 32 + 1], 64 * g + i + 1, boundary, lo, hi, a), a.mult, -mb2);
+#ifdef PA_SM100_EXP2_FMA
+                    const bool fma_pipe = PA_SM100_EXP2_FMA_PAIR(c); /* compile-time under the unroll */
+#else
+                    const bool fma_pipe = false;
+#endif
+                    const float p0 = fma_pipe ? sm100_exp2_fma(x0) : sm100_ex2(x0);
+                    const float p1 = fma_pipe ? sm100_exp2_fma(x1) : sm100_ex2(x1);
                     sum += p0 + p1;
                     pr[c] = sm80_pack(p0, p1, tag); /* key 2c in the low half: the TS operand layout */
                 }
@@ -276,18 +296,39 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
                     sm100_st32(t_o + 32 * c, r);
                 }
             }
+            /* varlen, the sequence's last and partial key tile: group 0 (whose P_READY the first P V
+             * of the tile waits for) zeroes the V rows past the sequence, thread = row, once TMA has
+             * landed the tile; the slot cannot be refilled before that P V has run. */
+            if (t == 0 && tail_rows && n == (sk - 1) / BN) { /* warp-uniform */
+              if (32 * wq + lane >= tail_rows) {
+                const int s = j % ST;
+                pa_bar_wait(V_FULL(s), (j / ST) & 1);
+                uint4 *vrow = (uint4 *)(smem_raw + (v_s - raw) + s * KVB + (32 * wq + lane) * 128);
+#pragma unroll
+                for (int c = 0; c < NB; ++c)
+#pragma unroll
+                    for (int i = 0; i < 8; ++i) vrow[c * (KBLK / 16) + i] = make_uint4(0u, 0u, 0u, 0u);
+                pa_fence_proxy_async(); /* generic writes before the tensor core's (async proxy) read */
+              }
+                __syncwarp(); /* converged for the .aligned tcgen05.wait below */
+            }
             sm100_wait_st();
             sm100_fence_before();
             pa_bar_arrive(P_READY(t));
         }
 
-        /* Epilogue: normalise once, 16-byte stores of the thread's row; LSE in natural log. */
+        /* Epilogue: normalise once; LSE in natural log. O goes out through a TMA store of the tile
+         * (written into Q_t's shared memory, free once the last S_t MMA has completed, so cnt > 0)
+         * when every row of the tile is this sequence's or, without varlen, the store clips the
+         * rows past Sq; else (a packed sequence's partial tile) as 16-byte stores of the thread's row. */
         if (cnt > 0) {
             pa_bar_wait(PV_DONE(t), (cnt - 1) & 1);
             sm100_fence_after();
         }
+        const bool via_tma = cnt > 0 && (!a.cu_q || m0 + (t + 1) * BM <= sq); /* uniform over group t */
+        const uint32_t o_s = q_s + t * QTILE, r_t = 32 * wq + lane;                /* r_t: row in the tile */
         const float inv = l > 0.f ? __fdividef(1.f, l) : 0.f;
-        T *orow = (T *)a.o + b * a.os[0] + h * a.os[2] + (int64_t)(row < sq ? row : 0) * a.os[1];
+        T *orow = (T *)a.o + tb * a.os[0] + h * a.os[2] + (int64_t)(q0 + (row < sq ? row : 0)) * a.os[1];
 #pragma unroll
         for (int c = 0; c < D / 32; ++c) {
             uint32_t r[32];
@@ -302,14 +343,31 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
             for (int i = 0; i < 16; ++i)
                 w[i] = cnt == 0 || l == 0.f ? 0u /* no visible key: 0, never 0 x NaN */
                                             : sm80_pack(__uint_as_float(r[2 * i]) * inv, __uint_as_float(r[2 * i + 1]) * inv, tag);
-            if (row < sq) {
+            if (via_tma) { /* the TMA map's layout: 64-column blocks of 128-byte rows, 16-byte chunk k of
+                            * row r at chunk k ^ (r % 8) (128-byte swizzle) */
+                uint8_t *blk = smem_raw + (o_s - raw) + (c / 2) * QBLK + r_t * 128;
+#pragma unroll
+                for (int i = 0; i < 4; ++i)
+                    *(uint4 *)(blk + ((((c % 2) * 4 + i) ^ (r_t & 7)) << 4)) =
+                        make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+            } else if (row < sq) {
                 uint4 *dst = (uint4 *)(orow + 32 * c);
 #pragma unroll
                 for (int i = 0; i < 4; ++i) dst[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
             }
         }
+        if (via_tma) {
+            pa_fence_proxy_async();       /* the tile's generic writes before the TMA engine reads them */
+            pa_named_sync(1 + t, 4 * 32); /* the 4 warps of group t */
+            if (r_t == 0) {
+#pragma unroll
+                for (int c = 0; c < NB; ++c) pa_tma_store_4d(&to, o_s + c * QBLK, c * 64, q0 + m0 + t * BM, h, tb);
+                pa_bulk_commit();
+                pa_bulk_wait_read(); /* shared memory stays valid until the store has read it */
+            }
+        }
         if (a.lse && row < sq)
-            a.lse[b * a.ls[0] + h * a.ls[1] + (int64_t)row * a.ls[2]] =
+            a.lse[tb * a.ls[0] + h * a.ls[1] + (int64_t)(q0 + row) * a.ls[2]] =
                 l > 0.f ? (m + __log2f(l)) * 0.69314718055994531f : l == 0.f ? -INFINITY : NAN;
     }
 
@@ -335,27 +393,29 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
 
 template <typename T, int D, int ST>
 static cudaError_t sm100_launch_instance(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
-                                         const pa_fwd_args *a, uint32_t *emu_tmem, cudaStream_t stream)
+                                         const CUtensorMap *to, const pa_fwd_args *a, int64_t max_sq, uint32_t *emu_tmem, cudaStream_t stream)
 {
     const int smem = PA_SM100_SMEM_SHAPE(D, ST);
     auto kern = sm100_fwd<T, D, ST>;
     static int optin_done[64];
     cudaError_t e = sm80_smem_optin(kern, smem, optin_done);
     if (e != cudaSuccess) return e;
-    const int64_t rows = PA_SM100_QT * PA_SM100_BM, nmb = ((int64_t)a->seqlen_q + rows - 1) / rows;
-    CUtensorMap q = *tq, k = *tk, v = *tv;
+    const int64_t rows = PA_SM100_QT * PA_SM100_BM, nmb = (max_sq + rows - 1) / rows;
+    CUtensorMap q = *tq, k = *tk, v = *tv, o = *to;
     pa_fwd_args arg = *a;
-    void *args[] = {&q, &k, &v, &arg, &emu_tmem};
+    void *args[] = {&q, &k, &v, &o, &arg, &emu_tmem};
     return cudaLaunchKernel((const void *)kern, dim3((unsigned)(nmb * a->batch * a->heads)), dim3(PA_SM100_THREADS), args,
                             smem, stream);
 }
 
-#define SM100_INSTANCE(D)                                                                                          \
-    cudaError_t sm100_launch_d##D(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,             \
-                                  const pa_fwd_args *a, int bf16, uint32_t *emu_tmem, cudaStream_t stream)         \
-    {                                                                                                              \
-        return bf16 ? sm100_launch_instance<__nv_bfloat16, D, PA_SM100_STAGES(D)>(tq, tk, tv, a, emu_tmem, stream) \
-                    : sm100_launch_instance<__half, D, PA_SM100_STAGES(D)>(tq, tk, tv, a, emu_tmem, stream);       \
+#define SM100_INSTANCE(D)                                                                                            \
+    cudaError_t sm100_launch_d##D(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,               \
+                                  const CUtensorMap *to, const pa_fwd_args *a, int bf16, int64_t max_sq,            \
+                                  uint32_t *emu_tmem, cudaStream_t stream)                                         \
+    {                                                                                                                \
+        return bf16 ? sm100_launch_instance<__nv_bfloat16, D, PA_SM100_STAGES(D)>(tq, tk, tv, to, a, max_sq, emu_tmem, \
+                                                                                  stream)                            \
+                    : sm100_launch_instance<__half, D, PA_SM100_STAGES(D)>(tq, tk, tv, to, a, max_sq, emu_tmem, stream); \
     }
 
 #endif

@@ -9,16 +9,18 @@
 #include "sm100_launch.h"
 #include "sm80_fwd_kernel.cuh"
 
-cudaError_t sm100_launch_d64(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const pa_fwd_args *, int,
-                             uint32_t *, cudaStream_t);
-cudaError_t sm100_launch_d128(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const pa_fwd_args *, int,
-                              uint32_t *, cudaStream_t);
+cudaError_t sm100_launch_d64(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const CUtensorMap *,
+                             const pa_fwd_args *, int,
+                             int64_t, uint32_t *, cudaStream_t);
+cudaError_t sm100_launch_d128(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const CUtensorMap *,
+                             const pa_fwd_args *, int,
+                              int64_t, uint32_t *, cudaStream_t);
 
 extern "C" portattn_status_t pa_cuda_sm100_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
     const int64_t d = p->head_dim_qk;
-    if (p->batch <= 0 || p->seqlen_q <= 0) return PORTATTN_SUCCESS; /* nothing to write */
+    if (p->batch <= 0 || pb->max_seqlen_q <= 0) return PORTATTN_SUCCESS; /* nothing to write */
     pa_fwd_args a;
     portattn_status_t s = pa_fwd_fill_args(pb, &a, err, err_len);
     if (s) return s;
@@ -30,26 +32,29 @@ extern "C" portattn_status_t pa_cuda_sm100_launch(const pa_problem *pb, void *st
         return pa_cuda_status(e, "cuda-sm100: making the device's context current", err, err_len);
     }
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
-    CUtensorMap tq, tk, tv;
-    CUresult r = pa_tmap_bshd(enc, &tq, p->q.data, bf16, p->batch, p->seqlen_q, p->heads_q, d, p->q.stride, PA_SM100_BM);
+    CUtensorMap tq, tk, tv, to;
+    const int64_t nb = pb->varlen ? 1 : p->batch; /* varlen: the packed tensors as one sequence of all tokens */
+    CUresult r = pa_tmap_bshd(enc, &tq, p->q.data, bf16, nb, p->seqlen_q, p->heads_q, d, p->q.stride, PA_SM100_BM);
     if (r == CUDA_SUCCESS)
-        r = pa_tmap_bshd(enc, &tk, p->k.data, bf16, p->batch, p->seqlen_k, p->heads_kv, d, p->k.stride, PA_SM100_BN);
+        r = pa_tmap_bshd(enc, &tk, p->k.data, bf16, nb, p->seqlen_k, p->heads_kv, d, p->k.stride, PA_SM100_BN);
     if (r == CUDA_SUCCESS)
-        r = pa_tmap_bshd(enc, &tv, p->v.data, bf16, p->batch, p->seqlen_k, p->heads_kv, d, p->v.stride, PA_SM100_BN);
+        r = pa_tmap_bshd(enc, &tv, p->v.data, bf16, nb, p->seqlen_k, p->heads_kv, d, p->v.stride, PA_SM100_BN);
+    if (r == CUDA_SUCCESS) /* O: the epilogue's TMA stores, boxes as Q's */
+        r = pa_tmap_bshd(enc, &to, p->o.data, bf16, nb, p->seqlen_q, p->heads_q, d, p->o.stride, PA_SM100_BM);
     if (r != CUDA_SUCCESS) return pa_cuda_status((cudaError_t)r, "cuda-sm100: cuTensorMapEncodeTiled", err, err_len);
     cudaStream_t st = (cudaStream_t)stream;
     uint32_t *emu_tmem = NULL;
 #ifdef PA_SM100_EMULATE
     /* the emulated TMEM: 256 KB of global memory per CTA, stream-ordered (supports() bounds the grid) */
-    const int64_t rows = PA_SM100_QT * PA_SM100_BM, ctas = (p->seqlen_q + rows - 1) / rows * p->batch * p->heads_q;
+    const int64_t rows = PA_SM100_QT * PA_SM100_BM, ctas = (pb->max_seqlen_q + rows - 1) / rows * p->batch * p->heads_q;
     e = cudaMallocAsync((void **)&emu_tmem, (size_t)ctas * PA_SM100_EMU_TMEM_BYTES, st);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return pa_cuda_status(e, "cuda-sm100 (emulated): TMEM pool", err, err_len);
     }
 #endif
-    e = d == 64 ? sm100_launch_d64(&tq, &tk, &tv, &a, bf16, emu_tmem, st)
-                : sm100_launch_d128(&tq, &tk, &tv, &a, bf16, emu_tmem, st);
+    e = d == 64 ? sm100_launch_d64(&tq, &tk, &tv, &to, &a, bf16, pb->max_seqlen_q, emu_tmem, st)
+                : sm100_launch_d128(&tq, &tk, &tv, &to, &a, bf16, pb->max_seqlen_q, emu_tmem, st);
 #ifdef PA_SM100_EMULATE
     const cudaError_t ef = cudaFreeAsync(emu_tmem, st);
     if (e == cudaSuccess) e = ef;

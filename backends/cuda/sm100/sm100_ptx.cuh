@@ -9,18 +9,26 @@
 
 #include "tma_mbar_ptx.cuh"
 
+/* PA_SM100_EXP2_FMA: part of the exponentials on the FMA pipe (sm100_exp2_fma), the sm_100a path;
+ * sm_103a keeps them all on its faster SFU. The simulation and the emulation build take the sm_100a
+ * path, so that the tests cover the polynomial. */
 #if defined(PA_SM100_HOST_SIM)
 /* CPU simulation (tests/sm100_sim/test_sm100_sim.cpp): the wrappers are the test's, on the host. */
 #define PA_SM100_DEVICE 1
+#define PA_SM100_EXP2_FMA 1
 #elif defined(PA_SM100_EMULATE)
 /* Emulation build (T3, test builds): the same kernel on sm_90a, tcgen05 emulated. */
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define PA_SM100_DEVICE 1
+#define PA_SM100_EXP2_FMA 1
 #include "sm100_emu_ptx.cuh"
 #endif
 #elif defined(__CUDA_ARCH__) && (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))
 #define PA_SM100_DEVICE 1
 #define PA_SM100_NATIVE 1
+#if defined(__CUDA_ARCH_FEAT_SM100_ALL)
+#define PA_SM100_EXP2_FMA 1
+#endif
 #endif
 
 #if defined(PA_SM100_DEVICE) && !defined(PA_SM100_HOST_SIM)
