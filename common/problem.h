@@ -24,14 +24,15 @@ typedef struct pa_problem {
     int kv_cache;            /* seqused_k or block_table given */
 } pa_problem;
 
-/* Cache length of sequence b as the attention sees it: seqused_k[b] (+ appended tokens), clamped
- * to [0, capacity] so that garbage lengths in device memory never address outside K/V. */
-PA_HD int64_t pa_cache_len(const pa_problem *pb, int64_t used)
+/* Cache length of a sequence as the attention sees it: seqused_k[b] (+ appended tokens), clamped
+ * to [0, capacity] so that garbage lengths in device memory never address outside K/V. The kernels
+ * that get no pa_problem call the first form with their own copies of the fields. */
+PA_HD int64_t pa_cache_len_of(int64_t used, int64_t seqlen_new, int64_t capacity)
 {
-    int64_t n = used < 0 ? 0 : used;
-    n += pb->seqlen_new;
-    return n > pb->p.seqlen_k ? pb->p.seqlen_k : n;
+    int64_t n = (used < 0 ? 0 : used) + seqlen_new;
+    return n > capacity ? capacity : n;
 }
+PA_HD int64_t pa_cache_len(const pa_problem *pb, int64_t used) { return pa_cache_len_of(used, pb->seqlen_new, pb->p.seqlen_k); }
 
 /* Keys [*lo, *hi] visible to query row i of a sequence with sq queries and sk keys (bottom-right
  * aligned window; -1 = unbounded side). The row sees nothing when *lo > *hi. */

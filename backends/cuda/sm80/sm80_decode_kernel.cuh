@@ -23,10 +23,7 @@
  * device-resident lengths are not validated. */
 __device__ __forceinline__ int64_t sm80_dec_len(const sm80_dec_args &a, int b)
 {
-    if (!a.seqused_k) return a.seqlen_k;
-    int64_t u = a.seqused_k[b];
-    u = (u < 0 ? 0 : u) + a.seqlen_new;
-    return u > a.seqlen_k ? a.seqlen_k : u;
+    return a.seqused_k ? pa_cache_len_of(a.seqused_k[b], a.seqlen_new, a.seqlen_k) : a.seqlen_k;
 }
 
 template <typename T, int D>
