@@ -50,14 +50,20 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
         return REFUSE("head dims %lld/%lld: instances take 64, 128 and 256 with Dqk == Dv", (long long)d,
                       (long long)p->head_dim_v);
     if (pb->kv_cache) return REFUSE("KV cache: not in this kernel (cuda-sm80's decode kernel takes it)");
-    if (pb->varlen) return REFUSE("varlen: not in this kernel yet");
-    if (p->seqlen_q <= PA_SM80_DEC_MAX_SQ)
-        return REFUSE("%lld query tokens: cuda-sm80's split-KV decode kernel takes <= %d", (long long)p->seqlen_q,
+    /* Varlen: seqlen_q/k are the packed totals (the tensor maps' rows, int32 row arithmetic); the
+     * grid and the decode-shape test go by the longest sequence, max_seqlen_q. */
+    const int64_t msq = pb->max_seqlen_q; /* seqlen_q without varlen */
+    if (msq <= PA_SM80_DEC_MAX_SQ) {
+        if (pb->varlen)
+            return REFUSE("varlen with max_seqlen_q = %lld: decode shapes (<= %d query tokens) go to cuda-sm80",
+                          (long long)msq, PA_SM80_DEC_MAX_SQ);
+        return REFUSE("%lld query tokens: cuda-sm80's split-KV decode kernel takes <= %d", (long long)msq,
                       PA_SM80_DEC_MAX_SQ);
+    }
     if (p->seqlen_k < 1) return REFUSE("no keys (a TMA map needs a row)");
     if (p->seqlen_q > PA_SM90_MAX_SEQ || p->seqlen_k > PA_SM90_MAX_SEQ)
         return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
-    const int64_t blocks = (p->seqlen_q + PA_SM90_BM((int)d) - 1) / PA_SM90_BM((int)d);
+    const int64_t blocks = (msq + PA_SM90_BM((int)d) - 1) / PA_SM90_BM((int)d);
     if (p->batch > INT32_MAX || p->heads_q > INT32_MAX || blocks * p->batch * p->heads_q > INT32_MAX)
         return REFUSE("batch %lld x heads %lld x row blocks over the grid's 2^31-1", (long long)p->batch,
                       (long long)p->heads_q);
@@ -67,7 +73,8 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (optin < PA_SM90_SMEM((int)d))
         return REFUSE("d%lld needs %d bytes of shared memory, device allows %d per block", (long long)d,
                       PA_SM90_SMEM((int)d), optin);
-    const int64_t nq[3] = {p->batch, p->seqlen_q, p->heads_q}, nk[3] = {p->batch, p->seqlen_k, p->heads_kv};
+    const int64_t nb = pb->varlen ? 1 : p->batch; /* varlen: the maps see one packed batch */
+    const int64_t nq[3] = {nb, p->seqlen_q, p->heads_q}, nk[3] = {nb, p->seqlen_k, p->heads_kv};
     if (!pa_fwd_layouts_ok(pb, why, why_len) || !sm90_tma_ok(&p->q, "q", nq, why, why_len) ||
         !sm90_tma_ok(&p->k, "k", nk, why, why_len) || !sm90_tma_ok(&p->v, "v", nk, why, why_len) ||
         !pa_sm80_prefill_ptrs_ok(pb, why, why_len))

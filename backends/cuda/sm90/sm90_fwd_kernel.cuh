@@ -14,7 +14,14 @@
  * normalised once at the end and written from registers.
  *
  * Shared memory holds every tile as 64-column blocks of 128-byte rows with the 128-byte swizzle the
- * TMA writes (chunk c of row r at c ^ (r & 7)); the wgmma descriptors describe the same layout. */
+ * TMA writes (chunk c of row r at c ^ (r & 7)); the wgmma descriptors describe the same layout.
+ *
+ * Varlen (a.cu_q set): the tensor maps span the packed tensors as one batch of all tokens; a CTA
+ * reads its sequence's extent from cu_seqlens and offsets its TMA rows by the sequence's start, so
+ * a tile that reaches past the sequence's end holds the next sequence's rows (the TMA zero-fills
+ * only past the end of the whole tensor). Their scores are masked (a select to -inf, so P = 0), and
+ * the V rows of the sequence's last, partial key tile past its last key are zeroed in shared memory
+ * before P V reads them: 0 x V of the next sequence would be NaN where that V holds NaN or inf. */
 #ifndef PORTATTN_SM90_FWD_KERNEL_CUH
 #define PORTATTN_SM90_FWD_KERNEL_CUH
 
@@ -120,6 +127,9 @@ template <typename T, int BN> struct sm90_tile_softmax {
     }
 };
 
+/* Named barrier of the consumer warpgroups (barrier 0 is __syncthreads'). */
+#define PA_SM90_BAR_CONSUMERS 1
+
 template <typename T, int D, int BN, int ST>
 __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
     sm90_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
@@ -145,15 +155,28 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
 
     /* Work item: one row block of one (batch, head). Right-bounded masks (causal) hand out the
      * longest row blocks first over all pairs; otherwise the row blocks of a pair run together
-     * so that they share K/V in L2. */
+     * so that they share K/V in L2. Row blocks per pair: the grid's (sized from max_seqlen_q under
+     * varlen, where a.seqlen_q is the packed total). */
     const int64_t nbh = (int64_t)a.batch * a.heads, lin = blockIdx.x;
-    const int nmb = (a.seqlen_q + BM - 1) / BM;
+    const int nmb = a.cu_q ? (int)(gridDim.x / (uint32_t)nbh) : (a.seqlen_q + BM - 1) / BM;
     int64_t bh;
     int mb;
     if (a.wr >= 0) bh = lin % nbh, mb = nmb - 1 - (int)(lin / nbh);
     else bh = lin / nmb, mb = (int)(lin % nmb);
     const int b = (int)(bh / a.heads), h = (int)(bh % a.heads), hk = h / a.group;
-    const int sq = a.seqlen_q, sk = a.seqlen_k, m0 = mb * BM;
+    /* Varlen: the sequence's packed rows [q0, q0 + sq) and keys [k0, k0 + sk), batch coordinate 0 of
+     * the maps. Right-bounded: the t-th row block from this sequence's own end, as without varlen.
+     * A CTA with no rows of its sequence leaves before any barrier exists: cu_seqlens and blockIdx
+     * are the same for all its threads, so all of them take this branch or none. */
+    int q0 = 0, k0 = 0, sq = a.seqlen_q, sk = a.seqlen_k, tb = b;
+    if (a.cu_q) {
+        sm80_seq(a.cu_q, b, a.seqlen_q, &q0, &sq);
+        sm80_seq(a.cu_k, b, a.seqlen_k, &k0, &sk);
+        if (a.wr >= 0) mb -= nmb - (sq + BM - 1) / BM;
+        if (mb < 0 || mb * BM >= sq) return;
+        tb = 0;
+    }
+    const int m0 = mb * BM;
     const int mlast = (m0 + BM < sq ? m0 + BM : sq) - 1;
     int lo_f, hi_f, lo_l, hi_l;
     sm80_keys(m0, sq, sk, a.wl, a.wr, &lo_f, &hi_f);
@@ -178,7 +201,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
         if (tid != 0) return;
         pa_bar_expect_tx(full_q, QBYTES);
 #pragma unroll
-        for (int c = 0; c < NB; ++c) pa_tma_load_4d(q_s + c * QBLK, &tq, full_q, c * 64, m0, h, b);
+        for (int c = 0; c < NB; ++c) pa_tma_load_4d(q_s + c * QBLK, &tq, full_q, c * 64, q0 + m0, h, tb);
         for (int n = n_lo, it = 0; n < n_hi; ++n, ++it) {
             const int s = it % ST, u = it / ST;
             /* K and V slots are given back separately: K once both S products on it are done, V once
@@ -187,12 +210,12 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
             pa_bar_expect_tx(FULL_K(s), KVBYTES);
 #pragma unroll
             for (int c = 0; c < NB; ++c)
-                pa_tma_load_4d(k_s + s * KVBYTES + c * KBLK, &tk, FULL_K(s), c * 64, n * BN, hk, b);
+                pa_tma_load_4d(k_s + s * KVBYTES + c * KBLK, &tk, FULL_K(s), c * 64, k0 + n * BN, hk, tb);
             if (u > 0) pa_bar_wait(EMPTY_V(s), (u - 1) & 1);
             pa_bar_expect_tx(FULL_V(s), KVBYTES);
 #pragma unroll
             for (int c = 0; c < NB; ++c)
-                pa_tma_load_4d(v_s + s * KVBYTES + c * KBLK, &tv, FULL_V(s), c * 64, n * BN, hk, b);
+                pa_tma_load_4d(v_s + s * KVBYTES + c * KBLK, &tv, FULL_V(s), c * 64, k0 + n * BN, hk, tb);
         }
         return;
     }
@@ -285,6 +308,25 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
         const int s = it % ST;
         RESCALE_O();
         pa_bar_wait(FULL_V(s), (it / ST) & 1);
+        /* Varlen: the only tile that can reach past the sequence's last key is its last one. Its V
+         * rows from key sk on hold the next sequence's values (unless the tensor ends there: the TMA
+         * zero-filled them); P is 0 there but 0 x NaN is not, so they become zeros first. In each
+         * 64-column block key r is bytes [r * 128, r * 128 + 128) (the swizzle only permutes the
+         * 16-byte chunks inside a row), so rows vz.. of a block are one contiguous range. All
+         * consumer threads share the stores, order them before the async proxy (wgmma) and meet at
+         * a named barrier: neither warpgroup's P V reads the slot before every zero is written. The
+         * condition is CTA-uniform (sk, k0, n), so every consumer thread reaches the barrier. */
+        const int vz = a.cu_q && k0 + sk < a.seqlen_k ? sk - n * BN : BN;
+        if (vz < BN) {
+            const int ct = tid - 128, nz = (BN - vz) * 8; /* 16-byte chunks to zero per column block */
+            const uint32_t vt = v_s + s * KVBYTES + vz * 128;
+#pragma unroll
+            for (int c = 0; c < NB; ++c)
+#pragma unroll 1
+                for (int i = ct; i < nz; i += NC * 128) sm90_st_shared_zero16(vt + c * KBLK + i * 16);
+            sm90_fence_proxy_async_smem();
+            sm90_named_bar_sync(PA_SM90_BAR_CONSUMERS, NC * 128);
+        }
         sm90_wgmma_fence();
         ISSUE_PV(s);
         sm90_wgmma_wait<0>();
@@ -298,7 +340,9 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
 
     /* Epilogue: row sums across the quad, normalise once, write O and LSE from registers. */
     const int qrow0 = m0 + rowc;
-    T *oh = (T *)a.o + b * a.os[0] + h * a.os[2];
+    /* Varlen: packed row q0 + row, the batch strides ignored (LSE indexed (head, packed token)). */
+    T *oh = (T *)a.o + (a.cu_q ? (int64_t)q0 * a.os[1] : b * a.os[0]) + h * a.os[2];
+    const int64_t lse0 = (a.cu_q ? (int64_t)q0 * a.ls[2] : b * a.ls[0]) + h * a.ls[1];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         float l = lsum[r];
@@ -314,7 +358,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
                 *(uint32_t *)(orow + j * 8) = l == 0.f ? 0u /* no visible key: 0, not 0 x NaN */
                                                         : sm80_pack(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv, tag);
             if (a.lse && (lane & 3) == 0)
-                a.lse[b * a.ls[0] + h * a.ls[1] + (int64_t)row * a.ls[2]] =
+                a.lse[lse0 + (int64_t)row * a.ls[2]] =
                     l > 0.f ? (mrow[r] * a.mult + __log2f(l)) * 0.69314718055994531f : l == 0.f ? -INFINITY : NAN;
         }
     }
@@ -325,16 +369,18 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
 #endif
 }
 
+/* max_sq: the longest sequence's queries (the grid's row blocks per (batch, head)); seqlen_q without
+ * varlen, max_seqlen_q with it. */
 template <typename T, int D, int BN, int ST>
 static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
-                                        const sm80_args *a, cudaStream_t stream)
+                                        const sm80_args *a, int64_t max_sq, cudaStream_t stream)
 {
     const int smem = PA_SM90_SMEM_SHAPE(D, BN, ST);
     auto kern = sm90_fwd<T, D, BN, ST>;
     static int optin_done[64];
     cudaError_t e = sm80_smem_optin(kern, smem, optin_done);
     if (e != cudaSuccess) return e;
-    const int64_t nmb = ((int64_t)a->seqlen_q + PA_SM90_BM(D) - 1) / PA_SM90_BM(D);
+    const int64_t nmb = (max_sq + PA_SM90_BM(D) - 1) / PA_SM90_BM(D);
     CUtensorMap q = *tq, k = *tk, v = *tv;
     sm80_args arg = *a;
     void *args[] = {&q, &k, &v, &arg};
@@ -344,10 +390,10 @@ static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap
 
 #define SM90_INSTANCE(D, BN, ST)                                                                              \
     cudaError_t sm90_launch_d##D(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,           \
-                                 const sm80_args *a, int bf16, cudaStream_t stream)                             \
+                                 const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream)             \
     {                                                                                                           \
-        return bf16 ? sm90_launch_instance<__nv_bfloat16, D, BN, ST>(tq, tk, tv, a, stream)                     \
-                    : sm90_launch_instance<__half, D, BN, ST>(tq, tk, tv, a, stream);                           \
+        return bf16 ? sm90_launch_instance<__nv_bfloat16, D, BN, ST>(tq, tk, tv, a, max_sq, stream)             \
+                    : sm90_launch_instance<__half, D, BN, ST>(tq, tk, tv, a, max_sq, stream);                   \
     }
 
 #endif
