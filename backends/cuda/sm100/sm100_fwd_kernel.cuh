@@ -107,12 +107,13 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
     /* varlen: sequence b is rows [q0, q0 + sq) and keys [k0, k0 + sk) of the packed tensors (the
      * TMA maps then have batch 1); a row block past its sequence's end has nothing to do */
     int q0 = 0, k0 = 0, sq = a.seqlen_q, sk = a.seqlen_k;
-    if (a.cu_q) {
+    if (a.cu_q) { /* right-bounded: the t-th row block from this sequence's own end, as without varlen */
         sm80_seq(a.cu_q, b, a.seqlen_q, &q0, &sq);
         sm80_seq(a.cu_k, b, a.seqlen_k, &k0, &sk);
+        if (a.wr >= 0) mb -= nmb - (sq + ROWS - 1) / ROWS;
+        if (mb < 0 || mb * ROWS >= sq) return; /* the whole CTA, before any barrier or TMEM use */
     }
     const int m0 = mb * ROWS, tb = a.cu_q ? 0 : b;
-    if (m0 >= sq && a.cu_q) return; /* the whole CTA, before any barrier or TMEM use */
     /* A key tile that reaches past a packed sequence's last key holds the next sequence's rows: the
      * mask hides their scores, but P V would still compute 0 x V, NaN for a non-finite V. That tile's
      * V rows past the sequence are zeroed in shared memory before P V reads them (tail_rows > 0). */

@@ -324,8 +324,8 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
             for (int c = 0; c < NB; ++c)
 #pragma unroll 1
                 for (int i = ct; i < nz; i += NC * 128) sm90_st_shared_zero16(vt + c * KBLK + i * 16);
-            sm90_fence_proxy_async_smem();
-            sm90_named_bar_sync(PA_SM90_BAR_CONSUMERS, NC * 128);
+            pa_fence_proxy_async();
+            pa_named_sync(PA_SM90_BAR_CONSUMERS, NC * 128);
         }
         sm90_wgmma_fence();
         ISSUE_PV(s);

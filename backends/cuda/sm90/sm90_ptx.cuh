@@ -36,17 +36,6 @@ __device__ __forceinline__ void sm90_st_shared_zero16(uint32_t addr)
 {
     asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" ::"r"(addr), "r"(0) : "memory");
 }
-/* Orders this thread's earlier generic-proxy shared-memory accesses before later async-proxy ones
- * (wgmma operand reads, TMA writes) that a barrier after it hands to other threads. */
-__device__ __forceinline__ void sm90_fence_proxy_async_smem(void)
-{
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-/* Named barrier `id` over `count` threads (whole warps; barrier 0 is __syncthreads'). */
-__device__ __forceinline__ void sm90_named_bar_sync(int id, int count)
-{
-    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
-}
 #endif
 
 /* Shared-memory matrix descriptor with the 128-byte swizzle (the layout a SWIZZLE_128B TMA box of
