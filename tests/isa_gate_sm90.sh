@@ -24,7 +24,7 @@ printf '  %-76s %6d\n' "wgmma with the A operand in registers (P V)" "$c"
 [ "$c" -gt 0 ] || bad "PTX lacks the register-A wgmma"
 
 echo "== ptxas -v, sm_90a (per kernel: registers at entry, stack frame, spill stores/loads)"
-isa_ptxas_table 6 "d64, d128, d256 x f16/bf16"
+isa_ptxas_table 12 "d64, d128, d256 x f16/bf16 x dense/varlen"
 echo "  registers after setmaxnreg (launch.h): producer/consumers $(grep -o 'PA_SM90_PRODUCER_REGS(d) .*' "$SRC/backends/cuda/sm90/sm90_launch.h" | sed 's/.*? //; s/)$//') / $(grep -o 'PA_SM90_CONSUMER_REGS(d) .*' "$SRC/backends/cuda/sm90/sm90_launch.h" | sed 's/.*? //; s/)$//') (3 consumers : 2 consumers)"
 c=$(grep -c -E 'C751[34]|wgmma.mma_async instructions are serialized' "$WORK/ptxas.txt")
 printf '  %-76s %6d\n' "ptxas notes: wgmma serialized (C7513/C7514)" "$c"

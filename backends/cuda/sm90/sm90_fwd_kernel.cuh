@@ -130,7 +130,9 @@ template <typename T, int BN> struct sm90_tile_softmax {
 /* Named barrier of the consumer warpgroups (barrier 0 is __syncthreads'). */
 #define PA_SM90_BAR_CONSUMERS 1
 
-template <typename T, int D, int BN, int ST>
+/* VL: the varlen instance. The per-sequence extents as run-time values cost the non-varlen kernel
+ * 5-10% on the H200 (registers where kernel parameters were), so varlen is its own instance. */
+template <typename T, int D, int BN, int ST, bool VL>
 __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
     sm90_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
              const __grid_constant__ CUtensorMap tv, const sm80_args a)
@@ -158,7 +160,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
      * so that they share K/V in L2. Row blocks per pair: the grid's (sized from max_seqlen_q under
      * varlen, where a.seqlen_q is the packed total). */
     const int64_t nbh = (int64_t)a.batch * a.heads, lin = blockIdx.x;
-    const int nmb = a.cu_q ? (int)(gridDim.x / (uint32_t)nbh) : (a.seqlen_q + BM - 1) / BM;
+    const int nmb = VL ? (int)(gridDim.x / (uint32_t)nbh) : (a.seqlen_q + BM - 1) / BM;
     int64_t bh;
     int mb;
     if (a.wr >= 0) bh = lin % nbh, mb = nmb - 1 - (int)(lin / nbh);
@@ -169,7 +171,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
      * A CTA with no rows of its sequence leaves before any barrier exists: cu_seqlens and blockIdx
      * are the same for all its threads, so all of them take this branch or none. */
     int q0 = 0, k0 = 0, sq = a.seqlen_q, sk = a.seqlen_k, tb = b;
-    if (a.cu_q) {
+    if (VL) {
         sm80_seq(a.cu_q, b, a.seqlen_q, &q0, &sq);
         sm80_seq(a.cu_k, b, a.seqlen_k, &k0, &sk);
         if (a.wr >= 0) mb -= nmb - (sq + BM - 1) / BM;
@@ -316,7 +318,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
          * consumer threads share the stores, order them before the async proxy (wgmma) and meet at
          * a named barrier: neither warpgroup's P V reads the slot before every zero is written. The
          * condition is CTA-uniform (sk, k0, n), so every consumer thread reaches the barrier. */
-        const int vz = a.cu_q && k0 + sk < a.seqlen_k ? sk - n * BN : BN;
+        const int vz = VL && k0 + sk < a.seqlen_k ? sk - n * BN : BN;
         if (vz < BN) {
             const int ct = tid - 128, nz = (BN - vz) * 8; /* 16-byte chunks to zero per column block */
             const uint32_t vt = v_s + s * KVBYTES + vz * 128;
@@ -341,8 +343,8 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
     /* Epilogue: row sums across the quad, normalise once, write O and LSE from registers. */
     const int qrow0 = m0 + rowc;
     /* Varlen: packed row q0 + row, the batch strides ignored (LSE indexed (head, packed token)). */
-    T *oh = (T *)a.o + (a.cu_q ? (int64_t)q0 * a.os[1] : b * a.os[0]) + h * a.os[2];
-    const int64_t lse0 = (a.cu_q ? (int64_t)q0 * a.ls[2] : b * a.ls[0]) + h * a.ls[1];
+    T *oh = (T *)a.o + (VL ? (int64_t)q0 * a.os[1] : b * a.os[0]) + h * a.os[2];
+    const int64_t lse0 = (VL ? (int64_t)q0 * a.ls[2] : b * a.ls[0]) + h * a.ls[1];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         float l = lsum[r];
@@ -371,12 +373,12 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
 
 /* max_sq: the longest sequence's queries (the grid's row blocks per (batch, head)); seqlen_q without
  * varlen, max_seqlen_q with it. */
-template <typename T, int D, int BN, int ST>
+template <typename T, int D, int BN, int ST, bool VL>
 static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
                                         const sm80_args *a, int64_t max_sq, cudaStream_t stream)
 {
     const int smem = PA_SM90_SMEM_SHAPE(D, BN, ST);
-    auto kern = sm90_fwd<T, D, BN, ST>;
+    auto kern = sm90_fwd<T, D, BN, ST, VL>;
     static int optin_done[64];
     cudaError_t e = sm80_smem_optin(kern, smem, optin_done);
     if (e != cudaSuccess) return e;
@@ -392,8 +394,11 @@ static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap
     cudaError_t sm90_launch_d##D(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,           \
                                  const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream)             \
     {                                                                                                           \
-        return bf16 ? sm90_launch_instance<__nv_bfloat16, D, BN, ST>(tq, tk, tv, a, max_sq, stream)             \
-                    : sm90_launch_instance<__half, D, BN, ST>(tq, tk, tv, a, max_sq, stream);                   \
+        if (a->cu_q)                                                                                            \
+            return bf16 ? sm90_launch_instance<__nv_bfloat16, D, BN, ST, true>(tq, tk, tv, a, max_sq, stream)   \
+                        : sm90_launch_instance<__half, D, BN, ST, true>(tq, tk, tv, a, max_sq, stream);         \
+        return bf16 ? sm90_launch_instance<__nv_bfloat16, D, BN, ST, false>(tq, tk, tv, a, max_sq, stream)      \
+                    : sm90_launch_instance<__half, D, BN, ST, false>(tq, tk, tv, a, max_sq, stream);            \
     }
 
 #endif
