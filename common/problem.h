@@ -34,6 +34,13 @@ PA_HD int64_t pa_cache_len_of(int64_t used, int64_t seqlen_new, int64_t capacity
 }
 PA_HD int64_t pa_cache_len(const pa_problem *pb, int64_t used) { return pa_cache_len_of(used, pb->seqlen_new, pb->p.seqlen_k); }
 
+/* A page-table entry as the GPU kernels use it: clamped into the pool [0, num_pages), since entries
+ * in device memory are not validated and must never address outside K/V. */
+PA_HD int64_t pa_page_clamp(int64_t page, int64_t num_pages)
+{
+    return page < 0 ? 0 : (page >= num_pages ? num_pages - 1 : page);
+}
+
 /* Keys [*lo, *hi] visible to query row i of a sequence with sq queries and sk keys (bottom-right
  * aligned window; -1 = unbounded side). The row sees nothing when *lo > *hi. */
 PA_HD void pa_key_range(int64_t i, int64_t sq, int64_t sk, int64_t wl, int64_t wr,

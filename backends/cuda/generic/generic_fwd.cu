@@ -60,8 +60,7 @@ __device__ __forceinline__ void gen_seq(const int32_t *cu, int64_t b, int64_t to
  * Shift, not division: page_size is a power of two, and 64-bit division costs registers (below). */
 __device__ __forceinline__ int64_t gen_page(const int32_t *bt_row, int64_t j, int pshift, int64_t num_pages)
 {
-    const int64_t page = bt_row[j >> pshift];
-    return page < 0 ? 0 : (page >= num_pages ? num_pages - 1 : page);
+    return pa_page_clamp(bt_row[j >> pshift], num_pages);
 }
 
 /* No IEEE division and no 64-bit division in the kernel: ptxas turns them into ABI calls whose

@@ -82,8 +82,7 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
         const int64_t key0 = (int64_t)t * KT;
         const T *kp, *vp;
         if (a.block_table) {
-            int64_t pg = a.block_table[b * a.bt_stride + (key0 >> a.page_shift)];
-            pg = pg < 0 ? 0 : (pg >= a.num_pages ? a.num_pages - 1 : pg);
+            const int64_t pg = pa_page_clamp(a.block_table[b * a.bt_stride + (key0 >> a.page_shift)], a.num_pages);
             const int64_t row = key0 & ((1LL << a.page_shift) - 1);
             kp = kg + pg * a.ks[0] + row * a.ks[1] + hk * a.ks[2];
             vp = vg + pg * a.vs[0] + row * a.vs[1] + hk * a.vs[2];
