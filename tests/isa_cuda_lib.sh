@@ -1,8 +1,12 @@
-# Shared by the CUDA ISA gates (isa_gate_sm80.sh, isa_gate_sm90.sh); sourced, not run.
+# Shared by the CUDA ISA gates (isa_gate_sm80/sm90/sm100.sh, build_sm100_emu.sh); sourced, not run.
 #   isa_setup WHAT NVCC SRC WORK     finds ptxas beside nvcc (exit 77 without nvcc), makes WORK,
 #                                    sets NVCC SRC WORK BIN PTXAS fail, defines bad()
 #   isa_compile CU GENCODE ARCH      nvcc --ptx then ptxas -v, appended to WORK/all.ptx, ptxas.txt
 #   isa_count FILE WIDTH PATTERN...  prints each fixed-string pattern's count, bad() when 0
+#   isa_expect FILE WIDTH OP N LABEL REGEX
+#                                    prints LABEL and the count of lines matching REGEX (grep -E),
+#                                    bad() unless the count OP N holds (OP: -eq, -gt, -ge, ...)
+#   isa_sass_no_local WIDTH          no LDL/STL (local memory) in WORK/all.sass
 #   isa_ptxas_table MIN WHAT         per-kernel registers/stack/spills; bad when a kernel spills or
 #                                    fewer than MIN kernels were compiled (WHAT names them)
 #   isa_cuobjdump                    prints the cuobjdump path, or nothing
@@ -41,6 +45,15 @@ isa_count() {
     [ "$c" -gt 0 ] || bad "$(basename "$file") lacks $pat"
   done
 }
+
+isa_expect() {
+  local file=$1 width=$2 op=$3 n=$4 label=$5 re=$6 c
+  c=$(grep -c -E -- "$re" "$file")
+  printf "  %-${width}s %6d\n" "$label" "$c"
+  [ "$c" "$op" "$n" ] || bad "$(basename "$file"): $label: $c, expected $op $n"
+}
+
+isa_sass_no_local() { isa_expect "$WORK/all.sass" "$1" -eq 0 "LDL/STL (local memory)" '\b(LDL|STL)(\.|\b)'; }
 
 isa_ptxas_table() {
   awk -v min="$1" -v what="$2" '

@@ -38,19 +38,13 @@ for arch in 100a 103a; do
     'tcgen05.fence::after_thread_sync' 'cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes' \
     'mbarrier.try_wait.parity.shared::cta.b64' 'mbarrier.arrive.expect_tx' 'mbarrier.init.shared::cta.b64' \
     'cp.async.bulk.tensor.4d.global.shared::cta.bulk_group' 'cp.async.bulk.wait_group.read' 'fence.proxy.async.shared::cta'
-  c=$(grep -c -E 'tcgen05\.mma\.cta_group::1\.kind::f16 \[%r[0-9]+\], \[%r[0-9]+\]' "$WORK/arch_$arch.ptx")
-  printf '  %-64s %6d\n' "tcgen05.mma with A from TMEM (P V, TS form)" "$c"
-  [ "$c" -gt 0 ] || bad "sm_$arch PTX lacks the TS-form tcgen05.mma"
-  c=$(grep -c -E 'tcgen05\.mma\.cta_group::1\.kind::f16 \[%r[0-9]+\], %rd[0-9]+' "$WORK/arch_$arch.ptx")
-  printf '  %-64s %6d\n' "tcgen05.mma with A from shared memory (Q K^T, SS form)" "$c"
-  [ "$c" -gt 0 ] || bad "sm_$arch PTX lacks the SS-form tcgen05.mma"
+  isa_expect "$WORK/arch_$arch.ptx" 64 -gt 0 "tcgen05.mma with A from TMEM (P V, TS form)" \
+    'tcgen05\.mma\.cta_group::1\.kind::f16 \[%r[0-9]+\], \[%r[0-9]+\]'
+  isa_expect "$WORK/arch_$arch.ptx" 64 -gt 0 "tcgen05.mma with A from shared memory (Q K^T, SS form)" \
+    'tcgen05\.mma\.cta_group::1\.kind::f16 \[%r[0-9]+\], %rd[0-9]+'
 done
-c=$(grep -c 'tcgen05.ld.red' "$WORK/arch_100a.ptx")
-printf '  %-64s %6d\n' "tcgen05.ld.red in sm_100a PTX (must be 0: sm_103 only)" "$c"
-[ "$c" -eq 0 ] || bad "tcgen05.ld.red in sm_100a code"
-c=$(grep -c 'tcgen05.ld.red' "$WORK/arch_103a.ptx")
-printf '  %-64s %6d\n' "tcgen05.ld.red in sm_103a PTX (row max with the S load)" "$c"
-[ "$c" -gt 0 ] || bad "sm_103a PTX lacks tcgen05.ld.red"
+isa_expect "$WORK/arch_100a.ptx" 64 -eq 0 "tcgen05.ld.red in sm_100a PTX (must be 0: sm_103 only)" 'tcgen05\.ld\.red'
+isa_expect "$WORK/arch_103a.ptx" 64 -gt 0 "tcgen05.ld.red in sm_103a PTX (row max with the S load)" 'tcgen05\.ld\.red'
 
 # sm_100a moves part of the exponentials to the FMA pipe (sm100_exp2_fma); sm_103a keeps them on the SFU
 e100=$(grep -c 'ex2.approx' "$WORK/arch_100a.ptx"); e103=$(grep -c 'ex2.approx' "$WORK/arch_103a.ptx")
@@ -59,9 +53,7 @@ printf '  %-64s %6s\n' "ex2.approx, sm_100a / sm_103a (fewer on sm_100a: FMA-pip
 
 echo "== ptxas -v, sm_100a and sm_103a (per kernel: registers, stack frame, spill stores/loads)"
 isa_ptxas_table 8 "d64, d128 x f16/bf16 x sm_100a/sm_103a"
-c=$(grep -c -i 'lmem\|local memory' "$WORK/ptxas.txt")
-printf '  %-64s %6d\n' "ptxas notes on local memory" "$c"
-[ "$c" -eq 0 ] || bad "ptxas reports local memory"
+isa_expect "$WORK/ptxas.txt" 64 -eq 0 "ptxas notes on local memory" '[Ll]mem|[Ll]ocal memory'
 echo "  dynamic shared memory per CTA (sm100_desc.h PA_SM100_SMEM): d64 99464 B, d128 197768 B (limit 232448)"
 
 echo "== SASS (sm_100a/sm_103a cubins)"
@@ -71,14 +63,8 @@ if [ -z "$CUOBJDUMP" ]; then
 else
   : > "$WORK/all.sass"
   for c in "$WORK"/sm100_fwd_d*.cubin; do "$CUOBJDUMP" --dump-sass "$c" >> "$WORK/all.sass" 2>&1; done
-  for pat in 'UTC[A-Z]*MMA' 'UTMALDG'; do
-    c=$(grep -c -E "$pat" "$WORK/all.sass")
-    printf '  %-64s %6d\n' "$pat" "$c"
-    [ "$c" -gt 0 ] || bad "SASS lacks $pat"
-  done
-  c=$(grep -c -E '\b(LDL|STL)(\.|\b)' "$WORK/all.sass")
-  printf '  %-64s %6d\n' "LDL/STL (local memory)" "$c"
-  [ "$c" -eq 0 ] || bad "SASS uses local memory"
+  for pat in 'UTC[A-Z]*MMA' 'UTMALDG'; do isa_expect "$WORK/all.sass" 64 -gt 0 "$pat" "$pat"; done
+  isa_sass_no_local 64
 fi
 [ $fail -eq 0 ] && echo "ISA gate sm100: PASS" || echo "ISA gate sm100: FAIL"
 exit $fail

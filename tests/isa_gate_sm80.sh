@@ -34,9 +34,7 @@ else
   : > "$WORK/all.sass"
   for c in "$WORK"/sm80_fwd_d*.cubin "$WORK"/sm80_decode_d*.cubin; do "$CUOBJDUMP" --dump-sass "$c" >> "$WORK/all.sass" 2>&1; done
   isa_count "$WORK/all.sass" 58 'HMMA.16816.F32.BF16' 'HMMA.16816.F32' 'LDSM.16.M88.4' 'LDSM.16.MT88.4' 'LDGSTS'
-  c=$(grep -c -E '\b(LDL|STL)(\.|\b)' "$WORK/all.sass")
-  printf '  %-58s %6d\n' "LDL/STL (local memory)" "$c"
-  [ "$c" -eq 0 ] || bad "SASS uses local memory"
+  isa_sass_no_local 58
 fi
 [ $fail -eq 0 ] && echo "ISA gate sm80: PASS" || echo "ISA gate sm80: FAIL"
 exit $fail
