@@ -230,3 +230,29 @@ portattn_status_t pa_cuda_status(cudaError_t e, const char *what, char *err, siz
                                                           : PORTATTN_ERROR_DEVICE;
     return pa_fmt(err, err_len, st, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
+
+static int tma_tensor_ok(const portattn_tensor_t *t, const char *name, const int64_t n[3], char *why, size_t why_len)
+{
+    for (int i = 0; i < 3; i++) {
+        if (n[i] == 1) continue; /* a single index: the map gets a nominal stride */
+        if (t->stride[i] >= ((int64_t)1 << 39)) {
+            pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, "%s.stride[%d] = %lld: TMA strides stay below 2^40 bytes",
+                   name, i, (long long)t->stride[i]);
+            return 0;
+        }
+        if (t->stride[i] == 0) {
+            pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, "%s.stride[%d] = 0: TMA needs distinct rows", name, i);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int pa_tma_strides_ok(const pa_problem *pb, int with_o, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    const int64_t nb = pb->varlen ? 1 : p->batch;
+    const int64_t nq[3] = {nb, p->seqlen_q, p->heads_q}, nk[3] = {nb, p->seqlen_k, p->heads_kv};
+    return tma_tensor_ok(&p->q, "q", nq, why, why_len) && tma_tensor_ok(&p->k, "k", nk, why, why_len) &&
+           tma_tensor_ok(&p->v, "v", nk, why, why_len) && (!with_o || tma_tensor_ok(&p->o, "o", nq, why, why_len));
+}

@@ -35,6 +35,11 @@ int pa_cuda_ptr_check(const void *ptr, const char *what, char *why, size_t why_l
  * pointer) since the last call; copies the message and clears it. */
 int pa_cuda_take_device_error(char *buf, size_t len);
 
+/* The strides of Q, K, V (and O when with_o) as TMA tensor maps read them (pa_tmap_fwd in
+ * cuda_tmap.cuh; varlen: one packed batch): below 2^40 bytes, no zero stride on a dimension with
+ * more than one index. 1 if so; else 0 with the reason (NOT_SUPPORTED) in why. */
+int pa_tma_strides_ok(const pa_problem *pb, int with_o, char *why, size_t why_len);
+
 /* cudaSuccess -> PORTATTN_SUCCESS (err untouched); cudaErrorMemoryAllocation -> OUT_OF_MEMORY;
  * anything else -> DEVICE. Message "what: <cudaGetErrorString> (<cudaGetErrorName>)". */
 portattn_status_t pa_cuda_status(cudaError_t e, const char *what, char *err, size_t err_len);

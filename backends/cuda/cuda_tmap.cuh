@@ -9,6 +9,9 @@
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include "cuda_host.h" /* pa_cuda_status, pa_fmt, pa_problem */
 
 /* A driver function (CUDA 12 ABI), found once and cached in *slot (the library links the static
  * runtime only); NULL when the driver lacks it. A racing second lookup finds the same pointer. */
@@ -64,6 +67,40 @@ static inline CUresult pa_tmap_bshd(PFN_cuTensorMapEncodeTiled_v12000 enc, CUten
     return enc(m, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, (void *)ptr, dims,
                strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
+/* The maps of a forward call, as both TMA launchers use them: Q in boxes of q_rows, K and V in boxes
+ * of kv_rows, and O (when `to` is not NULL) as Q; under varlen the packed tensors as one batch of all
+ * tokens (seqlen_q/k are the totals, stride[0] unused). Finds the encoder and makes a context current
+ * first. `who` names the backend in the error message. */
+static inline portattn_status_t pa_tmap_fwd(const pa_problem *pb, const char *who, int q_rows, int kv_rows,
+                                            CUtensorMap *tq, CUtensorMap *tk, CUtensorMap *tv, CUtensorMap *to,
+                                            char *err, size_t err_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    PFN_cuTensorMapEncodeTiled_v12000 enc = pa_tmap_encoder();
+    if (!enc) return pa_fmt(err, err_len, PORTATTN_ERROR_DEVICE, "%s: the driver has no cuTensorMapEncodeTiled", who);
+    char what[64];
+    cudaError_t e = pa_tmap_ensure_context();
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(what, sizeof what, "%s: making the device's context current", who);
+        return pa_cuda_status(e, what, err, err_len);
+    }
+    const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
+    const int64_t nb = pb->varlen ? 1 : p->batch, d = p->head_dim_qk;
+    CUresult r = pa_tmap_bshd(enc, tq, p->q.data, bf16, nb, p->seqlen_q, p->heads_q, d, p->q.stride, q_rows);
+    if (r == CUDA_SUCCESS) r = pa_tmap_bshd(enc, tk, p->k.data, bf16, nb, p->seqlen_k, p->heads_kv, d, p->k.stride, kv_rows);
+    if (r == CUDA_SUCCESS) r = pa_tmap_bshd(enc, tv, p->v.data, bf16, nb, p->seqlen_k, p->heads_kv, d, p->v.stride, kv_rows);
+    if (r == CUDA_SUCCESS && to)
+        r = pa_tmap_bshd(enc, to, p->o.data, bf16, nb, p->seqlen_q, p->heads_q, d, p->o.stride, q_rows);
+    /* CUresult and cudaError_t share their numbers (a dead context: 719 in both), so the runtime
+     * names the error; supports() keeps the arguments inside the encoder's limits. */
+    if (r != CUDA_SUCCESS) {
+        snprintf(what, sizeof what, "%s: cuTensorMapEncodeTiled", who);
+        return pa_cuda_status((cudaError_t)r, what, err, err_len);
+    }
+    return PORTATTN_SUCCESS;
 }
 
 #endif

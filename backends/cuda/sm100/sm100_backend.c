@@ -39,19 +39,6 @@ static int sm100_probe(char *detail, size_t detail_len)
     return 1;
 }
 
-/* TMA reads a tensor through a map of its strides (as cuda-sm90): below 2^40 bytes, no zero stride
- * on a dimension with more than one index. */
-static int sm100_tma_ok(const portattn_tensor_t *t, const char *name, const int64_t n[3], char *why, size_t why_len)
-{
-    for (int i = 0; i < 3; i++) {
-        if (n[i] == 1) continue;
-        if (t->stride[i] >= ((int64_t)1 << 39))
-            return REFUSE("%s.stride[%d] = %lld: TMA strides stay below 2^40 bytes", name, i, (long long)t->stride[i]);
-        if (t->stride[i] == 0) return REFUSE("%s.stride[%d] = 0: TMA needs distinct rows", name, i);
-    }
-    return 1;
-}
-
 static int sm100_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
@@ -84,11 +71,7 @@ static int sm100_supports(const pa_problem *pb, char *kernel, size_t kernel_len,
     if (optin < PA_SM100_SMEM((int)d))
         return REFUSE("d%lld needs %d bytes of shared memory, device allows %d per block", (long long)d,
                       PA_SM100_SMEM((int)d), optin);
-    const int64_t nb = pb->varlen ? 1 : p->batch; /* the TMA maps' batch extent */
-    const int64_t nq[3] = {nb, p->seqlen_q, p->heads_q}, nk[3] = {nb, p->seqlen_k, p->heads_kv};
-    if (!pa_fwd_layouts_ok(pb, why, why_len) || !sm100_tma_ok(&p->q, "q", nq, why, why_len) ||
-        !sm100_tma_ok(&p->k, "k", nk, why, why_len) || !sm100_tma_ok(&p->v, "v", nk, why, why_len) ||
-        !sm100_tma_ok(&p->o, "o", nq, why, why_len) ||
+    if (!pa_fwd_layouts_ok(pb, why, why_len) || !pa_tma_strides_ok(pb, 1, why, why_len) ||
         !pa_sm80_prefill_ptrs_ok(pb, why, why_len))
         return 0;
     if (kernel && kernel_len)

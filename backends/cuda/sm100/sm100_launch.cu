@@ -24,24 +24,11 @@ extern "C" portattn_status_t pa_cuda_sm100_launch(const pa_problem *pb, void *st
     pa_fwd_args a;
     portattn_status_t s = pa_fwd_fill_args(pb, &a, err, err_len);
     if (s) return s;
-    PFN_cuTensorMapEncodeTiled_v12000 enc = pa_tmap_encoder();
-    if (!enc) return pa_fmt(err, err_len, PORTATTN_ERROR_DEVICE, "cuda-sm100: the driver has no cuTensorMapEncodeTiled");
-    cudaError_t e = pa_tmap_ensure_context();
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return pa_cuda_status(e, "cuda-sm100: making the device's context current", err, err_len);
-    }
+    CUtensorMap tq, tk, tv, to; /* to: O for the epilogue's TMA stores, boxes as Q's */
+    s = pa_tmap_fwd(pb, "cuda-sm100", PA_SM100_BM, PA_SM100_BN, &tq, &tk, &tv, &to, err, err_len);
+    if (s) return s;
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
-    CUtensorMap tq, tk, tv, to;
-    const int64_t nb = pb->varlen ? 1 : p->batch; /* varlen: the packed tensors as one sequence of all tokens */
-    CUresult r = pa_tmap_bshd(enc, &tq, p->q.data, bf16, nb, p->seqlen_q, p->heads_q, d, p->q.stride, PA_SM100_BM);
-    if (r == CUDA_SUCCESS)
-        r = pa_tmap_bshd(enc, &tk, p->k.data, bf16, nb, p->seqlen_k, p->heads_kv, d, p->k.stride, PA_SM100_BN);
-    if (r == CUDA_SUCCESS)
-        r = pa_tmap_bshd(enc, &tv, p->v.data, bf16, nb, p->seqlen_k, p->heads_kv, d, p->v.stride, PA_SM100_BN);
-    if (r == CUDA_SUCCESS) /* O: the epilogue's TMA stores, boxes as Q's */
-        r = pa_tmap_bshd(enc, &to, p->o.data, bf16, nb, p->seqlen_q, p->heads_q, d, p->o.stride, PA_SM100_BM);
-    if (r != CUDA_SUCCESS) return pa_cuda_status((cudaError_t)r, "cuda-sm100: cuTensorMapEncodeTiled", err, err_len);
+    cudaError_t e = cudaSuccess;
     cudaStream_t st = (cudaStream_t)stream;
     uint32_t *emu_tmem = NULL;
 #ifdef PA_SM100_EMULATE

@@ -26,19 +26,6 @@ static int sm90_probe(char *detail, size_t detail_len)
     return pa_cuda_probe(detail, detail_len) && sm90_device(detail, detail_len);
 }
 
-/* TMA reads a tensor through a map of its strides: multiples of 16 bytes (pa_fwd_layouts_ok) below
- * 2^40 bytes, and no zero stride on a dimension that has more than one index. */
-static int sm90_tma_ok(const portattn_tensor_t *t, const char *name, const int64_t n[3], char *why, size_t why_len)
-{
-    for (int i = 0; i < 3; i++) {
-        if (n[i] == 1) continue; /* a single index: the map gets a nominal stride */
-        if (t->stride[i] >= ((int64_t)1 << 39))
-            return REFUSE("%s.stride[%d] = %lld: TMA strides stay below 2^40 bytes", name, i, (long long)t->stride[i]);
-        if (t->stride[i] == 0 && n[i] > 1) return REFUSE("%s.stride[%d] = 0: TMA needs distinct rows", name, i);
-    }
-    return 1;
-}
-
 static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
@@ -73,10 +60,7 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (optin < PA_SM90_SMEM((int)d))
         return REFUSE("d%lld needs %d bytes of shared memory, device allows %d per block", (long long)d,
                       PA_SM90_SMEM((int)d), optin);
-    const int64_t nb = pb->varlen ? 1 : p->batch; /* varlen: the maps see one packed batch */
-    const int64_t nq[3] = {nb, p->seqlen_q, p->heads_q}, nk[3] = {nb, p->seqlen_k, p->heads_kv};
-    if (!pa_fwd_layouts_ok(pb, why, why_len) || !sm90_tma_ok(&p->q, "q", nq, why, why_len) ||
-        !sm90_tma_ok(&p->k, "k", nk, why, why_len) || !sm90_tma_ok(&p->v, "v", nk, why, why_len) ||
+    if (!pa_fwd_layouts_ok(pb, why, why_len) || !pa_tma_strides_ok(pb, 0, why, why_len) ||
         !pa_sm80_prefill_ptrs_ok(pb, why, why_len))
         return 0;
     if (kernel && kernel_len)

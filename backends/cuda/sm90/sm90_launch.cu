@@ -28,28 +28,13 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *str
     sm80_args a;
     portattn_status_t s = pa_fwd_fill_args(pb, &a, err, err_len);
     if (s) return s;
-    PFN_cuTensorMapEncodeTiled_v12000 enc = pa_tmap_encoder();
-    if (!enc) return pa_fmt(err, err_len, PORTATTN_ERROR_DEVICE, "cuda-sm90: the driver has no cuTensorMapEncodeTiled");
-    cudaError_t e = pa_tmap_ensure_context();
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return pa_cuda_status(e, "cuda-sm90: making the device's context current", err, err_len);
-    }
-    const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
-    /* Varlen: batch 1 over the packed tokens (seqlen_q/k are the totals; stride[0] is then unused). */
-    const int64_t nb = pb->varlen ? 1 : p->batch;
     CUtensorMap tq, tk, tv;
-    CUresult r = pa_tmap_bshd(enc, &tq, p->q.data, bf16, nb, p->seqlen_q, p->heads_q, d, p->q.stride, PA_SM90_BM(d));
-    if (r == CUDA_SUCCESS)
-        r = pa_tmap_bshd(enc, &tk, p->k.data, bf16, nb, p->seqlen_k, p->heads_kv, d, p->k.stride, PA_SM90_BN(d));
-    if (r == CUDA_SUCCESS)
-        r = pa_tmap_bshd(enc, &tv, p->v.data, bf16, nb, p->seqlen_k, p->heads_kv, d, p->v.stride, PA_SM90_BN(d));
-    /* CUresult and cudaError_t share their numbers (a dead context: 719 in both), so the runtime
-     * names the error; supports() keeps the arguments inside the encoder's limits. */
-    if (r != CUDA_SUCCESS) return pa_cuda_status((cudaError_t)r, "cuda-sm90: cuTensorMapEncodeTiled", err, err_len);
+    s = pa_tmap_fwd(pb, "cuda-sm90", PA_SM90_BM(d), PA_SM90_BN(d), &tq, &tk, &tv, NULL, err, err_len);
+    if (s) return s;
+    const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
     cudaStream_t st = (cudaStream_t)stream;
     const int64_t msq = pb->max_seqlen_q; /* row blocks per (batch, head): the longest sequence's */
-    e = d == 64    ? sm90_launch_d64(&tq, &tk, &tv, &a, bf16, msq, st)
+    const cudaError_t e = d == 64 ? sm90_launch_d64(&tq, &tk, &tv, &a, bf16, msq, st)
                     : d == 128 ? sm90_launch_d128(&tq, &tk, &tv, &a, bf16, msq, st)
                                : sm90_launch_d256(&tq, &tk, &tv, &a, bf16, msq, st);
     if (e != cudaSuccess) {
