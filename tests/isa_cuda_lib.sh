@@ -6,10 +6,11 @@
 #   isa_expect FILE WIDTH OP N LABEL REGEX
 #                                    prints LABEL and the count of lines matching REGEX (grep -E),
 #                                    bad() unless the count OP N holds (OP: -eq, -gt, -ge, ...)
-#   isa_sass_no_local WIDTH          no LDL/STL (local memory) in WORK/all.sass
 #   isa_ptxas_table MIN WHAT         per-kernel registers/stack/spills; bad when a kernel spills or
 #                                    fewer than MIN kernels were compiled (WHAT names them)
-#   isa_cuobjdump                    prints the cuobjdump path, or nothing
+#   isa_sass WIDTH CUBIN...          with cuobjdump: the cubins' SASS into WORK/all.sass, checked for
+#                                    local memory, return 0; without: says the SASS check did not run,
+#                                    return 1
 isa_setup() {
   local what=$1
   NVCC=${2:-}; SRC=${3:?source dir}; WORK=${4:?work dir}
@@ -53,8 +54,6 @@ isa_expect() {
   [ "$c" "$op" "$n" ] || bad "$(basename "$file"): $label: $c, expected $op $n"
 }
 
-isa_sass_no_local() { isa_expect "$WORK/all.sass" "$1" -eq 0 "LDL/STL (local memory)" '\b(LDL|STL)(\.|\b)'; }
-
 isa_ptxas_table() {
   awk -v min="$1" -v what="$2" '
     /Compiling entry function/ { match($0, /'"'"'[^'"'"']*'"'"'/); k = substr($0, RSTART + 1, RLENGTH - 2)
@@ -67,9 +66,15 @@ isa_ptxas_table() {
           if (bad) { print "FAIL: " bad " kernel(s) with stack frame or spills"; exit 1 } }' "$WORK/ptxas.txt" || fail=1
 }
 
-isa_cuobjdump() {
-  local c
+isa_sass() {
+  local width=$1 c cub; shift
   c=$(command -v cuobjdump || true)
   [ -n "$c" ] || { [ -x "$BIN/cuobjdump" ] && c=$BIN/cuobjdump; }
-  echo "$c"
+  if [ -z "$c" ]; then
+    echo "  SASS check NOT RUN: cuobjdump not found (PTX and ptxas checks above only)"
+    return 1
+  fi
+  : > "$WORK/all.sass"
+  for cub in "$@"; do "$c" --dump-sass "$cub" >> "$WORK/all.sass" 2>&1; done
+  isa_expect "$WORK/all.sass" "$width" -eq 0 "LDL/STL (local memory)" '\b(LDL|STL)(\.|\b)'
 }

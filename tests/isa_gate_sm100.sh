@@ -57,14 +57,8 @@ isa_expect "$WORK/ptxas.txt" 64 -eq 0 "ptxas notes on local memory" '[Ll]mem|[Ll
 echo "  dynamic shared memory per CTA (sm100_desc.h PA_SM100_SMEM): d64 99464 B, d128 197768 B (limit 232448)"
 
 echo "== SASS (sm_100a/sm_103a cubins)"
-CUOBJDUMP=$(isa_cuobjdump)
-if [ -z "$CUOBJDUMP" ]; then
-  echo "  SASS check NOT RUN: cuobjdump not found (PTX and ptxas checks above only)"
-else
-  : > "$WORK/all.sass"
-  for c in "$WORK"/sm100_fwd_d*.cubin; do "$CUOBJDUMP" --dump-sass "$c" >> "$WORK/all.sass" 2>&1; done
+if isa_sass 64 "$WORK"/sm100_fwd_d*.cubin; then
   for pat in 'UTC[A-Z]*MMA' 'UTMALDG'; do isa_expect "$WORK/all.sass" 64 -gt 0 "$pat" "$pat"; done
-  isa_sass_no_local 64
 fi
 [ $fail -eq 0 ] && echo "ISA gate sm100: PASS" || echo "ISA gate sm100: FAIL"
 exit $fail

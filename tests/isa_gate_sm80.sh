@@ -27,14 +27,8 @@ cat "$WORK/smem.txt" 2>/dev/null | sed 's/^/  dynamic shared memory: /'
 isa_ptxas_table 22 "prefill: 5 shapes, decode: 3 head dims with combine; x f16/bf16"
 
 echo "== SASS (sm_80 cubins)"
-CUOBJDUMP=$(isa_cuobjdump)
-if [ -z "$CUOBJDUMP" ]; then
-  echo "  SASS check NOT RUN: cuobjdump not found (PTX and ptxas checks above only)"
-else
-  : > "$WORK/all.sass"
-  for c in "$WORK"/sm80_fwd_d*.cubin "$WORK"/sm80_decode_d*.cubin; do "$CUOBJDUMP" --dump-sass "$c" >> "$WORK/all.sass" 2>&1; done
+if isa_sass 58 "$WORK"/sm80_fwd_d*.cubin "$WORK"/sm80_decode_d*.cubin; then
   isa_count "$WORK/all.sass" 58 'HMMA.16816.F32.BF16' 'HMMA.16816.F32' 'LDSM.16.M88.4' 'LDSM.16.MT88.4' 'LDGSTS'
-  isa_sass_no_local 58
 fi
 [ $fail -eq 0 ] && echo "ISA gate sm80: PASS" || echo "ISA gate sm80: FAIL"
 exit $fail

@@ -31,14 +31,8 @@ isa_expect "$WORK/ptxas.txt" 76 -eq 0 "ptxas notes: wgmma serialized (C7513/C751
 isa_expect "$WORK/ptxas.txt" 76 -eq 0 "ptxas notes: setmaxnreg ignored (C7508)" 'C7508|setmaxnreg.*ignored'
 
 echo "== SASS (sm_90a cubins)"
-CUOBJDUMP=$(isa_cuobjdump)
-if [ -z "$CUOBJDUMP" ]; then
-  echo "  SASS check NOT RUN: cuobjdump not found (PTX and ptxas checks above only)"
-else
-  : > "$WORK/all.sass"
-  for c in "$WORK"/sm90_fwd_d*.cubin; do "$CUOBJDUMP" --dump-sass "$c" >> "$WORK/all.sass" 2>&1; done
+if isa_sass 58 "$WORK"/sm90_fwd_d*.cubin; then
   isa_count "$WORK/all.sass" 58 'HGMMA.64x128x16.F32.BF16' 'HGMMA.64x128x16.F32' 'UTMALDG.4D' 'SYNCS'
-  isa_sass_no_local 58
 fi
 [ $fail -eq 0 ] && echo "ISA gate sm90: PASS" || echo "ISA gate sm90: FAIL"
 exit $fail
