@@ -76,6 +76,19 @@ done:
     return rc;
 }
 
+/* Fresh random inputs into *clean and the clean run (*rng advances): 1 when it ran, 0 when the
+ * backend declined (n/a) or the run failed (counted). `tag` prefixes the messages. */
+static int clean_run(portattn_backend_t be, portattn_dtype_t dt, buf *clean, uint64_t *rng, const char *tag)
+{
+    const char *dn = pa_dtype_name(dt);
+    for (int i = 0; i < NQ; i++) clean->q[i] = (float)urand(rng);
+    for (int i = 0; i < NK; i++) clean->k[i] = (float)urand(rng), clean->v[i] = (float)urand(rng);
+    const int r = run(be, dt, clean);
+    if (r == 2) printf("n/a  %s%s declined by the backend\n", tag, dn);
+    else if (r) printf("FAIL clean %srun %s\n", tag, dn), failures++;
+    return r == 0;
+}
+
 static int same(float a, float b) { return memcmp(&a, &b, 4) == 0; }
 
 /* expect[s][h]: what row (s, h) must be; col = the V column of ROW_COLUMN(_MAYBE). */
@@ -145,11 +158,7 @@ int main(int argc, char **argv)
         const int qs = shapes[t / 3][2], kj = shapes[t / 3][3], diag = SK - SQ; /* row s sees keys <= s + diag */
         const portattn_dtype_t dt = dts[t % 3];
         const char *dn = pa_dtype_name(dt);
-        for (int i = 0; i < NQ; i++) clean.q[i] = (float)urand(&rng);
-        for (int i = 0; i < NK; i++) clean.k[i] = (float)urand(&rng), clean.v[i] = (float)urand(&rng);
-        int r = run(be, dt, &clean);
-        if (r == 2) { printf("n/a  %s declined by the backend\n", dn); continue; }
-        if (r) { printf("FAIL clean run %s\n", dn); failures++; continue; }
+        if (!clean_run(be, dt, &clean, &rng, "")) continue;
         ran++;
 
         /* NaN, then +inf, in query row qs of head 1 */
@@ -204,11 +213,7 @@ int main(int argc, char **argv)
     for (int t = 0; t < 3; t++) {
         const portattn_dtype_t dt = dts[t];
         const char *dn = pa_dtype_name(dt);
-        for (int i = 0; i < NQ; i++) clean.q[i] = (float)urand(&rng);
-        for (int i = 0; i < NK; i++) clean.k[i] = (float)urand(&rng), clean.v[i] = (float)urand(&rng);
-        int r = run(be, dt, &clean);
-        if (r == 2) { printf("n/a  varlen %s declined by the backend\n", dn); continue; }
-        if (r) { printf("FAIL clean varlen run %s\n", dn); failures++; continue; }
+        if (!clean_run(be, dt, &clean, &rng, "varlen ")) continue;
         ran++;
         x = clean;
         for (int i = CU_K[1] * HKV * D; i < NK; i++) x.k[i] = i % 3 ? NAN : INFINITY, x.v[i] = i % 2 ? NAN : -INFINITY;
