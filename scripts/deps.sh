@@ -16,6 +16,11 @@ if ! command -v clang >/dev/null || ! echo 'int LLVMFuzzerTestOneInput(const cha
      clang -x c -fsanitize=fuzzer,address - -o /dev/null 2>/dev/null; then
   need+=(clang libclang-rt-14-dev)
 fi
+# PyTorch for the binding's torch tests on the CPU (Debian 12: torch 1.13 under /usr/bin/python3)
+if [ "${PORTATTN_SKIP_TORCH_DEPS:-0}" != 1 ] && [ -x /usr/bin/python3 ] &&
+   ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  need+=(python3-torch)
+fi
 if ((${#need[@]})); then
   echo "deps: installing ${need[*]}"
   sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"

@@ -51,6 +51,19 @@ def _check_flash_args(dropout_p, alibi_slopes, return_attn_probs):
         raise NotImplementedError("portattn does not return attention probabilities (use return_lse=True)")
 
 
+def _refuse_grad(torch, **tensors):
+    """portattn has no backward pass yet: a forward that silently dropped the autograd history would
+    let a model train with no gradient reaching Q, K or V, so refuse instead."""
+    if not torch.is_grad_enabled():
+        return
+    needs = [name for name, t in tensors.items() if isinstance(t, torch.Tensor) and t.requires_grad]
+    if needs:
+        raise NotImplementedError(
+            "portattn has no backward pass yet, and %s require%s grad: the result would carry no gradient. "
+            "Run under torch.no_grad() / torch.inference_mode(), or pass detached tensors, for inference"
+            % (", ".join(needs), "s" if len(needs) == 1 else ""))
+
+
 def _output(torch, out, shape, like, name="out"):
     if out is None:
         return torch.empty(shape, dtype=like.dtype, device=like.device)
@@ -96,6 +109,8 @@ def _dense(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size
     torch = _torch()
     _check_flash_args(dropout_p, alibi_slopes, return_attn_probs)
     dtype, device = _check_tensors(torch, 4, q=q, k=k, v=v)
+    if not _query:
+        _refuse_grad(torch, q=q, k=k, v=v)
     B, Sq, H, D = q.shape
     _, Sk, Hk, _ = k.shape
     Dv = v.shape[3]
@@ -124,6 +139,8 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dro
     if block_table is not None:
         raise NotImplementedError("portattn has no paged KV cache yet: block_table must be None")
     dtype, device = _check_tensors(torch, 3, q=q, k=k, v=v)
+    if not _query:
+        _refuse_grad(torch, q=q, k=k, v=v)
     Tq, H, D = q.shape
     Tk, Hk, _ = k.shape
     Dv = v.shape[2]
@@ -164,8 +181,8 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     v (B, Sk, Hk, Dv) of one dtype (float16, bfloat16, float32) and device, any strides; H a
     multiple of Hk (GQA/MQA). Causal and windows are aligned bottom-right; window_size (-1 =
     unbounded); softcap 0 = off. dropout_p must be 0 (portattn has no dropout) and alibi_slopes
-    None; deterministic is accepted and ignored (the forward is deterministic). Forward only: the
-    result carries no autograd history.
+    None; deterministic is accepted and ignored (the forward is deterministic). Forward only: with grad
+    mode on, inputs that require grad raise NotImplementedError (no silent loss of gradients).
 
     backend: None/"auto", or a name ("cpu", "cuda-generic", ...) to force one. out: optional
     (B, Sq, H, Dv) tensor to write into. Returns out, or (out, lse) with return_lse, lse float32

@@ -554,6 +554,7 @@ def test_torch_cpu():
     n, _ = dense_cases(torch, "cpu", ["float32", "bfloat16", "float16"], "cpu")
     varlen_cases(torch, "cpu", ["float32", "bfloat16"], "cpu")
     torch_error_cases(torch, "cpu")
+    grad_guard_cases(torch, "cpu")
     q = torch.randn(2, 16, 4, 32)
     sel = portattn.which(q, q, q, causal=True)
     assert sel["backend"] == "cpu" and sel["kernel"] == "cpu-ref<f32>", sel
@@ -564,6 +565,32 @@ def test_torch_cpu():
     out = portattn.flash_attn_func(q, q, q)  # auto picks the CPU for host tensors, on GPU machines too
     assert rel_l2(torch, out, torch_ref(torch, q, q, q)[0]) <= 1e-5
     assert n == 3 * len(DENSE_CASES), n
+
+
+def grad_guard_cases(torch, device):
+    """No backward pass yet: inputs that require grad in grad mode raise instead of returning a
+    result with no autograd history; no_grad, inference_mode and detached inputs run."""
+    q = torch.randn(1, 8, 2, 16, device=device)
+    k, v = torch.randn_like(q), torch.randn_like(q)
+    for name in ("q", "k", "v"):
+        args = dict(q=q, k=k, v=v)
+        args[name] = args[name].clone().requires_grad_(True)
+        e = expect_raises(NotImplementedError, lambda: portattn.flash_attn_func(args["q"], args["k"], args["v"]),
+                          "no backward pass", name + " requires grad")
+        assert "no_grad" in str(e), e
+        qv, kv, vv = (args[n].view(8, 2, 16) for n in ("q", "k", "v"))
+        cu = torch.tensor([0, 8], dtype=torch.int32, device=device)
+        expect_raises(NotImplementedError, lambda: portattn.flash_attn_varlen_func(qv, kv, vv, cu, cu, 8, 8),
+                      "no backward pass")
+        with torch.no_grad():
+            out = portattn.flash_attn_func(args["q"], args["k"], args["v"])
+        assert not out.requires_grad
+        with torch.inference_mode():
+            portattn.flash_attn_varlen_func(qv, kv, vv, cu, cu, 8, 8)
+        portattn.flash_attn_func(*(args[n].detach() for n in ("q", "k", "v")))
+        assert portattn.which(args["q"], args["k"], args["v"])["backend"]  # a query launches nothing
+    g = q.clone().requires_grad_(True)
+    expect_raises(NotImplementedError, lambda: portattn.flash_attn_func(g, g, g), "q, k, v require grad")
 
 
 def test_torch_cuda():
@@ -588,6 +615,7 @@ def test_torch_cuda():
         assert be is not None or (dense[0] and varlen[0]), "auto ran no case"
         torch.cuda.synchronize()
     torch_error_cases(torch, "cuda")
+    grad_guard_cases(torch, "cuda")
     # A side stream: the launch goes on the current stream, ordered after the inputs were written.
     s = torch.cuda.Stream()
     x = torch.randn(4, 256, 8, 64, device="cuda", dtype=torch.bfloat16)
