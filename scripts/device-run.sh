@@ -81,7 +81,7 @@ echo "== bench $(t)"
 : > "$OUT/bench.log"
 for be in $BACKENDS; do
   $BENCH --backend "$be" --sweep --sweep-dims "$DIMS" --sweep-seqlens "$SEQS" --dtype "$DTYPES" \
-    --reps 20 --warmup 5 --no-check --json "$OUT/bench_$be.json" >> "$OUT/bench.log" 2>&1
+    --no-check --json "$OUT/bench_$be.json" >> "$OUT/bench.log" 2>&1
 done
 echo "== peers $(t)"
 PYTHONUNBUFFERED=1 python3 .anchors/sdpa.py --d ${DIMS//,/ } --s ${SEQS//,/ } --dtype "$(echo "$DTYPES" | sed 's/\bf16\b/fp16/g')" \
@@ -123,7 +123,7 @@ if [ -n "${REPORT:-}" ]; then # the porting-study flow of docs/porting-study.md,
   $BENCH --sweep decode --no-check --json "$OUT/bench_decode.json" --csv "$OUT/bench_decode.csv" >> "$OUT/bench.log" 2>&1
   PYTHONUNBUFFERED=1 python3 .anchors/sdpa.py --decode --json "$OUT/peers_decode.json" >> "$OUT/bench.log" 2>&1
   for be in $BACKENDS; do $BENCH --backend "$be" --sweep --sweep-dims "$DIMS" --sweep-seqlens "$SEQS" --dtype "$DTYPES" \
-    --reps 5 --warmup 2 --no-check --csv "$OUT/bench_$be.csv" > /dev/null 2>&1; done # the CSV form of the same sweep
+    --rep-ms 20 --no-check --csv "$OUT/bench_$be.csv" > /dev/null 2>&1; done # the CSV form of the same sweep
   python3 tools/report.py $OUT/bench_*.json "$OUT/peers.json" "$OUT/peers_decode.json" --out "$OUT/report" \
     >> "$OUT/bench.log" 2>&1; echo "report.py exit $?"
   echo "== python compare_sdpa $(t)"
@@ -156,7 +156,7 @@ if [ -n "${NCU:-}" ]; then
   timeout ${NCU_TIMEOUT:-60} ncu --clock-control none -k regex:"${NCU_KERNEL:-fwd}" --launch-skip 2 --launch-count 1 \
     --section SpeedOfLight \
     --metrics 'regex:^smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$,regex:^l1tex__data_bank_conflicts_pipe_lsu_mem_shared.*\.sum$,regex:^l1tex__data_pipe_lsu_wavefronts_mem_shared.*\.sum$,regex:^sm__pipe_tensor_op_hmma_cycles_active\.avg\.pct_of_peak_sustained_active$' \
-    $BENCH --backend "$be" $NCU --no-check --warmup 1 --reps 3 > "$OUT/ncu.tmp" 2>&1
+    $BENCH --backend "$be" $NCU --no-check --burst --warmup 1 --reps 3 > "$OUT/ncu.tmp" 2>&1
   echo "rc=$?"; cat "$OUT/ncu.tmp" >> "$OUT/sanitizer.log"
   grep -E "sm80|Throughput|Duration|bank_conflicts|wavefronts|hmma|stalled" "$OUT/ncu.tmp" | grep -v -E " 0$| 0\.0*$" | head -50
   rm -f "$OUT/ncu.tmp"

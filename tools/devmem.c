@@ -138,107 +138,174 @@ static double host_now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-double dm_last_host_us = -1;
+/* ---- timing ---------------------------------------------------------------------------------
+ * The protocol of triton.testing.do_bench, by which the peers are timed: one call and a sync, an
+ * estimate from 5 flushed calls, warm-up and repetitions counted from --warmup-ms and --rep-ms over
+ * that estimate, each timed call preceded by zeroing a 256 MB buffer on the stream (L2 flushed, and
+ * the GPU stays busy while the host prepares the call) and bracketed by its own pair of events, no
+ * sync in between, the median reported. The burst form (fixed counts) is the same loop. */
+#define DM_FLUSH_BYTES ((size_t)DM_FLUSH_MIB * 1024 * 1024)
+#define DM_MAX_REPS 100000
 
-/* Like triton.testing.do_bench (what the peers of anchors/sdpa.py are timed with): before each
- * call a 256 MB buffer is zeroed on the stream (it flushes L2, and the GPU is busy while the host
- * prepares the call, so host-side work is not timed as idle GPU), then the call is bracketed by its
- * own pair of events; no sync in between. The host time spent inside the calls is recorded too. */
-#define DM_FLUSH_BYTES ((size_t)256 * 1000 * 1000)
-#ifdef PORTATTN_HAVE_HIP
-/* dm_time_ms on a HIP device, the same protocol as CUDA's below: t[i] in ms, 0 on success. */
-static int hip_time(int reps, int (*fn)(void *), void *arg, double *t)
+/* One GPU runtime's clock: events on the default stream, the flush, a device sync. 0 = success. */
+typedef struct dm_clock {
+    int (*event_new)(void **ev);
+    void (*event_free)(void *ev);
+    int (*record)(void *ev);
+    int (*elapsed)(float *ms, void *a, void *b);
+    int (*flush)(void);
+    int (*sync)(void);
+} dm_clock;
+
+#ifdef PORTATTN_HAVE_CUDA
+static void *cuda_flush_buf; /* kept for the process, as do_bench's cache buffer */
+static int cu_event_new(void **ev) { return cudaEventCreate((cudaEvent_t *)ev) != cudaSuccess; }
+static void cu_event_free(void *ev) { cudaEventDestroy((cudaEvent_t)ev); }
+static int cu_record(void *ev) { return cudaEventRecord((cudaEvent_t)ev, 0) != cudaSuccess; }
+static int cu_elapsed(float *ms, void *a, void *b) { return cudaEventElapsedTime(ms, (cudaEvent_t)a, (cudaEvent_t)b) != cudaSuccess; }
+static int cu_sync(void) { return cudaDeviceSynchronize() != cudaSuccess; }
+static int cu_flush(void)
 {
-    const pa_hip_rt *rt = hip();
-    if (!rt) return 1;
-    pa_hip_event *ev = calloc((size_t)reps * 2, sizeof(pa_hip_event));
+    if (!cuda_flush_buf && cudaMalloc(&cuda_flush_buf, DM_FLUSH_BYTES) != cudaSuccess) {
+        cuda_flush_buf = NULL;
+        (void)cudaGetLastError();
+        return 1;
+    }
+    return cudaMemsetAsync(cuda_flush_buf, 0, DM_FLUSH_BYTES, 0) != cudaSuccess;
+}
+static const dm_clock cuda_clock = {cu_event_new, cu_event_free, cu_record, cu_elapsed, cu_flush, cu_sync};
+#endif
+
+#ifdef PORTATTN_HAVE_HIP
+static void *hip_flush_buf;
+static int hp_event_new(void **ev) { return !hip() || hip()->EventCreate(ev) != PA_HIP_SUCCESS; }
+static void hp_event_free(void *ev) { if (hip()) hip()->EventDestroy(ev); }
+static int hp_record(void *ev) { return hip()->EventRecord(ev, NULL) != PA_HIP_SUCCESS; }
+static int hp_elapsed(float *ms, void *a, void *b) { return hip()->EventElapsedTime(ms, a, b) != PA_HIP_SUCCESS; }
+static int hp_sync(void) { return !hip() || hip()->DeviceSynchronize() != PA_HIP_SUCCESS; }
+static int hp_flush(void)
+{
+    if (!hip_flush_buf && hip()->Malloc(&hip_flush_buf, DM_FLUSH_BYTES) != PA_HIP_SUCCESS) {
+        hip_flush_buf = NULL;
+        (void)hip()->GetLastError();
+        return 1;
+    }
+    return hip()->MemsetAsync(hip_flush_buf, 0, DM_FLUSH_BYTES, NULL) != PA_HIP_SUCCESS;
+}
+static const dm_clock hip_clock = {hp_event_new, hp_event_free, hp_record, hp_elapsed, hp_flush, hp_sync};
+#endif
+
+static const dm_clock *clock_of(dm_kind kind)
+{
+#ifdef PORTATTN_HAVE_CUDA
+    if (kind == DM_CUDA) return &cuda_clock;
+#endif
+#ifdef PORTATTN_HAVE_HIP
+    if (kind == DM_HIP) return hip() ? &hip_clock : NULL;
+#endif
+    (void)kind;
+    return NULL;
+}
+
+static double quantile(const double *sorted, int n, double q) /* linear, as numpy's default */
+{
+    double x = q * (n - 1);
+    int i = (int)x;
+    return i + 1 < n ? sorted[i] + (x - i) * (sorted[i + 1] - sorted[i]) : sorted[n - 1];
+}
+
+static void summarise(double *t, int n, dm_timing *out)
+{
+    qsort(t, (size_t)n, sizeof(double), cmp_double);
+    out->reps = n;
+    out->median_ms = quantile(t, n, 0.5);
+    out->p20_ms = quantile(t, n, 0.2);
+    out->p80_ms = quantile(t, n, 0.8);
+    out->min_ms = t[0];
+}
+
+/* The timed loop on a GPU clock: `reps` calls, each after a flush, between its own two events. */
+static int gpu_timed(const dm_clock *c, int reps, int (*fn)(void *), void *arg, double *t, double *host_us)
+{
+    void **ev = calloc((size_t)reps * 2, sizeof(void *));
     int made = 0, bad;
     for (; ev && made < 2 * reps; made++)
-        if (rt->EventCreate(&ev[made]) != PA_HIP_SUCCESS) break;
+        if (c->event_new(&ev[made])) break;
     bad = !ev || made < 2 * reps;
-    static void *flush;
-    if (!flush && rt->Malloc(&flush, DM_FLUSH_BYTES) != PA_HIP_SUCCESS) flush = NULL, (void)rt->GetLastError();
     double host = 0;
     for (int i = 0; i < reps && !bad; i++) {
-        bad = (flush && rt->MemsetAsync(flush, 0, DM_FLUSH_BYTES, NULL) != PA_HIP_SUCCESS) ||
-              rt->EventRecord(ev[2 * i], NULL) != PA_HIP_SUCCESS;
+        bad = c->flush() || c->record(ev[2 * i]);
         double t0 = host_now_ms();
         bad = bad || fn(arg);
         host += host_now_ms() - t0;
-        bad = bad || rt->EventRecord(ev[2 * i + 1], NULL) != PA_HIP_SUCCESS;
+        bad = bad || c->record(ev[2 * i + 1]);
     }
-    dm_last_host_us = bad ? -1 : host * 1e3 / reps;
-    bad = bad || rt->DeviceSynchronize() != PA_HIP_SUCCESS;
+    *host_us = host * 1e3 / reps;
+    bad = bad || c->sync();
     for (int i = 0; i < reps && !bad; i++) {
         float ms = 0;
-        bad = rt->EventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]) != PA_HIP_SUCCESS;
+        bad = c->elapsed(&ms, ev[2 * i], ev[2 * i + 1]);
         t[i] = ms;
     }
-    for (int i = 0; i < made; i++) rt->EventDestroy(ev[i]);
+    for (int i = 0; i < made; i++) c->event_free(ev[i]);
     free(ev);
     return bad;
 }
-#endif
-double dm_time_ms(dm_kind kind, int warmup, int reps, int (*fn)(void *), void *arg)
+
+/* do_bench's estimate: 5 flushed calls between two events, the flushes included. */
+static int gpu_estimate(const dm_clock *c, int (*fn)(void *), void *arg, double *ms)
 {
+    void *a = NULL, *b = NULL;
+    int bad = c->event_new(&a) || c->event_new(&b) || c->record(a);
+    for (int i = 0; i < 5 && !bad; i++) bad = c->flush() || fn(arg);
+    float e = 0;
+    bad = bad || c->record(b) || c->sync() || c->elapsed(&e, a, b);
+    if (a) c->event_free(a);
+    if (b) c->event_free(b);
+    *ms = e / 5;
+    return bad;
+}
+
+static int count_for(double budget_ms, double est_ms, int at_least)
+{
+    double n = est_ms > 0 ? budget_ms / est_ms : DM_MAX_REPS;
+    return n < at_least ? at_least : n > DM_MAX_REPS ? DM_MAX_REPS : (int)n;
+}
+
+int dm_time(dm_kind kind, const dm_protocol *pr, int (*fn)(void *), void *arg, dm_timing *out)
+{
+    memset(out, 0, sizeof *out);
+    out->host_us = -1;
+    const dm_clock *c = kind == DM_HOST ? NULL : clock_of(kind);
+    if (kind != DM_HOST && !c) return 1;
+    int warmup = pr->warmup, reps = pr->reps;
+    if (fn(arg) || dm_sync(kind)) return 1;
+    if (c && !pr->burst) {
+        double est;
+        if (gpu_estimate(c, fn, arg, &est)) return 1;
+        warmup = count_for(pr->warmup_ms, est, 1);
+        reps = count_for(pr->rep_ms, est, 1);
+    }
     if (reps < 1) reps = 1;
     for (int i = 0; i < warmup; i++)
-        if (fn(arg)) return -1;
-    if (dm_sync(kind)) return -1;
+        if (fn(arg)) return 1;
+    if (dm_sync(kind)) return 1;
     double *t = malloc(sizeof(double) * (size_t)reps);
-    if (!t) return -1;
+    if (!t) return 1;
     int bad = 0;
-    if (kind == DM_HOST) {
+    if (c) {
+        bad = gpu_timed(c, reps, fn, arg, t, &out->host_us);
+    } else {
         for (int i = 0; i < reps && !bad; i++) {
             double t0 = host_now_ms();
             bad = fn(arg);
             t[i] = host_now_ms() - t0;
         }
-        dm_last_host_us = -1;
-    } else if (kind == DM_HIP) {
-#ifdef PORTATTN_HAVE_HIP
-        bad = hip_time(reps, fn, arg, t);
-#else
-        bad = 1;
-#endif
-    } else {
-#ifdef PORTATTN_HAVE_CUDA
-        cudaEvent_t *ev = calloc((size_t)reps * 2, sizeof(cudaEvent_t));
-        int made = 0;
-        for (; ev && made < 2 * reps; made++)
-            if (cudaEventCreate(&ev[made]) != cudaSuccess) break;
-        bad = !ev || made < 2 * reps;
-        static void *flush; /* kept for the process, as do_bench's cache buffer */
-        if (!flush && cudaMalloc(&flush, DM_FLUSH_BYTES) != cudaSuccess) flush = NULL, (void)cudaGetLastError();
-        double host = 0;
-        for (int i = 0; i < reps && !bad; i++) {
-            bad = (flush && cudaMemsetAsync(flush, 0, DM_FLUSH_BYTES, 0) != cudaSuccess) ||
-                  cudaEventRecord(ev[2 * i], 0) != cudaSuccess;
-            double t0 = host_now_ms();
-            bad = bad || fn(arg);
-            host += host_now_ms() - t0;
-            bad = bad || cudaEventRecord(ev[2 * i + 1], 0) != cudaSuccess;
-        }
-        dm_last_host_us = bad ? -1 : host * 1e3 / reps;
-        bad = bad || cudaDeviceSynchronize() != cudaSuccess;
-        for (int i = 0; i < reps && !bad; i++) {
-            float ms = 0;
-            bad = cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]) != cudaSuccess;
-            t[i] = ms;
-        }
-        for (int i = 0; i < made; i++) cudaEventDestroy(ev[i]);
-        free(ev);
-#else
-        bad = 1;
-#endif
     }
-    double med = -1;
-    if (!bad) {
-        qsort(t, (size_t)reps, sizeof(double), cmp_double);
-        med = t[reps / 2];
-    }
+    if (!bad) summarise(t, reps, out);
+    else out->host_us = -1;
     free(t);
-    return med;
+    return bad;
 }
 
 const char *dm_kind_name(dm_kind kind) { return kind == DM_CUDA ? "cuda" : kind == DM_HIP ? "hip" : "host"; }

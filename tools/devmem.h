@@ -19,13 +19,27 @@ int dm_upload(dm_kind kind, void *dst, const void *src, size_t bytes);   /* 0 on
 int dm_download(dm_kind kind, void *dst, const void *src, size_t bytes); /* 0 on success */
 int dm_sync(dm_kind kind);                                              /* 0 on success */
 
-/* Median time of one call of fn(arg) on the kind's clock over `reps` calls, after `warmup` untimed
- * calls; -1 on error. CUDA: as triton.testing.do_bench (an L2-flushing 256 MB memset before each
- * call, each call between its own events, no sync in between). */
-double dm_time_ms(dm_kind kind, int warmup, int reps, int (*fn)(void *), void *arg);
-/* CUDA: mean host time inside one fn(arg) of the last dm_time_ms (the API's CPU overhead:
- * validation, selection, launches), in microseconds; -1 otherwise. */
-extern double dm_last_host_us;
+/* How calls are timed. GPUs, by default as triton.testing.do_bench times the peers: warm-up and
+ * repetitions by time (counts from an estimate over 5 calls), a 256 MiB L2-flushing memset before
+ * each timed call, each call between its own events, the median. burst = 1: fixed counts `warmup`
+ * and `reps` instead (the same flushes and events). The host CPU always takes the counts, timed by
+ * the wall clock. */
+typedef struct dm_protocol {
+    double warmup_ms, rep_ms;
+    int burst, warmup, reps;
+} dm_protocol;
+
+typedef struct dm_timing {
+    double median_ms, p20_ms, p80_ms, min_ms; /* over the timed calls */
+    int reps;                                 /* timed calls */
+    double host_us; /* GPUs: mean host time inside one fn(arg) (the API's CPU overhead); -1 otherwise */
+} dm_timing;
+
+/* Times fn(arg) (0 = success) on the kind's clock; 0 on success, 1 if a call or the clock failed. */
+int dm_time(dm_kind kind, const dm_protocol *pr, int (*fn)(void *), void *arg, dm_timing *out);
+#define DM_FLUSH_MIB 256
+#define DM_XSTR(x) #x
+#define DM_STR(x) DM_XSTR(x)
 
 /* The kind's short name: "host", "cuda" or "hip". */
 const char *dm_kind_name(dm_kind kind);

@@ -82,6 +82,9 @@ typedef struct opts {
     shape_in in;
     portattn_backend_t backend;
     int warmup, reps, check; /* -1 = default for the memory kind */
+    double warmup_ms, rep_ms; /* GPU timing by time, as do_bench (the default) */
+    int burst;                /* --burst: GPU timing by the counts --warmup/--reps instead */
+    dm_protocol protocol;     /* set by main from the above once the memory kind is known */
     int kv_copies;           /* --kv-copies; 0 = automatic */
     sweep_kind sweep;
     int force, normal, prefer_measured;
@@ -107,6 +110,7 @@ typedef struct row {
     int decode;                 /* one query token: judged by KV bytes/s against the HBM peak */
     double flops, ms, tflops;
     double host_us;             /* CPU time inside one portattn_forward call (GPU backends; -1 = n/a) */
+    dm_timing timing;           /* the spread and count of the timed calls */
     double kv_bytes, kv_Bps;    /* bytes of K and V the call must read; per second (decode rows) */
     int kv_copies;              /* K/V copies cycled through while timing (decode rows) */
     char peak_metric[24];       /* the device table's metric the row is judged by */
@@ -125,7 +129,9 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: portattn-bench [options]\n"
-        "Times portattn_forward (median of --reps after --warmup; device events on GPUs) and prints\n"
+        "Times portattn_forward as triton.testing.do_bench times the peers (on GPUs: warm-up and\n"
+        "repetitions by time, a 256 MiB L2-flushing memset before each call, events around each call,\n"
+        "the median; inputs standard normal as torch.randn) and prints\n"
         "TFLOPS by the FlashAttention convention 2*B*Hq*Sq*Sk*(Dqk+Dv), halved when causal; rows with one\n"
         "query token (decode) also print the effective KV bandwidth, bytes of K and V / time.\n"
         "shape (also the syntax of --sweep-file lines):\n"
@@ -138,9 +144,11 @@ static void usage(FILE *f)
         "                 (--layout within a page) read through a block table holding a random permutation\n"
         "                 of the pages (fixed seed); P a power of two in [1, 2^20], 0 = contiguous K/V\n"
         "                 (the default); not with --varlen\n"
+        );
+    fprintf(f,
         "sweeps (a progress line on stderr; --causal/--window/--softcap/--lse/--layout/--page-size\n"
         "        apply to every row):\n"
-        "  --sweep prefill  (plain --sweep too) DESIGN.md section 6: B*S = 16384, H*D = 2048,\n"
+        "  --sweep prefill  (plain --sweep too) FlashAttention's grid: B*S = 16384, H*D = 2048,\n"
         "                   S 512..16384, D 64,128,256, causal no and yes (only yes with --causal)\n"
         "                   [--sweep-seqlens LIST] [--sweep-dims LIST]\n"
         "  --sweep decode   one query token, Hq=32 Hkv=8 D=128, batch 1,8,32, KV length 4096,16384,65536\n"
@@ -150,8 +158,12 @@ static void usage(FILE *f)
         "                   without --dtype run once per --dtype of the command line\n"
         "  --force          run a named sweep on the CPU backend (slow)\n"
         "run:\n"
-        "  --backend NAME (default automatic, or env PORTATTN_BACKEND) --warmup N (5) --reps N (20)\n"
-        "  --seed N --dist uniform|normal\n"
+        "  --backend NAME (default automatic, or env PORTATTN_BACKEND)\n"
+        "  --warmup-ms MS (25) --rep-ms MS (100)  GPU warm-up and timed calls, by time as do_bench\n"
+        "  --burst        GPU: time fixed counts --warmup N (5) --reps N (20) instead (the old short\n"
+        "                 burst; its rows are marked \"burst\" and are not comparable with the peers')\n"
+        "  --warmup N --reps N  counts for --burst and for the CPU (1 and 3 there)\n"
+        "  --seed N --dist normal|uniform (normal, as torch.randn; uniform = [-1, 1))\n"
         "  --no-workspace  pass no split-KV workspace (the library then allocates one per call); by\n"
         "                 default one sized by portattn_forward_workspace_size is allocated per row\n"
         "  --kv-copies N  decode rows: cycle through N copies of K and V (1..1024) instead of the automatic\n"
@@ -331,13 +343,13 @@ static int parse_args(int argc, char **argv, opts *o, int *list_backends)
     int64_t warmup = -1, reps = -1, seed = 1, kv_copies = 0, num_splits = 0;
     const struct { const char *name; int *dst; int val; } switches[] = {
         {"--list-backends", list_backends, 1}, {"--check", &o->check, 1}, {"--no-check", &o->check, 0},
-        {"--force", &o->force, 1}, {"--no-workspace", &o->no_workspace, 1}};
+        {"--force", &o->force, 1}, {"--no-workspace", &o->no_workspace, 1}, {"--burst", &o->burst, 1}};
     const struct { const char *name; int64_t *dst; int64_t min; } ints[] = {
         {"--warmup", &warmup, 0}, {"--reps", &reps, 1}, {"--seed", &seed, 0}, {"--kv-copies", &kv_copies, 1},
         {"--num-splits", &num_splits, 0}};
     static const char *const valued[] = {"--json", "--csv", "--sweep-file", "--sweep-seqlens", "--sweep-dims",
         "--sweep-batches", "--dist", "--check-limit", "--backend", "--devices", "--device-entry", "--peak", "--warmup",
-        "--reps", "--seed", "--kv-copies", "--num-splits"};
+        "--reps", "--seed", "--kv-copies", "--num-splits", "--warmup-ms", "--rep-ms"};
     shape_in *si = &o->in;
     for (int i = 1; i < argc; i++) {
         char name[64];
@@ -380,6 +392,8 @@ static int parse_args(int argc, char **argv, opts *o, int *list_backends)
         else if (FLAG("--dist")) { if (strcmp(v, "uniform") && strcmp(v, "normal")) goto bad_value; o->normal = v[0] == 'n'; }
         else if (FLAG("--peak")) { if (strcmp(v, "measured") && strcmp(v, "datasheet")) goto bad_value; o->prefer_measured = v[0] == 'm'; }
         else if (FLAG("--check-limit")) { if (parse_f64(v, &o->check_limit)) goto bad_value; }
+        else if (FLAG("--warmup-ms")) { if (parse_f64(v, &o->warmup_ms) || !(o->warmup_ms >= 0 && o->warmup_ms <= 6e4)) goto bad_value; }
+        else if (FLAG("--rep-ms")) { if (parse_f64(v, &o->rep_ms) || !(o->rep_ms > 0 && o->rep_ms <= 6e5)) goto bad_value; }
         else if (FLAG("--backend")) {
             int ok = 0;
             o->backend = portattn_backend_from_name(v, &ok);
@@ -989,12 +1003,12 @@ static int run_shape(const opts *o, const shape *s, dm_kind kind, rng *gen, row 
         p->workspace_size = ws;
     }
 
-    int warmup = o->warmup >= 0 ? o->warmup : kind == DM_HOST ? 1 : 5;
-    int reps = o->reps >= 1 ? o->reps : kind == DM_HOST ? 3 : 20;
-    r->ms = dm_time_ms(kind, warmup, reps, call_forward, &c);
-    r->host_us = dm_last_host_us;
-    if (r->ms < 0 && c.st != PORTATTN_SUCCESS) BAIL_API("portattn_forward", c.st);
-    if (r->ms < 0) BAIL("timing failed (device error or event failure)");
+    if (dm_time(kind, &o->protocol, call_forward, &c, &r->timing)) {
+        if (c.st != PORTATTN_SUCCESS) BAIL_API("portattn_forward", c.st);
+        BAIL("timing failed (device error, event failure or no memory for the L2 flush)");
+    }
+    r->ms = r->timing.median_ms;
+    r->host_us = r->timing.host_us;
     r->tflops = r->ms > 0 ? flops / (r->ms * 1e-3) / 1e12 : 0;
     if (r->decode) r->kv_Bps = r->ms > 0 ? r->kv_bytes / (r->ms * 1e-3) : 0;
     assign_peak(o, r);
@@ -1005,6 +1019,27 @@ bail:
     if (fail && r->ms < 0) { print_row(r); printf("  error: %s\n", r->msg); }
     free_bufs(&b, kind);
     return fail;
+}
+
+static int cmp_f64(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The API's host cost over the rows that ran on a GPU: the median and the largest. */
+static void print_host_cost(const row *rows, int n)
+{
+    double *h = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    int m = 0;
+    for (int i = 0; h && i < n; i++)
+        if (rows[i].ms >= 0 && rows[i].host_us >= 0) h[m++] = rows[i].host_us;
+    if (m) {
+        qsort(h, (size_t)m, sizeof(double), cmp_f64);
+        printf("# host time inside portattn_forward: median %.2f us, max %.2f us per call over %d rows\n",
+               m % 2 ? h[m / 2] : 0.5 * (h[m / 2 - 1] + h[m / 2]), h[m - 1], m);
+    }
+    free(h);
 }
 
 /* ---- JSON and CSV ------------------------------------------------------------------------ */
@@ -1031,8 +1066,15 @@ static void json_num(FILE *f, double x) /* JSON has no NaN/inf: null */
 /* What the run was: the device, its table entry and the command line. */
 typedef struct run_info {
     const char *device, *entry, *table, *sweep, *date;
+    const char *timing; /* "do_bench", "burst" or "host" */
+    const opts *o;
     char command[2048];
 } run_info;
+
+static const char *timing_name(const opts *o, dm_kind kind)
+{
+    return kind == DM_HOST ? "host" : o->burst ? "burst" : "do_bench";
+}
 
 /* The numbers of one row that may be absent: NAN, written as null (JSON) or an empty field (CSV). */
 typedef struct row_nums { double ms, us, tflops, kv_Bps, peak_value, peak_fraction; } row_nums;
@@ -1060,6 +1102,16 @@ static int write_json(const char *path, const run_info *ri, const row *rows, int
     JS("sweep", ri->sweep);
     JS("date", ri->date);
     JS("command", ri->command);
+    const opts *o = ri->o;
+    fprintf(f, ",\"protocol\":{\"timing\":\"%s\",\"statistic\":\"median\",\"inputs\":\"%s\"", ri->timing,
+            o->normal ? "normal" : "uniform");
+    const dm_protocol *pr = &o->protocol;
+    if (!strcmp(ri->timing, "do_bench"))
+        fprintf(f, ",\"warmup_ms\":%g,\"rep_ms\":%g,\"flush_mib\":%d", pr->warmup_ms, pr->rep_ms, DM_FLUSH_MIB);
+    else
+        fprintf(f, ",\"warmup\":%d,\"reps\":%d%s", pr->warmup, pr->reps,
+                !strcmp(ri->timing, "burst") ? ",\"flush_mib\":" DM_STR(DM_FLUSH_MIB) : "");
+    fputc('}', f);
     fputs(",\"rows\":[", f);
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
@@ -1083,6 +1135,12 @@ static int write_json(const char *path, const run_info *ri, const row *rows, int
         JN("time_ms", x.ms); /* null when the row did not run */
         JN("time_us", x.us);
         JN("host_us_per_call", r->host_us >= 0 ? r->host_us : NAN);
+        if (x.ms == x.ms) {
+            JN("time_ms_p20", r->timing.p20_ms);
+            JN("time_ms_p80", r->timing.p80_ms);
+            fprintf(f, ",\"timed_calls\":%d", r->timing.reps);
+            JS("timing", ri->timing);
+        }
         JN("flops", r->flops);
         JN("tflops", x.tflops);
         JN("kv_bytes", r->kv_bytes);
@@ -1262,6 +1320,9 @@ int main(int argc, char **argv)
     o.check = -1;
     o.check_limit = 2e10; /* ~10-30 s of the double-precision CPU reference */
     o.prefer_measured = 1;
+    o.normal = 1;
+    o.warmup_ms = 25;
+    o.rep_ms = 100;
     int list = 0, rc = parse_args(argc, argv, &o, &list);
     if (rc) return rc == 1 ? 0 : 2;
     if (list) return list_backends();
@@ -1276,6 +1337,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "portattn-bench: the %s sweep on the CPU backend would take %s; pass --force to run it "
                         "anyway (with short --sweep-seqlens for a quick one)\n", sweep_names[o.sweep],
                 o.sweep == SWEEP_PREFILL ? "hours" : "many minutes and 17 GB of memory");
+        return 2;
+    }
+    if (kind != DM_HOST && !o.burst && (o.warmup >= 0 || o.reps >= 1)) {
+        fprintf(stderr, "portattn-bench: --warmup/--reps count calls only with --burst; on a GPU the default "
+                        "times by --warmup-ms/--rep-ms as do_bench\n");
         return 2;
     }
     shape_in *si = &o.in;
@@ -1297,6 +1363,10 @@ int main(int argc, char **argv)
     memset(&ri, 0, sizeof ri);
     o.device = ri.device = dm_device_name(kind);
     ri.sweep = sweep_names[o.sweep];
+    ri.timing = timing_name(&o, kind);
+    o.protocol = (dm_protocol){o.warmup_ms, o.rep_ms, o.burst || kind == DM_HOST,
+                               o.warmup >= 0 ? o.warmup : kind == DM_HOST ? 1 : 5, o.reps >= 1 ? o.reps : kind == DM_HOST ? 3 : 20};
+    ri.o = &o;
     char date[32];
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
@@ -1308,6 +1378,13 @@ int main(int argc, char **argv)
            ri.device, dm_kind_name(kind), getenv("PORTATTN_BACKEND") ? ", PORTATTN_BACKEND=" : "",
            getenv("PORTATTN_BACKEND") ? getenv("PORTATTN_BACKEND") : "");
     if ((rc = find_device(&o, &tab, &ri))) { free(pl.s); return rc; }
+    if (!strcmp(ri.timing, "do_bench"))
+        printf("# timing: do_bench protocol, %g ms warm-up, %g ms of timed calls, %d MiB L2 flush before each, "
+               "median; inputs %s\n", o.warmup_ms, o.rep_ms, DM_FLUSH_MIB, o.normal ? "standard normal" : "uniform [-1, 1)");
+    else
+        printf("# timing: %s, median of a fixed count of calls%s; inputs %s\n", ri.timing,
+               o.burst ? " (BURST: not the peers' protocol, rows marked \"burst\")" : "",
+               o.normal ? "standard normal" : "uniform [-1, 1)");
     print_header();
     fflush(stdout); /* before the progress line on stderr, which may go to the same log */
 
@@ -1328,6 +1405,7 @@ int main(int argc, char **argv)
     progress_clear();
     if (progress.on)
         fprintf(stderr, "portattn-bench: %d rows in %.1f s, %d failed\n", pl.n, now_s() - progress.t0, nfailed);
+    print_host_cost(rows, pl.n);
     const struct { const char *path; int (*write)(const char *, const run_info *, const row *, int); } outs[] = {
         {o.json, write_json}, {o.csv, write_csv}};
     for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
