@@ -208,6 +208,7 @@ def _declare(lib):
         "portattn_tensor_bhsd": (Tensor, [c_vp, c_i64, c_i64, c_i64]),
         "portattn_forward": (c_int, [ctypes.POINTER(FwdParams), c_vp]),
         "portattn_forward_query": (c_int, [ctypes.POINTER(FwdParams), ctypes.POINTER(Selection)]),
+        "portattn_forward_workspace_size": (c_int, [ctypes.POINTER(FwdParams), ctypes.POINTER(ctypes.c_size_t)]),
         "portattn_backend_get_info": (c_int, [c_int, ctypes.POINTER(BackendInfo)]),
         "portattn_backend_name": (c_cp, [c_int]),
         "portattn_backend_from_name": (c_int, [c_cp, ctypes.POINTER(c_int)]),

@@ -1,7 +1,8 @@
 """FlashAttention-style entry points on PyTorch tensors: no copies (data_ptr and element strides),
 launched on the current CUDA stream (CPU tensors run synchronously on the CPU backend)."""
 
-from ._core import backends, forward, make_params, query
+from . import _plan
+from ._core import _check, backends, forward, make_params, query
 from ._lib import DType, PortattnError, Status, library_path
 
 __all__ = ["flash_attn_func", "flash_attn_varlen_func", "which"]
@@ -90,23 +91,84 @@ def _check_gpu_build(device):
 
 
 def _launch(torch, params, device, query_only):
-    if device.type == "cuda":
-        _check_gpu_build(device)
-        with torch.cuda.device(device):
-            if query_only:
-                return query(params)
-            forward(params, torch.cuda.current_stream(device).cuda_stream)
-    else:
+    """Query or run `params` (the first call of a shape); returns the selection, or the workspace
+    size the call took from torch's allocator."""
+    if device.type != "cuda":
         if query_only:
             return query(params)
         forward(params, None)
-    return None
+        return 0
+    _check_gpu_build(device)
+    with torch.cuda.device(device):
+        if query_only:
+            return query(params)
+        size = _plan.workspace_size(params)
+        ws = torch.empty(size, dtype=torch.uint8, device=device) if size else None
+        if ws is not None:
+            params.workspace, params.workspace_size = ws.data_ptr(), size
+        forward(params, torch.cuda.current_stream(device).cuda_stream)
+    return size
+
+
+def _planned(torch, plan, pointers, device):
+    """A later call of a planned shape: this call's pointers into the plan's struct, then launch."""
+    idx = plan.device_index
+    if idx is None:
+        st = _plan.launch(plan, pointers, None, None)
+    else:
+        ws = torch.empty(plan.workspace, dtype=torch.uint8, device=device) if plan.workspace else None
+        if torch._C._cuda_getDevice() == idx:
+            st = _plan.launch(plan, pointers, ws, _plan.current_stream(torch, idx))
+        else:
+            with torch.cuda.device(idx):
+                st = _plan.launch(plan, pointers, ws, _plan.current_stream(torch, idx))
+    if st:
+        _check(st)
+
+
+def _remember(key, params, out, lse, device, workspace):
+    if key is not None:
+        _plan.store(key, _plan.Plan(params, tuple(out.shape), None if lse is None else tuple(lse.shape), workspace,
+                                    device.index if device.type == "cuda" else None, _plan._state["lib"]))
+
+
+def _tensor_key(t):
+    return (t.shape, t.stride(), t.dtype, t.device)
+
+
+def _call_key(kind, tensors, out, *options):
+    """What decides a call's struct and checks besides its pointers; None when it cannot be keyed
+    (a non-tensor argument, an unhashable option: the call then takes the full path)."""
+    try:
+        key = (kind, tuple(_tensor_key(t) for t in tensors), None if out is None else _tensor_key(out)) + options
+        hash(key)
+        return key
+    except Exception:
+        return None
 
 
 def _dense(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, *,
            alibi_slopes=None, deterministic=False, return_attn_probs=False, return_lse=False, backend=None,
            out=None, _query=False):
     torch = _torch()
+    key = None
+    if not _query:
+        key = _call_key("dense", (q, k, v), out, dropout_p, alibi_slopes is None, return_attn_probs, softmax_scale,
+                        causal, window_size, softcap, return_lse, backend)
+        plan = _plan.lookup(key) if key is not None else None
+        if plan is not None:
+            if q.requires_grad or k.requires_grad or v.requires_grad:
+                _refuse_grad(torch, q=q, k=k, v=v)
+            device = q.device
+            out = out if out is not None else torch.empty(plan.out_shape, dtype=q.dtype, device=device)
+            ptrs = {"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": out.data_ptr()}
+            if not return_lse:
+                _planned(torch, plan, ptrs, device)
+                return out
+            lse = torch.empty(plan.lse_shape, dtype=torch.float32, device=device)
+            ptrs["lse"] = lse.data_ptr()
+            _planned(torch, plan, ptrs, device)
+            return out, lse
     _check_flash_args(dropout_p, alibi_slopes, return_attn_probs)
     dtype, device = _check_tensors(torch, 4, q=q, k=k, v=v)
     if not _query:
@@ -128,6 +190,7 @@ def _dense(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size
     sel = _launch(torch, params, device, _query)
     if _query:
         return sel
+    _remember(key, params, out, lse, device, sel)
     return (out, lse) if return_lse else out
 
 
@@ -135,6 +198,25 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dro
             causal=False, window_size=(-1, -1), softcap=0.0, *, alibi_slopes=None, deterministic=False,
             return_attn_probs=False, return_lse=False, backend=None, out=None, block_table=None, _query=False):
     torch = _torch()
+    key = None
+    if not _query and block_table is None:
+        key = _call_key("varlen", (q, k, v, cu_seqlens_q, cu_seqlens_k), out, max_seqlen_q, max_seqlen_k, dropout_p,
+                        alibi_slopes is None, return_attn_probs, softmax_scale, causal, window_size, softcap,
+                        return_lse, backend)
+        plan = _plan.lookup(key) if key is not None else None
+        if plan is not None:
+            if q.requires_grad or k.requires_grad or v.requires_grad:
+                _refuse_grad(torch, q=q, k=k, v=v)
+            device = q.device
+            out = out if out is not None else torch.empty(plan.out_shape, dtype=q.dtype, device=device)
+            ptrs = {"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": out.data_ptr(),
+                    "cu_seqlens_q": cu_seqlens_q.data_ptr(), "cu_seqlens_k": cu_seqlens_k.data_ptr()}
+            lse = None
+            if return_lse:
+                lse = torch.empty(plan.lse_shape, dtype=torch.float32, device=device)
+                ptrs["lse"] = lse.data_ptr()
+            _planned(torch, plan, ptrs, device)
+            return (out, lse) if return_lse else out
     _check_flash_args(dropout_p, alibi_slopes, return_attn_probs)
     if block_table is not None:
         raise NotImplementedError("portattn has no paged KV cache yet: block_table must be None")
@@ -171,6 +253,8 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dro
     sel = _launch(torch, params, device, _query)
     if _query:
         return sel
+    if cus[0].data_ptr() == cu_seqlens_q.data_ptr() and cus[1].data_ptr() == cu_seqlens_k.data_ptr():
+        _remember(key, params, out, lse, device, sel)  # a plan reads the caller's own offsets
     return (out, lse) if return_lse else out
 
 

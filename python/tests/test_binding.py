@@ -555,6 +555,7 @@ def test_torch_cpu():
     varlen_cases(torch, "cpu", ["float32", "bfloat16"], "cpu")
     torch_error_cases(torch, "cpu")
     grad_guard_cases(torch, "cpu")
+    plan_cases(torch, "cpu")
     q = torch.randn(2, 16, 4, 32)
     sel = portattn.which(q, q, q, causal=True)
     assert sel["backend"] == "cpu" and sel["kernel"] == "cpu-ref<f32>", sel
@@ -565,6 +566,37 @@ def test_torch_cpu():
     out = portattn.flash_attn_func(q, q, q)  # auto picks the CPU for host tensors, on GPU machines too
     assert rel_l2(torch, out, torch_ref(torch, q, q, q)[0]) <= 1e-5
     assert n == 3 * len(DENSE_CASES), n
+
+
+def plan_cases(torch, device):
+    """A repeated call shape takes the planned path: fresh data each call gives fresh results, out=
+    and return_lse work, the library's per-call checks still refuse (out aliasing q), a varlen plan
+    reads the offsets of each call."""
+    dt = torch.bfloat16 if device == "cuda" else torch.float32
+    tol = TOL["bfloat16" if device == "cuda" else "float32"]
+    shape = (2, 24, 4, 32)
+    for rep in range(3):
+        q, k, v = (torch.randn(shape, device=device).to(dt) for _ in range(3))
+        out, lse = portattn.flash_attn_func(q, k, v, causal=True, return_lse=True)
+        want, want_lse = torch_ref(torch, q, k, v, causal=True)
+        assert rel_l2(torch, out, want) <= tol, (device, rep)
+        check_lse(torch, lse, want_lse, 1e-4 if dt == torch.float32 else 1e-3)
+        buf = torch.full(shape, NAN, device=device, dtype=dt)
+        assert portattn.flash_attn_func(q, k, v, causal=True, out=buf) is buf
+        assert rel_l2(torch, buf, want) <= tol, (device, rep, "out=")
+        e = expect_raises(PortattnError, lambda: portattn.flash_attn_func(q, k, v, causal=True, out=q))
+        assert e.status == Status.ERROR_INVALID_ARGUMENT, e
+        g = q.clone().requires_grad_(True)
+        expect_raises(NotImplementedError, lambda: portattn.flash_attn_func(g, k, v, causal=True), "no backward")
+    for rep in range(3):
+        lens = [3 + rep, 11, 7 - rep]
+        cu = torch.tensor([0] + [sum(lens[:i + 1]) for i in range(3)], dtype=torch.int32, device=device)
+        q, k, v = (torch.randn(21, 4, 32, device=device).to(dt) for _ in range(3))
+        out = portattn.flash_attn_varlen_func(q, k, v, cu, cu, 11, 11, causal=True)
+        for b in range(3):
+            a, z = int(cu[b]), int(cu[b + 1])
+            want = torch_ref(torch, q[None, a:z], k[None, a:z], v[None, a:z], causal=True)[0]
+            assert rel_l2(torch, out[None, a:z], want) <= tol, (device, rep, b)
 
 
 def grad_guard_cases(torch, device):
@@ -616,6 +648,7 @@ def test_torch_cuda():
         torch.cuda.synchronize()
     torch_error_cases(torch, "cuda")
     grad_guard_cases(torch, "cuda")
+    plan_cases(torch, "cuda")
     # A side stream: the launch goes on the current stream, ordered after the inputs were written.
     s = torch.cuda.Stream()
     x = torch.randn(4, 256, 8, 64, device="cuda", dtype=torch.bfloat16)
