@@ -17,7 +17,7 @@
 #             one copy as sdpa.py, bhsd = sdpa.py's layout, no-workspace = the library allocating
 #             its split scratch per call, paged 16/64/256) beside sdpa.py --decode and the measured
 #             device-to-device copy bandwidth: decode.md (tools/decode_table.py) + decode.tgz
-#   REPORT=1  also the decode sweep + peers, tools/report.py over everything, python/compare_sdpa.py;
+#   REPORT=1  also the decode sweep + peers, tools/report.py over everything, python/peer_bench.py;
 #             JSON/CSV/report go into one report.tgz (the device returns at most 8 files)
 #   HIP_EMU=1 also build hip-cdna's kernel under the nvcc wave emulation (-DPORTATTN_HIP_EMULATION=ON)
 #             and run the case table and test_numerics on it (T3 of issue 5)
@@ -126,10 +126,10 @@ if [ -n "${REPORT:-}" ]; then # the porting-study flow of docs/porting-study.md,
     --rep-ms 20 --no-check --csv "$OUT/bench_$be.csv" > /dev/null 2>&1; done # the CSV form of the same sweep
   python3 tools/report.py $OUT/bench_*.json "$OUT/peers.json" "$OUT/peers_decode.json" --out "$OUT/report" \
     >> "$OUT/bench.log" 2>&1; echo "report.py exit $?"
-  echo "== python compare_sdpa $(t)"
-  PYTHONUNBUFFERED=1 PORTATTN_LIBRARY=$B/libportattn.so python3 python/compare_sdpa.py --json "$OUT/compare_sdpa.json" \
-    > "$OUT/compare_sdpa.log" 2>&1; echo "compare_sdpa exit $?"
-  tail -25 "$OUT/compare_sdpa.log"; cat "$OUT/compare_sdpa.log" >> "$OUT/bench.log"; rm -f "$OUT/compare_sdpa.log"
+  echo "== python peer_bench $(t)"
+  PYTHONUNBUFFERED=1 PORTATTN_LIBRARY=$B/libportattn.so python3 tools/peer_bench.py --json "$OUT/peer_bench.json" \
+    > "$OUT/peer_bench.log" 2>&1; echo "peer_bench exit $?"
+  tail -25 "$OUT/peer_bench.log"; cat "$OUT/peer_bench.log" >> "$OUT/bench.log"; rm -f "$OUT/peer_bench.log"
   tar czf "$OUT/report.tgz" -C "$OUT" report $(cd "$OUT" && ls *.json *.csv 2>/dev/null) && rm -rf "$OUT/report" "$OUT"/*.json "$OUT"/*.csv
 fi
 

@@ -192,10 +192,44 @@ def from_sdpa(path, doc, rows, device):
     return out
 
 
+def from_peer_bench(path, doc):
+    """tools/peer_bench.py --json: each row holds portattn's runs and the peers' (labels FA2, cuDNN),
+    measured in one process with one protocol."""
+    label_key = {label: key for key, label in PEERS.items()}
+    out = []
+    for r in doc.get("rows", []):
+        dtype = DTYPES.get(str(r.get("dtype", "bf16")), str(r.get("dtype", "bf16")))
+        if r.get("mode") == "decode":
+            d, b, skv, hq, hk = int(r["d"]), int(r["b"]), int(r["skv"]), int(r["hq"]), int(r["hk"])
+            shape = dict(mode="decode", d=d, dv=d, b=b, sq=1, sk=skv, hq=hq, hkv=hk, causal=False)
+        else:
+            s, h = int(r["s"]), int(r["h"])
+            shape = dict(mode="prefill", d=int(r["d"]), dv=int(r["d"]), b=int(r["b"]), sq=s, sk=s, hq=h, hkv=h,
+                         causal=bool(r.get("causal")))
+        for label, m in r.get("impls", {}).items():
+            ms = num(m.get("ms"))
+            if ms is None:
+                continue
+            rec = base(path, doc.get("device"), False)
+            rec.update(shape, dtype=dtype, time_us=ms * 1e3, tflops=num(m.get("tflops")), kv_TBps=num(m.get("kv_TBps")))
+            if label.startswith("portattn"):
+                backend = m.get("backend") or "?"
+                rec.update(source="portattn", backend=backend, kernel=m.get("kernel") or "", check=m.get("check") or "",
+                           series="portattn " + backend)
+            elif label in label_key:
+                rec.update(source=label, backend=label_key[label], series=label)
+            else:
+                continue
+            out.append(rec)
+    return out
+
+
 def load(path, fallback_device):
     """The normalised records of one input file and its device (None when the file names none)."""
     doc = read_json_or_lines(path)
     try:
+        if isinstance(doc, dict) and doc.get("tool") == "peer_bench":
+            return from_peer_bench(path, doc), doc.get("device")
         if isinstance(doc, dict) and (doc.get("tool") == "portattn-bench" or "rows" in doc):
             return from_bench(path, doc), doc.get("device")
         if isinstance(doc, dict) and ("prefill" in doc or "decode" in doc):
@@ -882,6 +916,20 @@ def self_test():
     # sdpa.py --decode stdout with --device
     res2 = report([inputs[4]], os.path.join(tmp, "out2"), device="NVIDIA B200", charts=False, warn=notes.append)
     check(res2["devices"] == ["B200"] and all(r["frac"] is not None for r in res2["records"]), "--device for JSON lines")
+    # tools/peer_bench.py: portattn and both peers from one file, one process
+    pb = {"tool": "peer_bench", "format": 1, "device": "NVIDIA H200", "rows": [
+        {"mode": "prefill", "dtype": "bf16", "d": 128, "s": 4096, "b": 4, "h": 16, "causal": False, "impls": {
+            "FA2": {"ms": 1.0, "tflops": 300.0}, "cuDNN": {"ms": 0.6, "tflops": 500.0},
+            "portattn": {"ms": 0.5, "tflops": 600.0, "backend": "cuda-sm90", "kernel": "sm90<bf16,d128>", "check": "PASS"},
+            "portattn[cuda-sm80]": {"error": "declined"}}},
+        {"mode": "decode", "dtype": "bf16", "d": 128, "b": 8, "skv": 16384, "hq": 32, "hk": 8, "causal": False,
+         "impls": {"cuDNN": {"ms": 0.14, "kv_TBps": 4.0}, "portattn": {"ms": 0.13, "kv_TBps": 4.3, "backend": "cuda-sm80"}}}]}
+    dump("h200-peer-bench.json", pb)
+    res3 = report([os.path.join(tmp, "h200-peer-bench.json")], os.path.join(tmp, "out3"), charts=False,
+                  warn=notes.append)
+    got = sorted((r["mode"], r["series"], r["tflops"] or r["kv_TBps"]) for r in res3["records"])
+    check(got == [("decode", "cuDNN", 4.0), ("decode", "portattn cuda-sm80", 4.3), ("prefill", "FA2", 300.0),
+                  ("prefill", "cuDNN", 500.0), ("prefill", "portattn cuda-sm90", 600.0)], f"peer_bench rows {got}")
     if failures:
         print("self-test FAILED:\n  " + "\n  ".join(failures) + f"\n  (outputs in {tmp})")
         return 1

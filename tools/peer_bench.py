@@ -1,24 +1,32 @@
 #!/usr/bin/env python3
-"""portattn beside PyTorch scaled_dot_product_attention on the same GPU, in one run.
+"""portattn beside PyTorch scaled_dot_product_attention on the same GPU, in one process, one protocol.
 
-Correctness: rel-L2 and max-abs error of every implementation against an fp32 reference (torch
-math on the upcast inputs, TF32 off). A portattn run fails when its rel-L2 is NaN/inf or above
-max(--tol-factor x the worse peer's rel-L2, --tol-floor); the peers are SDPA FLASH_ATTENTION
-(FA2) and CUDNN_ATTENTION (cuDNN); where neither runs, SDPA MATH in the input dtype stands in.
-Speed: triton.testing.do_bench median (CUDA events if triton is absent); TFLOPS by the
-FlashAttention convention: batch*seqlen = --tokens, heads*head_dim = --hidden, forward FLOPs =
-4*B*H*S*S*D, halved when causal. Ratios are portattn TFLOPS / peer TFLOPS from this run.
-Default points: bf16, head dim 64 and 128, seqlen 1024 and 4096, causal no and yes; portattn's
-automatic choice plus every --backend.
+Every implementation is timed the same way, triton.testing.do_bench's way (the peers' own): warm-up
+and repetitions by time (--warmup 25 ms, --rep 100 ms of timed calls), a 256 MiB L2-flushing write
+before every timed call, events around each call, the median (with the 20th and 80th percentiles
+as the spread); inputs torch.randn. TFLOPS by the FlashAttention convention: batch*seqlen = --tokens,
+heads*head_dim = --hidden, forward FLOPs = 4*B*H*S*S*D, halved when causal. Peers: SDPA
+FLASH_ATTENTION (FA2) and CUDNN_ATTENTION (cuDNN). Ratios are portattn / peer from this run.
 
-  PORTATTN_LIBRARY=build/libportattn.so python3 python/compare_sdpa.py --json compare.json
-  python3 python/compare_sdpa.py --backend cuda-sm80 --d 128 --s 8192 16384 --causal yes
+Correctness too: rel-L2 and max-abs of every implementation against an fp32 reference (torch math on
+the upcast inputs, TF32 off). A portattn run fails when its rel-L2 is NaN/inf or above
+max(--tol-factor x the worse peer's rel-L2, --tol-floor); where neither peer runs, SDPA MATH in the
+input dtype stands in.
 
-SDPA takes (B, H, S, D) and portattn (B, S, H, D): both see the same memory through transposed
-views (--layout says which one is the contiguous storage). Exit status: 0 every portattn run
+  PORTATTN_LIBRARY=build/libportattn.so python3 tools/peer_bench.py --json peers.json   # 8 points
+  python3 tools/peer_bench.py --sweep standard --json h200.json   # the README's tables
+  python3 tools/peer_bench.py --sweep decode                      # one query token, GQA 32/8, d128
+  python3 tools/peer_bench.py --host-cost                         # host time per call, tiny shape
+  python3 tools/peer_bench.py --backend cuda-sm80 --d 128 --s 8192 16384 --causal yes
+
+Sweeps: prefill = bf16 and fp16, d 64/128/256, s 512..16384, causal no and yes; decode = batch 1/8/32
+x KV 4k/16k/64k, Hq 32, Hkv 8, d128, bf16; standard = both. SDPA takes (B, H, S, D) and portattn
+(B, S, H, D): both see the same memory through transposed views (--layout says which one is the
+contiguous storage). tools/report.py reads the --json file. Exit status: 0 every portattn run
 correct, 1 a correctness failure, 2 cannot run (no PyTorch, no CUDA device, no library).
 """
 import argparse
+import contextlib
 import inspect
 import json
 import math
@@ -28,7 +36,7 @@ import sys
 import time
 import warnings
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 
 PEERS = (("FA2", "FLASH_ATTENTION"), ("cuDNN", "CUDNN_ATTENTION"))
 DTYPES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "f16": "float16", "float16": "float16",
@@ -85,54 +93,70 @@ def sdpa_context(torch):
 
 
 def make_bench(torch, warmup, rep):
-    """bench(fn) -> median milliseconds per call."""
+    """bench(fn) -> (median, 20th, 80th percentile) milliseconds per call, by do_bench's protocol."""
     try:
         from triton.testing import do_bench
         params = inspect.signature(do_bench).parameters
     except Exception:
         do_bench, params = None, {}
+    flush = []
 
-    def events(fn):
+    def events(fn):  # do_bench's loop, for machines without triton
+        if not flush:
+            flush.append(torch.empty(64 << 20, dtype=torch.int32, device="cuda"))
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        for _ in range(3):
+        for _ in range(5):
+            flush[0].zero_()
             fn()
         end.record()
         torch.cuda.synchronize()
-        est = max(start.elapsed_time(end) / 3, 1e-3)
+        est = max(start.elapsed_time(end) / 5, 1e-3)
         for _ in range(max(1, int(warmup / est))):
             fn()
         pairs = []
         for _ in range(max(1, int(rep / est))):
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            flush[0].zero_()
             s.record()
             fn()
             e.record()
             pairs.append((s, e))
         torch.cuda.synchronize()
-        return statistics.median(s.elapsed_time(e) for s, e in pairs)
+        t = sorted(s.elapsed_time(e) for s, e in pairs)
+        return [statistics.median(t), t[int(0.2 * (len(t) - 1))], t[int(0.8 * (len(t) - 1))]]
 
     def bench(fn):
         fn()
         torch.cuda.synchronize()
         if do_bench is None:
-            return float(events(fn))
-        if "return_mode" in params:
-            r = do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
+            r = events(fn)
         elif "quantiles" in params:
-            r = do_bench(fn, warmup=warmup, rep=rep, quantiles=[0.5])
-        elif "percentiles" in params:
-            r = do_bench(fn, warmup=warmup, rep=rep, percentiles=(0.5,))
+            r = do_bench(fn, warmup=warmup, rep=rep, quantiles=[0.5, 0.2, 0.8])
         else:
-            r = do_bench(fn, warmup=warmup, rep=rep)
-        return float(r[0] if isinstance(r, (list, tuple)) else r)
+            r = [do_bench(fn, warmup=warmup, rep=rep)] * 3
+        return tuple(float(x) for x in r)
 
-    bench.name = "triton.testing.do_bench median" if do_bench else "CUDA events median (triton not found)"
+    bench.name = "triton.testing.do_bench" if do_bench else "do_bench's loop with CUDA events (triton not found)"
     return bench
 
 
+def timed(res, bench, fn, flops=None, kv_bytes=None):
+    """Times fn into res: ms (median), ms_p20, ms_p80, and TFLOPS or KV TB/s."""
+    ms, p20, p80 = bench(fn)
+    res.update(ms=ms, ms_p20=p20, ms_p80=p80)
+    if flops is not None:
+        res["tflops"] = flops / ms / 1e9
+    if kv_bytes is not None:
+        res["us"] = ms * 1e3
+        res["kv_TBps"] = kv_bytes / ms / 1e9
+
+
 def reference(torch, q, k, v, causal):
-    """fp32 attention on (B, H, S, D) inputs, in head chunks of at most 2^28 scores."""
+    """fp32 attention on (B, H, S, D) inputs (K/V heads shared by groups of query heads), in head
+    chunks of at most 2^28 scores."""
+    if k.shape[1] != q.shape[1]:
+        k, v = (t.repeat_interleave(q.shape[1] // k.shape[1], dim=1) for t in (k, v))
     B, H, Sq, D = q.shape
     Sk, Dv = k.shape[2], v.shape[3]
     out = torch.empty(B, H, Sq, Dv, dtype=torch.float32, device=q.device)
@@ -163,30 +187,45 @@ def errors(torch, o, ref):
 
 # ---- one point --------------------------------------------------------------------------------
 
-def run_point(torch, F, portattn, pt, args, ctx, bench, variants):
-    """Runs the peers and every portattn variant on one shape; returns the row."""
+def inputs(torch, args, layout, b, sq, sk, hq, hk, d, dtype):
+    """torch.randn q, k, v stored in `layout`; returns the SDPA (B, H, S, D) and portattn (B, S, H, D)
+    views of the same memory."""
+    def make(s, h):
+        return torch.randn((b, h, s, d) if layout == "bhsd" else (b, s, h, d), device="cuda", dtype=dtype)
+    q, k, v = make(sq, hq), make(sk, hk), make(sk, hk)
+    flip = tuple(t.transpose(1, 2) for t in (q, k, v))
+    return ((q, k, v), flip) if layout == "bhsd" else (flip, (q, k, v))
+
+
+def prefill_point(torch, args, pt):
     dt, d, s, causal = pt
-    dtype = getattr(torch, DTYPES[dt])
     h, b = args.hidden // d, max(1, args.tokens // s)
-    flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
-    row = {"dtype": dt, "d": d, "s": s, "b": b, "h": h, "causal": causal, "layout": args.layout, "flops": flops,
-           "impls": {}}
-    torch.manual_seed(args.seed)
-    shape = (b, h, s, d) if args.layout == "bhsd" else (b, s, h, d)
-    q, k, v = (torch.randn(shape, device="cuda", dtype=dtype) for _ in range(3))
-    if args.layout == "bhsd":  # SDPA's own layout; portattn gets (B, S, H, D) views
-        qs, ks, vs = q, k, v
-        qp, kp, vp = (t.transpose(1, 2) for t in (q, k, v))
-    else:  # FlashAttention's layout; SDPA gets (B, H, S, D) views
-        qp, kp, vp = q, k, v
-        qs, ks, vs = (t.transpose(1, 2) for t in (q, k, v))
+    row = {"mode": "prefill", "dtype": dt, "d": d, "s": s, "b": b, "h": h, "causal": causal, "layout": args.layout,
+           "flops": 4.0 * b * h * s * s * d / (2 if causal else 1), "impls": {}}
+    return row, inputs(torch, args, args.layout, b, s, s, h, h, d, getattr(torch, DTYPES[dt]))
+
+
+def decode_point(torch, args, pt):
+    """One query token per sequence against a KV cache of skv tokens, GQA 32/8, d128 (the decode sweep)."""
+    dt, b, skv = pt
+    hq, hk, d = 32, 8, 128
+    row = {"mode": "decode", "dtype": dt, "d": d, "b": b, "skv": skv, "hq": hq, "hk": hk, "causal": False,
+           "layout": args.layout, "kv_bytes": 2.0 * b * hk * skv * d * 2, "impls": {}}
+    return row, inputs(torch, args, args.layout, b, 1, skv, hq, hk, d, getattr(torch, DTYPES[dt]))
+
+
+def run_point(torch, F, portattn, row, tensors, args, ctx, bench, variants):
+    """Runs the peers and every portattn variant on one point; fills and returns the row."""
+    (qs, ks, vs), (qp, kp, vp) = tensors
+    causal, flops, kv_bytes = row["causal"], row.get("flops"), row.get("kv_bytes")
+    gqa = {"enable_gqa": True} if ks.shape[1] != qs.shape[1] else {}
     t0 = time.time()
     ref = reference(torch, qs, ks, vs, causal)
     torch.cuda.synchronize()
     row["ref_s"] = round(time.time() - t0, 2)
 
     def sdpa():
-        return F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal)
+        return F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal, **gqa)
 
     def run_peer(name):
         res = {}
@@ -197,8 +236,7 @@ def run_point(torch, F, portattn, pt, args, ctx, bench, variants):
                 res.update(errors(torch, o, ref))
                 del o
                 if not args.no_bench:
-                    ms = bench(sdpa)
-                    res.update(ms=ms, tflops=flops / ms / 1e9)
+                    timed(res, bench, sdpa, flops, kv_bytes)
         except Exception as e:
             res["error"] = first_line(e)
             if not cuda_alive(torch):
@@ -232,11 +270,11 @@ def run_point(torch, F, portattn, pt, args, ctx, bench, variants):
             if not args.no_bench:
                 ob = torch.empty_like(o)
                 del o
-                ms = bench(lambda: portattn.flash_attn_func(qp, kp, vp, causal=causal, backend=variant, out=ob))
-                res.update(ms=ms, tflops=flops / ms / 1e9)
-                for plabel, _ in PEERS:
-                    pt_ = row["impls"][plabel].get("tflops")
-                    res["vs_" + plabel] = res["tflops"] / pt_ if pt_ else None
+                timed(res, bench, lambda: portattn.flash_attn_func(qp, kp, vp, causal=causal, backend=variant, out=ob),
+                      flops, kv_bytes)
+                for plabel, _ in PEERS:  # speed ratio: peer time / portattn time
+                    pms = row["impls"][plabel].get("ms")
+                    res["vs_" + plabel] = pms / res["ms"] if pms else None
         except portattn.PortattnError as e:
             res["error"] = str(e)
             refused = e.status in (portattn.Status.ERROR_NOT_SUPPORTED, portattn.Status.ERROR_BACKEND_UNAVAILABLE)
@@ -260,8 +298,14 @@ def fmt_f(x, spec="%.1f"):
     return spec % x if finite(x) else "n/a"
 
 
+def spread(r):
+    """The run's spread: (p80 - p20) / median of the timed calls, in percent."""
+    return 100.0 * (r["ms_p80"] - r["ms_p20"]) / r["ms"] if finite(r.get("ms")) and r.get("ms_p80") else None
+
+
 def print_point(row):
-    say("  %-24s %-16s %-16s %11s %9s  %s" % ("implementation", "rel-L2", "max-abs", "ms", "TFLOPS", "notes"))
+    unit = "TFLOPS" if row["mode"] == "prefill" else "KV TB/s"
+    say("  %-24s %-10s %-10s %11s %8s %9s  %s" % ("implementation", "rel-L2", "max-abs", "ms", "spread", unit, "notes"))
     for label, r in row["impls"].items():
         notes = []
         if label.startswith("portattn"):
@@ -274,25 +318,45 @@ def print_point(row):
                 notes.append("%s %s" % (r.get("backend"), r["kernel"]))
         if r.get("error"):
             notes.append("n/a: " + r["error"] if "rel_l2" not in r else "error: " + r["error"])
-        say("  %-24s %-16s %-16s %11s %9s  %s" % (label, fmt_e(r.get("rel_l2")), fmt_e(r.get("max_abs")),
-                                                fmt_f(r.get("ms"), "%.3f"), fmt_f(r.get("tflops")),
-                                                "  ".join(notes)))
+        say("  %-24s %-10s %-10s %11s %8s %9s  %s" % (
+            label, fmt_e(r.get("rel_l2")), fmt_e(r.get("max_abs")), fmt_f(r.get("ms"), "%.4f"),
+            fmt_f(spread(r), "%.1f%%"), fmt_f(r.get("tflops" if row["mode"] == "prefill" else "kv_TBps"), "%.2f"),
+            "  ".join(notes)))
+
+
+def ratio(x):
+    return "%.2fx" % x if finite(x) else "n/a"
 
 
 def print_table(rows, variants):
-    say("\n| dtype | d | seqlen | causal | portattn | kernel | rel-L2 portattn | FA2 | cuDNN | bound | "
-        "TFLOPS portattn | FA2 | cuDNN | vs FA2 | vs cuDNN | check |")
-    say("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for row in rows:
+    """Markdown: prefill TFLOPS, then decode latency; "vs" = the peer's time / portattn's (> 1: faster)."""
+    pre = [r for r in rows if r["mode"] == "prefill"]
+    dec = [r for r in rows if r["mode"] == "decode"]
+    if pre:
+        say("\n| dtype | d | seqlen | causal | portattn | kernel | TFLOPS portattn | FA2 | cuDNN | vs FA2 | "
+            "vs cuDNN | rel-L2 portattn | bound | check |")
+        say("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for row in pre:
         fa, cu = row["impls"].get("FA2", {}), row["impls"].get("cuDNN", {})
         for variant in variants:
             r = row["impls"].get("portattn" if variant is None else "portattn[%s]" % variant, {})
-            ratio = lambda x: "%.3fx" % x if finite(x) else "n/a"  # noqa: E731
-            say("| %s | %d | %d | %s | %s | %s | %s | %s | %s | %.2e | %s | %s | %s | %s | %s | %s |" % (
+            say("| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2e | %s |" % (
                 row["dtype"], row["d"], row["s"], "yes" if row["causal"] else "no", variant or "auto",
-                r.get("kernel", "-"), fmt_e(r.get("rel_l2")), fmt_e(fa.get("rel_l2")), fmt_e(cu.get("rel_l2")),
-                row["bound"], fmt_f(r.get("tflops")), fmt_f(fa.get("tflops")), fmt_f(cu.get("tflops")),
-                ratio(r.get("vs_FA2")), ratio(r.get("vs_cuDNN")), r.get("check", "?")))
+                r.get("kernel", "-"), fmt_f(r.get("tflops")), fmt_f(fa.get("tflops")), fmt_f(cu.get("tflops")),
+                ratio(r.get("vs_FA2")), ratio(r.get("vs_cuDNN")), fmt_e(r.get("rel_l2")), row["bound"],
+                r.get("check", "?")))
+    if dec:
+        say("\n| batch | KV tokens | portattn | kernel | us portattn | FA2 | cuDNN | vs FA2 | vs cuDNN | "
+            "KV TB/s portattn | check |")
+        say("|---|---|---|---|---|---|---|---|---|---|---|")
+    for row in dec:
+        fa, cu = row["impls"].get("FA2", {}), row["impls"].get("cuDNN", {})
+        for variant in variants:
+            r = row["impls"].get("portattn" if variant is None else "portattn[%s]" % variant, {})
+            say("| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                row["b"], row["skv"], variant or "auto", r.get("kernel", "-"), fmt_f(r.get("us")),
+                fmt_f(fa.get("us")), fmt_f(cu.get("us")), ratio(r.get("vs_FA2")), ratio(r.get("vs_cuDNN")),
+                fmt_f(r.get("kv_TBps"), "%.2f"), r.get("check", "?")))
 
 
 def clean(x):
@@ -328,8 +392,17 @@ def parse_args(argv):
     p.add_argument("--tol-floor", type=float, default=1e-3, help="bound floor (default 1e-3)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--library", help="libportattn to load (default: $PORTATTN_LIBRARY, then the search)")
-    p.add_argument("--json", help="write the device, settings and every row to this file")
+    p.add_argument("--json", help="write the device, settings, protocol and every row to this file")
+    p.add_argument("--sweep", choices=["prefill", "decode", "standard"],
+                   help="the standard points (see above) instead of --d/--s/--dtype/--causal")
+    p.add_argument("--decode-batch", type=int, nargs="+", default=[1, 8, 32], help="decode sweep batches")
+    p.add_argument("--decode-kv", type=int, nargs="+", default=[4096, 16384, 65536], help="decode sweep KV lengths")
+    p.add_argument("--host-cost", action="store_true",
+                   help="only the host time per call on a tiny shape (portattn and SDPA, --host-calls each)")
+    p.add_argument("--host-calls", type=int, default=2000)
     args = p.parse_args(argv)
+    if args.sweep in ("prefill", "standard"):
+        args.d, args.s, args.dtype, args.causal = [64, 128, 256], [512, 1024, 2048, 4096, 8192, 16384], "bf16,fp16", "both"
     args.dtypes = [x.strip().lower() for x in args.dtype.split(",") if x.strip()]
     for x in args.dtypes:
         if x not in DTYPES:
@@ -340,16 +413,57 @@ def parse_args(argv):
     return args
 
 
+def point_name(row):
+    if row["mode"] == "prefill":
+        return "%s d=%d s=%d b=%d h=%d causal=%s" % (row["dtype"], row["d"], row["s"], row["b"], row["h"],
+                                                    "yes" if row["causal"] else "no")
+    return "decode %s b=%d kv=%d hq=%d hk=%d d=%d" % (row["dtype"], row["b"], row["skv"], row["hq"], row["hk"], row["d"])
+
+
+def host_cost(torch, F, portattn, ctx, args, info):
+    """Host time per call on a tiny shape: n calls back to back, one sync, wall time / n. The GPU work of
+    one call takes a few microseconds, so the host is the bottleneck and this is its cost per call."""
+    q, k, v = (torch.randn(1, 8, 2, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    qs, ks, vs = (t.transpose(1, 2) for t in (q, k, v))
+    impls = [("portattn flash_attn_func", None, lambda: portattn.flash_attn_func(q, k, v))]
+    for label, name in PEERS:
+        impls.append(("SDPA " + label, name, lambda: F.scaled_dot_product_attention(qs, ks, vs)))
+    rows = []
+    for label, backend, fn in impls:
+        try:
+            per = []
+            with ctx(backend) if backend else contextlib.nullcontext():
+                for _ in range(3):
+                    fn()
+                    torch.cuda.synchronize()
+                    t0 = time.perf_counter()
+                    for _ in range(args.host_calls):
+                        fn()
+                    torch.cuda.synchronize()
+                    per.append((time.perf_counter() - t0) / args.host_calls * 1e6)
+            rows.append({"impl": label, "us_per_call": statistics.median(per), "runs_us": per})
+        except Exception as e:
+            rows.append({"impl": label, "error": first_line(e)})
+        r = rows[-1]
+        say("  %-28s %s" % (label, "%.1f us per call (3 runs: %s)" % (r["us_per_call"], ", ".join(
+            "%.1f" % x for x in r["runs_us"])) if "us_per_call" in r else r["error"]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(clean(dict(info, tool="peer_bench", mode="host_cost", shape="q, k, v (1, 8, 2, 64) bf16",
+                                 calls=args.host_calls, rows=rows)), f, indent=1)
+    return 0 if all("us_per_call" in r for r in rows[:1]) else 1
+
+
 def main(argv=None):
     args = parse_args(argv)
     try:
         import torch
         import torch.nn.functional as F
     except ImportError as e:
-        say("compare_sdpa: needs PyTorch (%s)" % e)
+        say("peer_bench: needs PyTorch (%s)" % e)
         return 2
     if not torch.cuda.is_available():
-        say("compare_sdpa: no CUDA device visible to PyTorch")
+        say("peer_bench: no CUDA device visible to PyTorch")
         return 2
     import portattn
     try:
@@ -358,10 +472,10 @@ def main(argv=None):
         for be in args.backends:
             portattn.backend_id(be)  # an unknown name is a usage error, before any work
     except (portattn.PortattnLoadError, ValueError) as e:
-        say("compare_sdpa: %s" % e)
+        say("peer_bench: %s" % e)
         return 2
     if not any(b["available"] and b["name"].startswith(("cuda", "hip")) for b in bes):
-        say("compare_sdpa: %s has no usable GPU backend:\n  %s" % (portattn.library_path(), "\n  ".join(
+        say("peer_bench: %s has no usable GPU backend:\n  %s" % (portattn.library_path(), "\n  ".join(
             "%s: %s" % (b["name"], b["detail"]) for b in bes if b["name"].startswith(("cuda", "hip")))))
         return 2
     warnings.filterwarnings("ignore")
@@ -382,32 +496,45 @@ def main(argv=None):
             "portattn": {"version": portattn.version(), "library": portattn.library_path(), "backends": bes},
             "settings": {k: v for k, v in vars(args).items() if k not in ("backend", "dtype")},
             "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
-    say("compare_sdpa: %s, torch %s (CUDA %s, cuDNN %s), triton %s" % (info["device"], info["torch"],
+    say("peer_bench: %s, torch %s (CUDA %s, cuDNN %s), triton %s" % (info["device"], info["torch"],
                                                                      info["cuda"], cudnn, triton_version))
     say("portattn %s from %s; available: %s" % (info["portattn"]["version"], info["portattn"]["library"],
                                                 ", ".join(b["name"] for b in bes if b["available"]) or "none"))
     say("timer: %s; TFLOPS = 4*B*H*S^2*D / time (halved when causal); tokens %d, hidden %d, layout %s"
         % (info["timer"] or "none (--no-bench)", args.tokens, args.hidden, args.layout))
 
-    points = [(dt, d, s, c) for dt in args.dtypes for d in args.d for s in args.s
-              for c in {"no": [False], "yes": [True], "both": [False, True]}[args.causal]]
+    info["protocol"] = {"timer": info["timer"], "warmup_ms": args.warmup, "rep_ms": args.rep, "flush_mib": 256,
+                        "statistic": "median (p20, p80 kept as the spread)", "inputs": "torch.randn",
+                        "layout": args.layout, "flops": "FlashAttention: 4*B*H*S^2*D, halved when causal"}
+    if args.host_cost:
+        return host_cost(torch, F, portattn, ctx, args, info)
+
+    points = []
+    if args.sweep != "decode":
+        points += [("prefill", (dt, d, s, c)) for dt in args.dtypes for d in args.d for s in args.s
+                   for c in {"no": [False], "yes": [True], "both": [False, True]}[args.causal]]
+    if args.sweep in ("decode", "standard"):
+        points += [("decode", ("bf16", b, kv)) for b in args.decode_batch for kv in args.decode_kv]
     rows, failures, notes = [], [], []
     try:
-        for i, pt in enumerate(points):
-            dt, d, s, c = pt
-            if d <= 0 or s <= 0 or args.hidden % d:
-                notes.append("skipped %s d=%d s=%d: hidden %d is not a multiple of d" % (dt, d, s, args.hidden))
+        for i, (mode, pt) in enumerate(points):
+            if mode == "prefill" and (pt[1] <= 0 or pt[2] <= 0 or args.hidden % pt[1]):
+                notes.append("skipped %s d=%d s=%d: hidden %d is not a multiple of d" % (pt[0], pt[1], pt[2],
+                                                                                        args.hidden))
                 say(notes[-1])
                 continue
-            say("\n[%d/%d] %s d=%d s=%d b=%d h=%d causal=%s" % (i + 1, len(points), dt, d, s,
-                                                              max(1, args.tokens // s), args.hidden // d,
-                                                              "yes" if c else "no"))
+            torch.manual_seed(args.seed)
+            row, tensors = (prefill_point if mode == "prefill" else decode_point)(torch, args, pt)
+            name = point_name(row)
+            say("\n[%d/%d] %s" % (i + 1, len(points), name))
             try:
-                row = run_point(torch, F, portattn, pt, args, ctx, bench, variants)
+                run_point(torch, F, portattn, row, tensors, args, ctx, bench, variants)
+                del tensors
             except CudaLost:
                 raise
             except Exception as e:  # the reference or the set-up failed (out of memory, ...)
-                failures.append("%s d=%d s=%d causal=%s: %s" % (dt, d, s, "yes" if c else "no", first_line(e)))
+                del tensors
+                failures.append("%s: %s" % (name, first_line(e)))
                 say("FAIL: " + failures[-1])
                 if not cuda_alive(torch):
                     raise CudaLost(failures[-1])
@@ -418,9 +545,8 @@ def main(argv=None):
             print_point(row)
             for label, r in row["impls"].items():
                 if label.startswith("portattn") and r.get("check") == "FAIL":
-                    failures.append("%s d=%d s=%d causal=%s %s: rel-L2 %s > bound %.2e%s" % (
-                        dt, d, s, "yes" if c else "no", label, fmt_e(r.get("rel_l2")), row["bound"],
-                        " (%s)" % r["error"] if r.get("error") else ""))
+                    failures.append("%s %s: rel-L2 %s > bound %.2e%s" % (
+                        name, label, fmt_e(r.get("rel_l2")), row["bound"], " (%s)" % r["error"] if r.get("error") else ""))
     except CudaLost as e:
         failures.append("CUDA context lost, run stopped: %s" % e)
     except KeyboardInterrupt:
@@ -436,13 +562,13 @@ def main(argv=None):
             d = os.path.dirname(os.path.abspath(args.json))
             os.makedirs(d, exist_ok=True)
             with open(args.json, "w") as f:
-                json.dump(clean(dict(info, rows=rows, failures=failures, notes=notes,
+                json.dump(clean(dict(info, tool="peer_bench", format=1, rows=rows, failures=failures, notes=notes,
                                      passed=not failures and n_fail == 0)), f, indent=1)
             say("\nwrote %s" % args.json)
         say("")
         for f_ in failures:
             say("FAIL: " + f_)
-        say("compare_sdpa: %d passed, %d failed, %d skipped" % (n_pass, max(n_fail, len(failures)), n_na))
+        say("peer_bench: %d passed, %d failed, %d skipped" % (n_pass, max(n_fail, len(failures)), n_na))
     return 1 if failures or n_fail else 0
 
 
