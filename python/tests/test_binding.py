@@ -599,6 +599,32 @@ def plan_cases(torch, device):
             assert rel_l2(torch, out[None, a:z], want) <= tol, (device, rep, b)
 
 
+def graph_cases(torch):
+    """flash_attn_func captured with torch.cuda.graph and replayed on new inputs (copied into the
+    captured tensors) gives the uncaptured call's result bit for bit: prefill and a split-KV decode
+    whose workspace comes from torch's allocator (the graph's pool)."""
+    for shape_q, shape_kv, causal in (((2, 256, 8, 64), (2, 256, 8, 64), True),
+                                      ((4, 1, 32, 128), (4, 4096, 8, 128), False)):
+        q = torch.randn(shape_q, device="cuda", dtype=torch.bfloat16)
+        k, v = (torch.randn(shape_kv, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up off the capture stream, as torch.cuda.graph asks
+            portattn.flash_attn_func(q, k, v, causal=causal)
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            out = portattn.flash_attn_func(q, k, v, causal=causal)
+        for _ in range(3):
+            for t in (q, k, v):
+                t.copy_(torch.randn_like(t))
+            g.replay()
+            want = portattn.flash_attn_func(q, k, v, causal=causal)
+            torch.cuda.synchronize()
+            assert torch.equal(out, want), ("graph replay differs", shape_q)
+            assert rel_l2(torch, out, torch_ref(torch, q, k, v, causal=causal)[0]) <= TOL["bfloat16"]
+
+
 def grad_guard_cases(torch, device):
     """No backward pass yet: inputs that require grad in grad mode raise instead of returning a
     result with no autograd history; no_grad, inference_mode and detached inputs run."""
@@ -649,6 +675,7 @@ def test_torch_cuda():
     torch_error_cases(torch, "cuda")
     grad_guard_cases(torch, "cuda")
     plan_cases(torch, "cuda")
+    graph_cases(torch)
     # A side stream: the launch goes on the current stream, ordered after the inputs were written.
     s = torch.cuda.Stream()
     x = torch.randn(4, 256, 8, 64, device="cuda", dtype=torch.bfloat16)
