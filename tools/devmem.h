@@ -32,7 +32,8 @@ typedef struct dm_protocol {
 typedef struct dm_timing {
     double median_ms, p20_ms, p80_ms, min_ms; /* over the timed calls */
     int reps;                                 /* timed calls */
-    double host_us; /* GPUs: mean host time inside one fn(arg) (the API's CPU overhead); -1 otherwise */
+    double host_us; /* GPUs: median host time inside one fn(arg), the API's CPU overhead, measured after
+                     * the timing with the launch queue kept short; -1 otherwise */
 } dm_timing;
 
 /* Times fn(arg) (0 = success) on the kind's clock; 0 on success, 1 if a call or the clock failed. */
