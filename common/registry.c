@@ -120,17 +120,22 @@ static portattn_status_t refusal(char *why, size_t why_len)
     return PORTATTN_ERROR_NOT_SUPPORTED;
 }
 
-/* Picks the backend for a validated problem. On success *be is set and sel filled. */
-static portattn_status_t select_backend(const pa_problem *pb, const pa_backend **be, portattn_selection_t *sel,
-                                        char *why, size_t why_len)
+/* Picks the backend for a validated problem. On success *be is set and sel filled; with `explain`
+ * also the kernel's name and why faster backends were passed over. A launch needs neither, and
+ * wording them costs more host time than the rest of the choice, so forward takes the quiet pass
+ * and words a failure by choosing again with explain (the same choice: probes and supports depend on
+ * the problem and the device only). */
+static portattn_status_t select_pass(const pa_problem *pb, const pa_backend **be, portattn_selection_t *sel,
+                                     int explain, char *why, size_t why_len)
 {
     portattn_backend_t forced;
     const char *by;
     portattn_status_t st = forced_backend(pb, &forced, &by, why, why_len);
     if (st) return st;
     memset(sel, 0, sizeof *sel);
-    gpu_device_error(NULL, 0); /* forget errors of earlier calls */
     char text[256];
+    char *t = explain ? text : NULL, *kernel = explain ? sel->kernel : NULL;
+    const size_t tn = explain ? sizeof text : 0, kn = explain ? sizeof sel->kernel : 0;
 
     if (forced != PORTATTN_BACKEND_AUTO) {
         const char *name = portattn_backend_name(forced);
@@ -138,29 +143,29 @@ static portattn_status_t select_backend(const pa_problem *pb, const pa_backend *
         if (!b)
             return pa_fmt(why, why_len, PORTATTN_ERROR_BACKEND_UNAVAILABLE,
                           "%s (forced by %s) is not compiled into this build", name, by);
-        if (!b->probe(text, sizeof text))
+        if (!b->probe(t, tn))
             return pa_fmt(why, why_len, PORTATTN_ERROR_BACKEND_UNAVAILABLE, "%s (forced by %s) is unavailable: %s",
-                          name, by, text);
-        if (!b->supports(pb, sel->kernel, sizeof sel->kernel, text, sizeof text)) {
-            snprintf(why, why_len, "%s (forced by %s) cannot run this call: %s", name, by, text);
+                          name, by, explain ? text : "");
+        if (!b->supports(pb, kernel, kn, t, tn)) {
+            snprintf(why, why_len, "%s (forced by %s) cannot run this call: %s", name, by, explain ? text : "");
             return refusal(why, why_len);
         }
         *be = b;
-        snprintf(sel->reason, sizeof sel->reason, "forced by %s", by);
+        if (explain) snprintf(sel->reason, sizeof sel->reason, "forced by %s", by);
     } else {
         for (int id = 1; id < PORTATTN_BACKEND_COUNT_ && !*be; id++) {
             const char *name = portattn_backend_name((portattn_backend_t)id);
             const pa_backend *b = pa_backend_lookup((portattn_backend_t)id);
+            const char *skip = NULL;
             if (!b)
-                append(sel->reason, sizeof sel->reason, name, "not compiled in");
+                skip = "not compiled in";
             else if (pa_backend_forced_only(b->id))
-                append(sel->reason, sizeof sel->reason, name, "forced calls only (never run on its hardware)");
-            else if (!b->probe(text, sizeof text))
-                append(sel->reason, sizeof sel->reason, name, text);
-            else if (!b->supports(pb, sel->kernel, sizeof sel->kernel, text, sizeof text))
-                append(sel->reason, sizeof sel->reason, name, text);
+                skip = "forced calls only (never run on its hardware)";
+            else if (!b->probe(t, tn) || !b->supports(pb, kernel, kn, t, tn))
+                skip = text;
             else
                 *be = b;
+            if (skip && explain) append(sel->reason, sizeof sel->reason, name, skip);
         }
         if (!*be) {
             snprintf(why, why_len, "no backend can run this call: %s", sel->reason);
@@ -172,6 +177,18 @@ static portattn_status_t select_backend(const pa_problem *pb, const pa_backend *
     return PORTATTN_SUCCESS;
 }
 
+static portattn_status_t select_backend(const pa_problem *pb, const pa_backend **be, portattn_selection_t *sel,
+                                        int explain, char *why, size_t why_len)
+{
+    gpu_device_error(NULL, 0); /* forget errors of earlier calls */
+    portattn_status_t st = select_pass(pb, be, sel, explain, why, why_len);
+    if (st && !explain && st != PORTATTN_ERROR_INVALID_ARGUMENT) {
+        *be = NULL;
+        st = select_pass(pb, be, sel, 1, why, why_len);
+    }
+    return st;
+}
+
 static int problem_is_empty(const pa_problem *pb) { return pb->p.batch == 0 || pb->p.seqlen_q == 0; }
 
 portattn_status_t portattn_forward_query(const portattn_fwd_params_t *params, portattn_selection_t *selection)
@@ -181,7 +198,7 @@ portattn_status_t portattn_forward_query(const portattn_fwd_params_t *params, po
     const pa_backend *be = NULL;
     if (!selection) return pa_set_error(PORTATTN_ERROR_INVALID_ARGUMENT, "selection is NULL");
     portattn_status_t st = pa_validate(params, &pb, why, sizeof why);
-    if (!st) st = select_backend(&pb, &be, selection, why, sizeof why);
+    if (!st) st = select_backend(&pb, &be, selection, 1, why, sizeof why);
     return st ? pa_set_error(st, "%s", why) : pa_clear_error();
 }
 
@@ -194,7 +211,7 @@ portattn_status_t portattn_forward_workspace_size(const portattn_fwd_params_t *p
     if (!bytes) return pa_set_error(PORTATTN_ERROR_INVALID_ARGUMENT, "bytes is NULL");
     *bytes = 0;
     portattn_status_t st = pa_validate(params, &pb, why, sizeof why);
-    if (!st && !problem_is_empty(&pb)) st = select_backend(&pb, &be, &sel, why, sizeof why);
+    if (!st && !problem_is_empty(&pb)) st = select_backend(&pb, &be, &sel, 0, why, sizeof why);
     if (st) return pa_set_error(st, "%s", why);
     if (be && be->workspace) *bytes = be->workspace(&pb);
     return pa_clear_error();
@@ -214,9 +231,12 @@ portattn_status_t portattn_forward(const portattn_fwd_params_t *params, void *st
     }
     const pa_backend *be = NULL;
     portattn_selection_t sel;
-    st = select_backend(&pb, &be, &sel, why, sizeof why);
+    st = select_backend(&pb, &be, &sel, 0, why, sizeof why);
     if (st) return pa_set_error(st, "%s", why);
     st = be->run(&pb, stream, why, sizeof why);
-    if (st) return pa_set_error(st, "%s (%s): %s", be->name, sel.kernel, why);
+    if (st) {
+        be->supports(&pb, sel.kernel, sizeof sel.kernel, NULL, 0); /* the kernel's name, for the message */
+        return pa_set_error(st, "%s (%s): %s", be->name, sel.kernel, why);
+    }
     return pa_clear_error();
 }
