@@ -16,8 +16,7 @@ from ._lib import (Backend, BackendInfo, DType, FwdParams, PortattnError, Portat
 from ._core import (address, backend_id, backends, dtype_id, forward, forward_raw, last_error, make_params, query,
                     query_raw, version)
 from ._torch import flash_attn_func, flash_attn_varlen_func, which
-
-__version__ = "0.2.0"
+from ._version import __version__
 
 __all__ = ["flash_attn_func", "flash_attn_varlen_func", "which", "backends", "version", "forward_raw",
            "query_raw", "make_params", "forward", "query", "load", "library_path", "last_error", "address",
