@@ -7,8 +7,9 @@
     portattn.backends(), portattn.version()
     portattn.forward_raw(q_ptr, k_ptr, v_ptr, o_ptr, dtype="f32", batch=..., ...)  # no PyTorch
 
-The library is found through $PORTATTN_LIBRARY (a file or folder), then next to this package,
-then the repository's build/ and build-*/ folders, then the system search path; portattn.load()
+The library is found through $PORTATTN_LIBRARY (a file or folder), then the copy bundled in this
+package (wheels from scripts/wheel.sh carry one), then the repository's build/ and build-*/ folders,
+then the system search path (the libportattn0 package); portattn.load()
 loads it explicitly. Its struct layout is checked against this binding's when it is loaded.
 """
 from ._lib import (Backend, BackendInfo, DType, FwdParams, PortattnError, PortattnLoadError, Selection, Status,
