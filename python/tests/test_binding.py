@@ -538,6 +538,7 @@ def test_torch_cpu():
     torch_error_cases(torch, "cpu")
     grad_guard_cases(torch, "cpu")
     plan_cases(torch, "cpu")
+    fa2_habit_cases(torch, "cpu")
     q = torch.randn(2, 16, 4, 32)
     sel = portattn.which(q, q, q, causal=True)
     assert sel["backend"] == "cpu" and sel["kernel"] == "cpu-ref<f32>", sel
@@ -607,6 +608,57 @@ def graph_cases(torch):
             assert rel_l2(torch, out, torch_ref(torch, q, k, v, causal=causal)[0]) <= TOL["bfloat16"]
 
 
+def fa2_habit_cases(torch, device):
+    """What FlashAttention-2 code does: return_attn_probs=True for the LSE, and the packed entry
+    points (strided views of qkv / kv), on fresh inputs into poisoned outputs."""
+    seed = int(os.environ.get("PORTATTN_TEST_SEED") or int.from_bytes(os.urandom(4), "little"))
+    print("fa2_habit_cases(%s) seed %d (PORTATTN_TEST_SEED repeats it)" % (device, seed))
+    g = torch.Generator().manual_seed(seed)
+    rnd = lambda *shape: torch.randn(*shape, generator=g).to(device)  # noqa: E731
+    poison = lambda *shape: torch.full(shape, NAN, device=device)  # noqa: E731
+    B, S, Sk, H, Hk, D = 2, 19, 23, 4, 2, 32
+    q, k, v = rnd(B, S, H, D), rnd(B, Sk, Hk, D), rnd(B, Sk, Hk, D)
+    want, want_lse = torch_ref(torch, q, k, v, causal=True)
+    res = portattn.flash_attn_func(q, k, v, causal=True, return_attn_probs=True, out=poison(B, S, H, D))
+    assert isinstance(res, tuple) and len(res) == 3 and res[2] is None, type(res)
+    assert rel_l2(torch, res[0], want) <= TOL["float32"]
+    check_lse(torch, res[1], want_lse, 1e-4)
+    out, lse = portattn.flash_attn_func(q, k, v, causal=True, return_lse=True)
+    assert torch.equal(out, res[0]) and torch.equal(lse, res[1])
+    assert len(portattn.flash_attn_func(q, k, v, return_lse=True, return_attn_probs=True)) == 3
+
+    qkv = rnd(B, S, 3, H, D)
+    o = poison(B, S, H, D)
+    out, lse, none = portattn.flash_attn_qkvpacked_func(qkv, 0.0, 0.3, False, (5, 2), return_attn_probs=True, out=o)
+    want, want_lse = torch_ref(torch, qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], window=(5, 2), scale=0.3)
+    assert out is o and none is None and rel_l2(torch, out, want) <= TOL["float32"]
+    check_lse(torch, lse, want_lse, 1e-4)
+    kv = rnd(B, Sk, 2, Hk, D)
+    out = portattn.flash_attn_kvpacked_func(q, kv, causal=True, softcap=4.0)
+    want = torch_ref(torch, q, kv[:, :, 0], kv[:, :, 1], causal=True, softcap=4.0)[0]
+    assert rel_l2(torch, out, want) <= TOL["float32"]
+
+    cu_l, cuk_l = [0, 7, 7, 19], [0, 9, 12, 23]
+    cu, cuk = (torch.tensor(c, dtype=torch.int32, device=device) for c in (cu_l, cuk_l))
+    qkv3, q3, kv3 = rnd(19, 3, H, D), rnd(19, H, D), rnd(23, 2, Hk, D)
+    out, lse, none = portattn.flash_attn_varlen_qkvpacked_func(qkv3, cu, 12, causal=True, return_attn_probs=True)
+    out2, lse2 = portattn.flash_attn_varlen_kvpacked_func(q3, kv3, cu, cuk, 12, 11, return_lse=True)
+    assert none is None and lse.shape == (H, 19) and lse2.shape == (H, 19)
+    for b in (0, 2):
+        a, z, ka, kz = cu_l[b], cu_l[b + 1], cuk_l[b], cuk_l[b + 1]
+        want = torch_ref(torch, qkv3[None, a:z, 0], qkv3[None, a:z, 1], qkv3[None, a:z, 2], causal=True)[0]
+        assert rel_l2(torch, out[None, a:z], want) <= TOL["float32"], b
+        want = torch_ref(torch, q3[None, a:z], kv3[None, ka:kz, 0], kv3[None, ka:kz, 1])[0]
+        assert rel_l2(torch, out2[None, a:z], want) <= TOL["float32"], b
+
+    expect_raises(ValueError, lambda: portattn.flash_attn_qkvpacked_func(rnd(B, S, 2, H, D)), "qkv must have shape")
+    expect_raises(ValueError, lambda: portattn.flash_attn_kvpacked_func(q, rnd(B, Sk, Hk, D)), "kv must have shape")
+    expect_raises(TypeError, lambda: portattn.flash_attn_varlen_kvpacked_func(q3, [1], cu, cuk, 12, 11), "torch.Tensor")
+    expect_raises(ValueError, lambda: portattn.flash_attn_qkvpacked_func(qkv, dropout_p=0.5), "dropout")
+    expect_raises(NotImplementedError, lambda: portattn.flash_attn_qkvpacked_func(qkv.clone().requires_grad_(True)),
+                  "no backward pass")
+
+
 def grad_guard_cases(torch, device):
     """No backward pass yet: inputs that require grad in grad mode raise instead of returning a
     result with no autograd history; no_grad, inference_mode and detached inputs run."""
@@ -664,6 +716,7 @@ def test_torch_cuda():
     grad_guard_cases(torch, "cuda")
     plan_cases(torch, "cuda")
     graph_cases(torch)
+    fa2_habit_cases(torch, "cuda")
     # A side stream: the launch goes on the current stream, ordered after the inputs were written.
     s = torch.cuda.Stream()
     x = torch.randn(4, 256, 8, 64, device="cuda", dtype=torch.bfloat16)
@@ -679,4 +732,3 @@ def test_torch_cuda():
         out = portattn.flash_attn_func(x1, x1, x1)
         torch.cuda.synchronize(1)
         assert out.device == x1.device and rel_l2(torch, out, torch_ref(torch, x1, x1, x1)[0]) <= TOL["bfloat16"]
-
