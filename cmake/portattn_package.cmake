@@ -20,12 +20,10 @@ set(_runtime libportattn${PROJECT_VERSION_MAJOR})
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME ${_runtime})
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libportattn-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
-set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
-    "portable attention library (FlashAttention-style forward; CPU reference, CUDA and HIP backends)\n"
-    "libportattn: one C11 API over a CPU reference backend and the GPU backends built in. Apache-2.0.")
-set(CPACK_COMPONENT_DEV_DESCRIPTION
-    "portable attention library: development files\n"
-    "The header portattn.h, the CMake package (find_package(portattn)) and portattn.pc.")
+set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "libportattn: a FlashAttention-style attention forward behind one C11 API, \
+on a CPU reference backend and the CUDA/HIP backends built in. Apache-2.0.")
+set(CPACK_DEBIAN_DEV_DESCRIPTION "Development files of libportattn: the header portattn.h, the CMake \
+package (find_package(portattn)) and portattn.pc.")
 if(BUILD_SHARED_LIBS)
   set(CPACK_COMPONENTS_ALL runtime dev)
   set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${_runtime} (= ${PROJECT_VERSION})")

@@ -1,9 +1,12 @@
-# portattn.pc. With a relative libdir and includedir (the usual case) the paths are computed from
-# the .pc file's own folder (${pcfiledir}), so they are right under any prefix, for any depth of
-# CMAKE_INSTALL_LIBDIR (lib, lib64, lib/x86_64-linux-gnu) and after `cmake --install --prefix`,
-# DESTDIR or unpacking a .deb elsewhere. Absolute install dirs are written as they are.
+# portattn.pc. For the system prefix /usr (the Debian packages) the paths are absolute, as
+# distributions write them: pkg-config then drops its default dirs from the flags, and
+# PKG_CONFIG_SYSROOT_DIR relocates them. For any other prefix they are computed from the .pc
+# file's own folder (${pcfiledir}), so they stay right for any depth of CMAKE_INSTALL_LIBDIR
+# (lib, lib64, lib/x86_64-linux-gnu) and after `cmake --install --prefix` or a move.
+# Absolute install dirs are written as they are.
 set(_pcdir ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
-if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}" OR IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
+if(CMAKE_INSTALL_PREFIX STREQUAL "/usr" OR IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}"
+   OR IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
   set(PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
   set(PC_LIBDIR "${CMAKE_INSTALL_FULL_LIBDIR}")
   set(PC_INCLUDEDIR "${CMAKE_INSTALL_FULL_INCLUDEDIR}")

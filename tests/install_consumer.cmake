@@ -3,14 +3,15 @@
 #   1. this build, `cmake --install --prefix` into a scratch folder (a non-/usr prefix);
 #   2. a CPU-only shared build for /usr with the Debian multiarch libdir lib/<arch>, installed with
 #      DESTDIR; where cpack and dpkg-deb exist, also its two .deb packages, unpacked and checked;
-#   3. a CPU-only static build (BUILD_SHARED_LIBS=OFF) into another non-/usr prefix.
+#   3. a CPU-only static build (BUILD_SHARED_LIBS=OFF) into another non-/usr prefix, also with the
+#      multiarch libdir (a relative .pc three folders deep).
 # cmake -DBUILD_DIR=.. -DSOURCE_DIR=.. -DWORK_DIR=.. -DC_COMPILER=.. -DGENERATOR=.. [-DMULTIARCH=..]
 #       -P install_consumer.cmake
 file(REMOVE_RECURSE ${WORK_DIR})
 set(multiarch_hint "")
 if(NOT MULTIARCH)  # not a multiarch toolchain: CMake's prefix search does not look in lib/<arch>
   set(MULTIARCH x86_64-linux-gnu)
-  set(multiarch_hint -Dportattn_DIR=${WORK_DIR}/root/usr/lib/${MULTIARCH}/cmake/portattn)
+  set(multiarch_hint -Dportattn_DIR=<prefix>/lib/${MULTIARCH}/cmake/portattn)
 endif()
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -36,7 +37,8 @@ function(build_variant name)
 endfunction()
 
 # Builds and runs the consumer against an installed tree: CMake (prefix search; extra -D arguments after)
-# and pkg-config from `pcdir`, whose includedir and libdir must be `incdir` and `libdir`.
+# and pkg-config from `pcdir`, whose includedir and libdir must be `incdir` and `libdir`. A tree
+# installed for /usr somewhere else is read through PKG_CONFIG_SYSROOT_DIR = `pc_sysroot`.
 function(consume tag prefix pcdir incdir libdir static)
   set(cm ${WORK_DIR}/consumer-${tag})
   run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/consumer -B ${cm} -G ${GENERATOR} -DCMAKE_C_COMPILER=${C_COMPILER}
@@ -46,6 +48,11 @@ function(consume tag prefix pcdir incdir libdir static)
 
   set(ENV{PKG_CONFIG_PATH} ${pcdir})
   set(ENV{PKG_CONFIG_LIBDIR} ${pcdir})  # this tree only, never a system copy
+  if(pc_sysroot)
+    set(ENV{PKG_CONFIG_SYSROOT_DIR} ${pc_sysroot})
+  else()
+    unset(ENV{PKG_CONFIG_SYSROOT_DIR})
+  endif()
   foreach(var includedir libdir)
     execute_process(COMMAND pkg-config --variable=${var} portattn OUTPUT_VARIABLE v RESULT_VARIABLE rc
                     OUTPUT_STRIP_TRAILING_WHITESPACE)
@@ -100,8 +107,9 @@ set(ENV{DESTDIR} ${WORK_DIR}/root)
 run(${CMAKE_COMMAND} --install ${WORK_DIR}/multiarch)
 unset(ENV{DESTDIR})
 set(usr ${WORK_DIR}/root/usr)
-consume(multiarch ${usr} ${usr}/lib/${MULTIARCH}/pkgconfig ${usr}/include ${usr}/lib/${MULTIARCH} 0
-        ${multiarch_hint})
+set(pc_sysroot ${WORK_DIR}/root)
+string(REPLACE "<prefix>" "${usr}" hint "${multiarch_hint}")
+consume(multiarch ${usr} ${usr}/lib/${MULTIARCH}/pkgconfig ${usr}/include ${usr}/lib/${MULTIARCH} 0 ${hint})
 find_program(CPACK NAMES cpack HINTS ${CMAKE_COMMAND}/..)
 find_program(DPKG_DEB dpkg-deb)
 if(CPACK AND DPKG_DEB)
@@ -130,17 +138,19 @@ if(CPACK AND DPKG_DEB)
     run(${DPKG_DEB} -x ${deb} ${WORK_DIR}/deb-root)
   endforeach()
   set(usr ${WORK_DIR}/deb-root/usr)
-  string(REPLACE "/root/" "/deb-root/" deb_hint "${multiarch_hint}")
-  consume(deb ${usr} ${usr}/lib/${MULTIARCH}/pkgconfig ${usr}/include ${usr}/lib/${MULTIARCH} 0 ${deb_hint})
+  set(pc_sysroot ${WORK_DIR}/deb-root)
+  string(REPLACE "<prefix>" "${usr}" hint "${multiarch_hint}")
+  consume(deb ${usr} ${usr}/lib/${MULTIARCH}/pkgconfig ${usr}/include ${usr}/lib/${MULTIARCH} 0 ${hint})
 else()
   message("-- no cpack or dpkg-deb: the .deb packages were not checked")
 endif()
 
 # 3. A static library through the same CMake package and pkg-config (--static).
-build_variant(static -DBUILD_SHARED_LIBS=OFF)
+unset(pc_sysroot)
+build_variant(static -DBUILD_SHARED_LIBS=OFF -DCMAKE_INSTALL_LIBDIR=lib/${MULTIARCH})
 set(prefix ${WORK_DIR}/static-prefix)
 run(${CMAKE_COMMAND} --install ${WORK_DIR}/static --prefix ${prefix})
-file(GLOB pcdir ${prefix}/lib*/pkgconfig)
-get_filename_component(libdir ${pcdir} DIRECTORY)
-consume(static ${prefix} ${pcdir} ${prefix}/include ${libdir} 1)
+set(libdir ${prefix}/lib/${MULTIARCH})
+string(REPLACE "<prefix>" "${prefix}" hint "${multiarch_hint}")
+consume(static ${prefix} ${libdir}/pkgconfig ${prefix}/include ${libdir} 1 ${hint})
 message("1 passed, 0 failed")
