@@ -9,8 +9,9 @@
 #   PORTATTN_WHEEL_CMAKE_ARGS  extra CMake arguments, e.g. "-DPORTATTN_ENABLE_CUDA=OFF"
 #   PORTATTN_WHEEL_BUILD_DIR   build folder (default: build-wheel)
 #   PORTATTN_WHEEL_OUT         folder for the wheel (default: <build folder>/dist)
-#   PORTATTN_WHEEL_PYTHON      interpreter with the build and wheel modules (default: python3 or
-#                              /usr/bin/python3, whichever has them: Debian's python3-build, python3-wheel)
+#   PORTATTN_WHEEL_PYTHON      interpreter with the build (or pip), wheel and setuptools modules
+#                              (default: python3 or /usr/bin/python3, whichever has them: Debian's
+#                              python3-build, python3-wheel; pip wheel is used where build is missing)
 #   PORTATTN_SKIP_DEPS=1       do not run scripts/deps.sh first
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,11 +26,21 @@ die() { echo "wheel.sh: $*" >&2; exit 1; }
 pick_python() {
   local py
   for py in ${PORTATTN_WHEEL_PYTHON:-python3 /usr/bin/python3}; do
-    if command -v "$py" >/dev/null && "$py" -c 'import build, wheel, setuptools' 2>/dev/null; then
+    if command -v "$py" >/dev/null && "$py" -c 'import wheel, setuptools' 2>/dev/null &&
+       { "$py" -c 'import build' 2>/dev/null || "$py" -c 'import pip' 2>/dev/null; }; then
       echo "$py"; return 0
     fi
   done
-  die "no python3 with the build, wheel and setuptools modules (apt-get install python3-build python3-wheel)"
+  die "no python3 with the build (or pip), wheel and setuptools modules (apt-get install python3-build python3-wheel)"
+}
+
+# The pure-Python wheel of a source folder, with its setup.cfg's tags, into $2.
+build_wheel() {
+  if "$py" -c 'import build' 2>/dev/null; then
+    (cd "$1" && "$py" -m build --wheel --no-isolation --outdir "$2" .)
+  else
+    "$py" -m pip wheel --no-deps --no-build-isolation --wheel-dir "$2" "$1"
+  fi
 }
 
 # The highest GLIBC_2.x a library references, as the manylinux_2_x tag.
@@ -73,8 +84,8 @@ version=$("$py" -c 'import sys; sys.path.insert(0, sys.argv[1]); import _version
           "$stage/portattn")
 whl="$out/portattn-$version-py3-none-$plat.whl"
 rm -f "$whl"
-(cd "$stage" && "$py" -m build --wheel --no-isolation --outdir "$out" . >"$build/wheel-build.log" 2>&1) ||
-  { tail -30 "$build/wheel-build.log" >&2; die "python -m build failed (log: $build/wheel-build.log)"; }
+build_wheel "$stage" "$out" >"$build/wheel-build.log" 2>&1 ||
+  { tail -30 "$build/wheel-build.log" >&2; die "building the wheel failed (log: $build/wheel-build.log)"; }
 [ -f "$whl" ] || die "expected $whl; $out holds: $(ls "$out")"
 "$py" - "$whl" <<'EOF' || die "$whl does not carry the library"
 import sys, zipfile
