@@ -7,6 +7,8 @@
 # the highest GLIBC_ symbol version it references (read with objdump, as auditwheel would).
 # Prints the wheel's path last.
 #   PORTATTN_WHEEL_CMAKE_ARGS  extra CMake arguments, e.g. "-DPORTATTN_ENABLE_CUDA=OFF"
+#   PORTATTN_WHEEL_LIBRARY     package this libportattn.so.0 instead of building one (a Release build
+#                              made already, e.g. the CUDA build of a GPU session)
 #   PORTATTN_WHEEL_BUILD_DIR   build folder (default: build-wheel)
 #   PORTATTN_WHEEL_OUT         folder for the wheel (default: <build folder>/dist)
 #   PORTATTN_WHEEL_PYTHON      interpreter with the build (or pip), wheel and setuptools modules
@@ -51,7 +53,8 @@ glibc_tag() {
   echo "manylinux_2_${v#GLIBC_2.}_$(uname -m)"
 }
 
-# A manylinux library may need only what every glibc system has (PEP 600's baseline).
+# A manylinux library may need only what every glibc system has (PEP 600's baseline); this also
+# refuses a sanitizer build (libasan, libtsan), which a plain Python cannot load.
 check_needed() {
   local lib
   for lib in $(readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
@@ -63,12 +66,18 @@ check_needed() {
 }
 
 py=$(pick_python)
-# shellcheck disable=SC2086  # the extra arguments are meant to split
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DPORTATTN_SANITIZE= \
-      -DPORTATTN_BUILD_TESTS=OFF -DPORTATTN_BUILD_TOOLS=OFF ${PORTATTN_WHEEL_CMAKE_ARGS:-} >/dev/null
-cmake --build "$build" -j "$JOBS" --target portattn
-lib="$build/libportattn.so.0"
-[ -f "$lib" ] || die "the build made no $lib"
+if [ -n "${PORTATTN_WHEEL_LIBRARY:-}" ]; then
+  lib=$PORTATTN_WHEEL_LIBRARY
+  [ -f "$lib" ] || die "PORTATTN_WHEEL_LIBRARY=$lib does not exist"
+  mkdir -p "$build"
+else
+  # shellcheck disable=SC2086  # the extra arguments are meant to split
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DPORTATTN_SANITIZE= \
+        -DPORTATTN_BUILD_TESTS=OFF -DPORTATTN_BUILD_TOOLS=OFF ${PORTATTN_WHEEL_CMAKE_ARGS:-} >/dev/null
+  cmake --build "$build" -j "$JOBS" --target portattn
+  lib="$build/libportattn.so.0"
+  [ -f "$lib" ] || die "the build made no $lib"
+fi
 check_needed "$lib"
 plat=$(glibc_tag "$lib")
 
