@@ -36,16 +36,20 @@ function(build_variant name)
   run(${CMAKE_COMMAND} --build ${WORK_DIR}/${name} --parallel 2)
 endfunction()
 
-# Builds and runs the consumer against an installed tree: CMake (prefix search; extra -D arguments after)
-# and pkg-config from `pcdir`, whose includedir and libdir must be `incdir` and `libdir`. A tree
-# installed for /usr somewhere else is read through PKG_CONFIG_SYSROOT_DIR = `pc_sysroot`.
-function(consume tag prefix pcdir incdir libdir static)
+# The consumer through find_package(portattn), the install found by prefix search (extra -D
+# arguments after `prefix`); built and run as ${WORK_DIR}/consumer-<tag>/portattn_consumer.
+function(consume_cmake tag prefix)
   set(cm ${WORK_DIR}/consumer-${tag})
   run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/consumer -B ${cm} -G ${GENERATOR} -DCMAKE_C_COMPILER=${C_COMPILER}
       -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF ${ARGN})
   run(${CMAKE_COMMAND} --build ${cm})
   run(${cm}/portattn_consumer)
+endfunction()
 
+# The consumer through pkg-config from `pcdir` only, whose includedir and libdir must be `incdir`
+# and `libdir`; built and run as ${WORK_DIR}/pc_consumer-<tag>. A tree installed for /usr
+# somewhere else is read through PKG_CONFIG_SYSROOT_DIR = `pc_sysroot`.
+function(consume_pkgconfig tag pcdir incdir libdir static)
   set(ENV{PKG_CONFIG_PATH} ${pcdir})
   set(ENV{PKG_CONFIG_LIBDIR} ${pcdir})  # this tree only, never a system copy
   if(pc_sysroot)
@@ -69,16 +73,21 @@ function(consume tag prefix pcdir incdir libdir static)
   execute_process(COMMAND pkg-config ${pcflags} --cflags --libs portattn OUTPUT_VARIABLE flags
                   OUTPUT_STRIP_TRAILING_WHITESPACE)
   separate_arguments(flags UNIX_COMMAND "${flags}")
-  if(static)  # the archive must be what links: no .so may be found, none may be needed
-    file(GLOB so ${libdir}/libportattn.so*)
-    if(so)
-      message(FATAL_ERROR "a static install holds ${so}")
-    endif()
-  endif()
   set(exe ${WORK_DIR}/pc_consumer-${tag})
   run(${C_COMPILER} -std=c11 ${SOURCE_DIR}/examples/consumer/main.c ${flags} -Wl,-rpath,${libdir} -o ${exe})
   run(${exe})
-  foreach(bin ${exe} ${cm}/portattn_consumer)
+endfunction()
+
+# Both consumers of an install (see above), then what they link: the static archive leaves no
+# libportattn to load (and a static install holds no .so), a shared one is loaded as .so.0.
+function(consume tag prefix pcdir incdir libdir static)
+  consume_cmake(${tag} ${prefix} ${ARGN})
+  consume_pkgconfig(${tag} ${pcdir} ${incdir} ${libdir} ${static})
+  file(GLOB so ${libdir}/libportattn.so*)
+  if(static AND so)
+    message(FATAL_ERROR "a static install holds ${so}")
+  endif()
+  foreach(bin ${WORK_DIR}/pc_consumer-${tag} ${WORK_DIR}/consumer-${tag}/portattn_consumer)
     execute_process(COMMAND readelf -d ${bin} OUTPUT_VARIABLE dyn)
     if(static AND dyn MATCHES "libportattn")
       message(FATAL_ERROR "${bin} links the shared libportattn, not the static one")
