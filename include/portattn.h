@@ -28,10 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PORTATTN_VERSION_MAJOR 0
-#define PORTATTN_VERSION_MINOR 2
-#define PORTATTN_VERSION_PATCH 0
-#define PORTATTN_VERSION (PORTATTN_VERSION_MAJOR * 10000 + PORTATTN_VERSION_MINOR * 100 + PORTATTN_VERSION_PATCH)
+#include "portattn_version.h" /* PORTATTN_VERSION_MAJOR/MINOR/PATCH, PORTATTN_VERSION (generated) */
 
 #if defined(_WIN32) && defined(PORTATTN_SHARED)
 #  if defined(PORTATTN_BUILDING)

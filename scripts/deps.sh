@@ -21,6 +21,14 @@ if [ "${PORTATTN_SKIP_TORCH_DEPS:-0}" != 1 ] && [ -x /usr/bin/python3 ] &&
    ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   need+=(python3-torch)
 fi
+# The Python tests (pytest), the wheel (scripts/wheel.sh: python3-build, python3-wheel; pip installs it
+# in the wheel_install test) and the Debian packages' library dependencies (dpkg-shlibdeps)
+if [ -x /usr/bin/python3 ]; then
+  /usr/bin/python3 -c 'import pytest' 2>/dev/null || need+=(python3-pytest)
+  /usr/bin/python3 -c 'import build, wheel' 2>/dev/null || need+=(python3-build python3-wheel)
+  /usr/bin/python3 -c 'import pip' 2>/dev/null || need+=(python3-pip)
+fi
+command -v dpkg-shlibdeps >/dev/null || need+=(dpkg-dev)
 if ((${#need[@]})); then
   echo "deps: installing ${need[*]}"
   sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"

@@ -148,9 +148,11 @@ def _in_dir(d):
 
 
 def candidates():
-    """Library files in search order (after $PORTATTN_LIBRARY): next to the package, then the
+    """Library files in search order (after $PORTATTN_LIBRARY): the copy inside the package first
+    (a wheel from scripts/wheel.sh carries portattn/libportattn.so.0), then one beside it, then the
     repository's build/ and build-*/ folders (newest library first), as (path, origin) pairs."""
-    found = [(p, "next to the package") for d in (_PKG_DIR, os.path.dirname(_PKG_DIR)) for p in _in_dir(d)]
+    found = [(p, "bundled in the package") for p in _in_dir(_PKG_DIR)]
+    found += [(p, "next to the package") for p in _in_dir(os.path.dirname(_PKG_DIR))]
     builds = []
     for d in [os.path.join(_REPO_DIR, "build")] + sorted(glob.glob(os.path.join(_REPO_DIR, "build-*"))):
         for p in _in_dir(d):
@@ -258,8 +260,8 @@ def _open(path):
 
 def load(path=None):
     """Loads libportattn once and returns the ctypes library. `path` (or $PORTATTN_LIBRARY, a file
-    or a folder) names it exactly; otherwise the package folder, the repository's build folders,
-    then the system search path (ctypes.util.find_library("portattn"))."""
+    or a folder) names it exactly; otherwise the copy bundled in the package, the repository's
+    build folders, then the system search path (ctypes.util.find_library("portattn"))."""
     with _lock:
         if path is None and _state["lib"] is not None:
             return _state["lib"]
@@ -294,7 +296,8 @@ def load(path=None):
                         tried.append("  %s (system search path): %s" % (name, e))
             if lib is None:
                 raise PortattnLoadError(
-                    "libportattn not found. Build it (cmake -S . -B build && cmake --build build) or set "
+                    "libportattn not found. Install a wheel that carries it (scripts/wheel.sh), the "
+                    "libportattn0 package, or build it (cmake -S . -B build && cmake --build build) and set "
                     "PORTATTN_LIBRARY=/path/to/libportattn.so." + ("\nTried:\n" + "\n".join(tried) if tried else ""))
         _state["lib"], _state["path"] = lib, p
         return lib

@@ -5,7 +5,8 @@ from . import _plan
 from ._core import _check, backends, forward, make_params, query
 from ._lib import DType, PortattnError, Status, library_path
 
-__all__ = ["flash_attn_func", "flash_attn_varlen_func", "which"]
+__all__ = ["flash_attn_func", "flash_attn_varlen_func", "flash_attn_qkvpacked_func", "flash_attn_kvpacked_func",
+           "flash_attn_varlen_qkvpacked_func", "flash_attn_varlen_kvpacked_func", "which"]
 
 
 def _torch():
@@ -44,12 +45,11 @@ def _check_tensors(torch, dim, **tensors):
 
 
 def _check_flash_args(dropout_p, alibi_slopes, return_attn_probs):
+    """return_attn_probs is the public functions' business (_with_probs): accepted here."""
     if float(dropout_p) != 0.0:
         raise ValueError("portattn has no dropout: dropout_p must be 0.0, got %r" % (dropout_p,))
     if alibi_slopes is not None:
         raise NotImplementedError("portattn has no ALiBi: alibi_slopes must be None")
-    if return_attn_probs:
-        raise NotImplementedError("portattn does not return attention probabilities (use return_lse=True)")
 
 
 def _refuse_grad(torch, **tensors):
@@ -270,10 +270,12 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
 
     backend: None/"auto", or a name ("cpu", "cuda-generic", ...) to force one. out: optional
     (B, Sq, H, Dv) tensor to write into. Returns out, or (out, lse) with return_lse, lse float32
-    (B, H, Sq) as flash_attn's softmax_lse. Raises PortattnError when portattn refuses the call."""
-    return _dense(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes=alibi_slopes,
-                  deterministic=deterministic, return_attn_probs=return_attn_probs, return_lse=return_lse,
-                  backend=backend, out=out)
+    (B, H, Sq) as flash_attn's softmax_lse, or (out, lse, None) with return_attn_probs as
+    flash_attn returns (out, softmax_lse, S_dmask) (S_dmask exists only with dropout). Raises
+    PortattnError when portattn refuses the call."""
+    res = _dense(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes=alibi_slopes,
+                 deterministic=deterministic, return_lse=return_lse or return_attn_probs, backend=backend, out=out)
+    return _with_probs(res, return_attn_probs)
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
@@ -283,11 +285,66 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     """Variable-length attention like flash_attn.flash_attn_varlen_func: packed q (total_q, H, D),
     k (total_k, Hk, D), v (total_k, Hk, Dv); cu_seqlens_q/k int32 (batch + 1) offsets on the same
     device; max_seqlen_q/k bound the sequence lengths. Returns out (total_q, H, Dv), or (out, lse)
-    with return_lse, lse float32 (H, total_q) as flash_attn's varlen softmax_lse."""
-    return _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p, softmax_scale,
-                   causal, window_size, softcap, alibi_slopes=alibi_slopes, deterministic=deterministic,
-                   return_attn_probs=return_attn_probs, return_lse=return_lse, backend=backend, out=out,
-                   block_table=block_table)
+    with return_lse, lse float32 (H, total_q) as flash_attn's varlen softmax_lse, or
+    (out, lse, None) with return_attn_probs. block_table must be None."""
+    res = _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p, softmax_scale,
+                  causal, window_size, softcap, alibi_slopes=alibi_slopes, deterministic=deterministic,
+                  return_lse=return_lse or return_attn_probs, backend=backend, out=out, block_table=block_table)
+    return _with_probs(res, return_attn_probs)
+
+
+def _with_probs(res, return_attn_probs):
+    """flash_attn's return_attn_probs=True gives (out, softmax_lse, S_dmask); S_dmask is the dropout
+    pattern, and portattn has no dropout, so it is None. Code written for FlashAttention-2/3 asks
+    for it to get the LSE."""
+    if not return_attn_probs:
+        return res
+    out, lse = res
+    return out, lse, None
+
+
+def _unpack(packed, name, axis, count, shape):
+    """The `count` tensors packed along `axis` of `packed`, as strided views (no copy)."""
+    torch = _torch()
+    if not isinstance(packed, torch.Tensor):
+        raise TypeError("%s must be a torch.Tensor, not %s" % (name, type(packed).__name__))
+    if packed.dim() != axis + 3 or packed.shape[axis] != count:
+        raise ValueError("%s must have shape %s, got %s" % (name, shape, tuple(packed.shape)))
+    return packed.unbind(axis)
+
+
+def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
+                              softcap=0.0, **kwargs):
+    """flash_attn.flash_attn_qkvpacked_func: qkv (B, S, 3, H, D); flash_attn_func on its three
+    strided views (same keyword arguments and results)."""
+    q, k, v = _unpack(qkv, "qkv", 2, 3, "(batch, seqlen, 3, heads, head_dim)")
+    return flash_attn_func(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, **kwargs)
+
+
+def flash_attn_kvpacked_func(q, kv, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
+                             softcap=0.0, **kwargs):
+    """flash_attn.flash_attn_kvpacked_func: q (B, Sq, H, D), kv (B, Sk, 2, Hk, D); flash_attn_func
+    on q and the two strided views of kv."""
+    k, v = _unpack(kv, "kv", 2, 2, "(batch, seqlen_k, 2, heads_k, head_dim)")
+    return flash_attn_func(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, **kwargs)
+
+
+def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p=0.0, softmax_scale=None, causal=False,
+                                     window_size=(-1, -1), softcap=0.0, **kwargs):
+    """flash_attn.flash_attn_varlen_qkvpacked_func: qkv (total, 3, H, D), one cu_seqlens and
+    max_seqlen for queries and keys; flash_attn_varlen_func on the three strided views."""
+    q, k, v = _unpack(qkv, "qkv", 1, 3, "(total, 3, heads, head_dim)")
+    return flash_attn_varlen_func(q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen, dropout_p, softmax_scale,
+                                  causal, window_size, softcap, **kwargs)
+
+
+def flash_attn_varlen_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
+                                    softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, **kwargs):
+    """flash_attn.flash_attn_varlen_kvpacked_func: q (total_q, H, D), kv (total_k, 2, Hk, D);
+    flash_attn_varlen_func on q and the two strided views of kv."""
+    k, v = _unpack(kv, "kv", 1, 2, "(total_k, 2, heads_k, head_dim)")
+    return flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p,
+                                  softmax_scale, causal, window_size, softcap, **kwargs)
 
 
 def which(q, k, v, *args, **kwargs):

@@ -1,49 +1,28 @@
-#!/usr/bin/env python3
-"""Tests of the portattn Python binding; no pytest needed.
+"""Tests of the portattn Python binding, under pytest (conftest.py says which portattn is tested).
 
-  PORTATTN_LIBRARY=build/libportattn.so python3 python/tests/test_binding.py [-v]
+  PORTATTN_LIBRARY=build/libportattn.so python3 -m pytest python/tests [-m "not cuda"] [-s]
 
 Without PyTorch: the raw path (forward_raw on ctypes/array buffers, CPU backend) against a
-pure-Python reference, errors, struct layout, backends(). With PyTorch: flash_attn_func and
-flash_attn_varlen_func on CPU tensors against a float64 reference; with a CUDA device, on GPU
-tensors too. Exit 0 = pass, 1 = fail, 77 = skipped (no library found, or a sanitizer build).
+pure-Python reference, errors, struct layout, backends(). With PyTorch: flash_attn_func,
+flash_attn_varlen_func and the packed variants on CPU tensors against a float64 reference. The
+tests marked cuda run on GPU tensors: they skip only where the machine has no CUDA device.
+Without a loadable library every test skips (fails where PORTATTN_LIBRARY names one).
 """
 import array
 import ctypes
+import glob
 import math
 import os
 import random
 import struct
-import sys
-import traceback
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import portattn  # noqa: E402
-from portattn import Backend, DType, PortattnError, Status  # noqa: E402
+import pytest
 
-VERBOSE = "-v" in sys.argv
+import portattn
+from portattn import Backend, DType, PortattnError, Status
+
 INF = float("inf")
 NAN = float("nan")
-RESULTS = {"pass": 0, "fail": 0, "skip": 0}
-
-
-def run_test(fn):
-    """Runs fn, counting and printing the outcome (a Skip exception skips it)."""
-    try:
-        fn()
-        RESULTS["pass"] += 1
-        print("PASS %s" % fn.__name__, flush=True)
-    except Skip as e:
-        RESULTS["skip"] += 1
-        print("SKIP %s: %s" % (fn.__name__, e), flush=True)
-    except Exception:
-        RESULTS["fail"] += 1
-        print("FAIL %s\n%s" % (fn.__name__, traceback.format_exc()), flush=True)
-    return fn
-
-
-class Skip(Exception):
-    pass
 
 
 def expect_raises(exc, fn, *contains):
@@ -152,20 +131,19 @@ def flat(x):
 
 # ---- library, structs, backends --------------------------------------------------------------
 
-def load_library():
+@pytest.fixture(scope="module", autouse=True)
+def library():
+    """Every test needs the library: skip them all without one (a sanitizer build cannot be
+    loaded into a plain Python), fail them all if PORTATTN_LIBRARY names one that does not load."""
     os.environ.pop("PORTATTN_BACKEND", None)  # the tests force backends explicitly
     try:
         portattn.load()
     except portattn.PortattnLoadError as e:
-        if "sanitizer" in str(e):
-            print("SKIP: %s" % e)
-            sys.exit(77)
-        if os.environ.get("PORTATTN_LIBRARY"):
-            print("FAIL: %s" % e)
-            sys.exit(1)
-        print("SKIP: %s" % e)
-        sys.exit(77)
-    print("library %s, version %s" % (portattn.library_path(), portattn.version()), flush=True)
+        if os.environ.get("PORTATTN_LIBRARY") and "sanitizer" not in str(e):
+            pytest.fail(str(e))
+        pytest.skip(str(e))
+    print("portattn %s from %s, library %s (version %s)" % (portattn.__version__, portattn.__file__,
+                                                            portattn.library_path(), portattn.version()))
 
 
 def test_struct_layout():
@@ -195,6 +173,7 @@ def test_struct_layout():
 def test_backends_and_version():
     v = portattn.version()
     assert len(v.split(".")) == 3 and v.startswith("0."), v
+    assert v == portattn.__version__, "library %s, binding %s" % (v, portattn.__version__)
     bes = portattn.backends()
     assert [b["id"] for b in bes] == list(range(1, 8)), bes
     names = [b["name"] for b in bes]
@@ -207,9 +186,8 @@ def test_backends_and_version():
     assert portattn.backend_id("cpu") == Backend.CPU and portattn.backend_id(None) == Backend.AUTO
     assert portattn.backend_id("auto") == Backend.AUTO and portattn.backend_id(6) == Backend.CUDA_GENERIC
     expect_raises(ValueError, lambda: portattn.backend_id("tpu"), "unknown portattn backend", "cpu")
-    if VERBOSE:
-        for b in bes:
-            print("   ", b)
+    for b in bes:
+        print("   ", b)
 
 
 def run_raw_case(rnd, dtype=DType.F32, B=2, Sq=5, Sk=7, H=4, Hk=2, D=8, Dv=None, causal=False, window=(-1, -1),
@@ -357,8 +335,7 @@ def test_query_raw():
     p = portattn.make_params(*bufs, **kw)
     assert portattn.query(p)["backend"] == "cpu"
     portattn.forward(p)
-    if VERBOSE:
-        print("   ", sel)
+    print("   ", sel)
 
 
 # ---- PyTorch ---------------------------------------------------------------------------------
@@ -406,9 +383,15 @@ def check_lse(torch, got, want, tol):
 TOL = {"float32": 1e-5, "float16": 5e-3, "bfloat16": 1.5e-2}
 
 
-def unsupported(e, backend):
-    """A forced backend may refuse a shape or dtype (NOT_SUPPORTED): the case is skipped, not failed."""
-    return backend is not None and e.status in (Status.ERROR_NOT_SUPPORTED, Status.ERROR_BACKEND_UNAVAILABLE)
+def unsupported(e, backend, sel):
+    """A forced backend may refuse a shape or dtype it does not take: the case is then not run. Only
+    NOT_SUPPORTED naming that backend counts, and only where the automatic choice `sel` for the same
+    call is another backend (a backend that auto would pick must not refuse when forced)."""
+    if backend is None or e.status != Status.ERROR_NOT_SUPPORTED:
+        return False
+    assert backend in e.message, (backend, e.message)
+    assert sel["backend"] != backend, ("auto picks %s, which refuses when forced: %s" % (backend, e.message))
+    return True
 
 
 DENSE_CASES = [dict(B=2, Sq=37, Sk=53, H=4, Hk=2, D=32),
@@ -445,7 +428,7 @@ def dense_cases(torch, device, dtypes, backend):
             try:
                 out, lse = portattn.flash_attn_func(q, k, v, return_lse=True, backend=backend, **kw)
             except PortattnError as e:
-                if not unsupported(e, backend):
+                if not unsupported(e, backend, portattn.which(q, k, v, **kw)):
                     raise
                 refused += 1
                 continue
@@ -462,7 +445,7 @@ def dense_cases(torch, device, dtypes, backend):
             try:
                 r = portattn.flash_attn_func(q, k, v, out=o2, backend=backend, **kw)
             except PortattnError as e:
-                if not unsupported(e, backend):
+                if not unsupported(e, backend, portattn.which(q, k, v, out=o2, **kw)):
                     raise
                 refused += 1
                 continue
@@ -493,7 +476,9 @@ def varlen_cases(torch, device, dtypes, backend):
                     out, lse = portattn.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 23, 35, causal=causal,
                                                                window_size=window, return_lse=True, backend=backend)
                 except PortattnError as e:
-                    if not unsupported(e, backend):
+                    sel = portattn.which(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=23,
+                                         max_seqlen_k=35, causal=causal, window_size=window)
+                    if not unsupported(e, backend, sel):
                         raise
                     refused += 1
                     continue
@@ -547,15 +532,13 @@ def torch_error_cases(torch, device):
 
 
 def test_torch_cpu():
-    try:
-        import torch
-    except ImportError:
-        raise Skip("PyTorch not installed")
+    torch = pytest.importorskip("torch")
     n, _ = dense_cases(torch, "cpu", ["float32", "bfloat16", "float16"], "cpu")
     varlen_cases(torch, "cpu", ["float32", "bfloat16"], "cpu")
     torch_error_cases(torch, "cpu")
     grad_guard_cases(torch, "cpu")
     plan_cases(torch, "cpu")
+    fa2_habit_cases(torch, "cpu")
     q = torch.randn(2, 16, 4, 32)
     sel = portattn.which(q, q, q, causal=True)
     assert sel["backend"] == "cpu" and sel["kernel"] == "cpu-ref<f32>", sel
@@ -625,6 +608,57 @@ def graph_cases(torch):
             assert rel_l2(torch, out, torch_ref(torch, q, k, v, causal=causal)[0]) <= TOL["bfloat16"]
 
 
+def fa2_habit_cases(torch, device):
+    """What FlashAttention-2 code does: return_attn_probs=True for the LSE, and the packed entry
+    points (strided views of qkv / kv), on fresh inputs into poisoned outputs."""
+    seed = int(os.environ.get("PORTATTN_TEST_SEED") or int.from_bytes(os.urandom(4), "little"))
+    print("fa2_habit_cases(%s) seed %d (PORTATTN_TEST_SEED repeats it)" % (device, seed))
+    g = torch.Generator().manual_seed(seed)
+    rnd = lambda *shape: torch.randn(*shape, generator=g).to(device)  # noqa: E731
+    poison = lambda *shape: torch.full(shape, NAN, device=device)  # noqa: E731
+    B, S, Sk, H, Hk, D = 2, 19, 23, 4, 2, 32
+    q, k, v = rnd(B, S, H, D), rnd(B, Sk, Hk, D), rnd(B, Sk, Hk, D)
+    want, want_lse = torch_ref(torch, q, k, v, causal=True)
+    res = portattn.flash_attn_func(q, k, v, causal=True, return_attn_probs=True, out=poison(B, S, H, D))
+    assert isinstance(res, tuple) and len(res) == 3 and res[2] is None, type(res)
+    assert rel_l2(torch, res[0], want) <= TOL["float32"]
+    check_lse(torch, res[1], want_lse, 1e-4)
+    out, lse = portattn.flash_attn_func(q, k, v, causal=True, return_lse=True)
+    assert torch.equal(out, res[0]) and torch.equal(lse, res[1])
+    assert len(portattn.flash_attn_func(q, k, v, return_lse=True, return_attn_probs=True)) == 3
+
+    qkv = rnd(B, S, 3, H, D)
+    o = poison(B, S, H, D)
+    out, lse, none = portattn.flash_attn_qkvpacked_func(qkv, 0.0, 0.3, False, (5, 2), return_attn_probs=True, out=o)
+    want, want_lse = torch_ref(torch, qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], window=(5, 2), scale=0.3)
+    assert out is o and none is None and rel_l2(torch, out, want) <= TOL["float32"]
+    check_lse(torch, lse, want_lse, 1e-4)
+    kv = rnd(B, Sk, 2, Hk, D)
+    out = portattn.flash_attn_kvpacked_func(q, kv, causal=True, softcap=4.0)
+    want = torch_ref(torch, q, kv[:, :, 0], kv[:, :, 1], causal=True, softcap=4.0)[0]
+    assert rel_l2(torch, out, want) <= TOL["float32"]
+
+    cu_l, cuk_l = [0, 7, 7, 19], [0, 9, 12, 23]
+    cu, cuk = (torch.tensor(c, dtype=torch.int32, device=device) for c in (cu_l, cuk_l))
+    qkv3, q3, kv3 = rnd(19, 3, H, D), rnd(19, H, D), rnd(23, 2, Hk, D)
+    out, lse, none = portattn.flash_attn_varlen_qkvpacked_func(qkv3, cu, 12, causal=True, return_attn_probs=True)
+    out2, lse2 = portattn.flash_attn_varlen_kvpacked_func(q3, kv3, cu, cuk, 12, 11, return_lse=True)
+    assert none is None and lse.shape == (H, 19) and lse2.shape == (H, 19)
+    for b in (0, 2):
+        a, z, ka, kz = cu_l[b], cu_l[b + 1], cuk_l[b], cuk_l[b + 1]
+        want = torch_ref(torch, qkv3[None, a:z, 0], qkv3[None, a:z, 1], qkv3[None, a:z, 2], causal=True)[0]
+        assert rel_l2(torch, out[None, a:z], want) <= TOL["float32"], b
+        want = torch_ref(torch, q3[None, a:z], kv3[None, ka:kz, 0], kv3[None, ka:kz, 1])[0]
+        assert rel_l2(torch, out2[None, a:z], want) <= TOL["float32"], b
+
+    expect_raises(ValueError, lambda: portattn.flash_attn_qkvpacked_func(rnd(B, S, 2, H, D)), "qkv must have shape")
+    expect_raises(ValueError, lambda: portattn.flash_attn_kvpacked_func(q, rnd(B, Sk, Hk, D)), "kv must have shape")
+    expect_raises(TypeError, lambda: portattn.flash_attn_varlen_kvpacked_func(q3, [1], cu, cuk, 12, 11), "torch.Tensor")
+    expect_raises(ValueError, lambda: portattn.flash_attn_qkvpacked_func(qkv, dropout_p=0.5), "dropout")
+    expect_raises(NotImplementedError, lambda: portattn.flash_attn_qkvpacked_func(qkv.clone().requires_grad_(True)),
+                  "no backward pass")
+
+
 def grad_guard_cases(torch, device):
     """No backward pass yet: inputs that require grad in grad mode raise instead of returning a
     result with no autograd history; no_grad, inference_mode and detached inputs run."""
@@ -651,16 +685,21 @@ def grad_guard_cases(torch, device):
     expect_raises(NotImplementedError, lambda: portattn.flash_attn_func(g, g, g), "q, k, v require grad")
 
 
+def cuda_device_present():
+    """Whether the machine has an NVIDIA GPU, from the driver's own files: neither PyTorch nor the
+    library decides whether the CUDA tests run."""
+    return bool(glob.glob("/proc/driver/nvidia/gpus/*") or glob.glob("/dev/nvidia[0-9]*"))
+
+
+@pytest.mark.cuda
 def test_torch_cuda():
-    try:
-        import torch
-    except ImportError:
-        raise Skip("PyTorch not installed")
-    if not torch.cuda.is_available():
-        raise Skip("no CUDA device visible to PyTorch")
+    if not cuda_device_present():
+        pytest.skip("no CUDA device on this machine")
+    import torch  # a CUDA machine without PyTorch fails here: these tests need it
+    assert torch.cuda.is_available(), "a CUDA device exists but PyTorch %s cannot use it" % torch.__version__
     gpu = [b["name"] for b in portattn.backends() if b["available"] and b["name"].startswith(("cuda", "hip"))]
-    if not gpu:
-        raise Skip("no GPU backend available in this library: %s" % portattn.library_path())
+    assert gpu, "a CUDA device exists but %s has no GPU backend available: %s" % (
+        portattn.library_path(), portattn.backends())
     q = torch.randn(2, 128, 8, 64, device="cuda", dtype=torch.bfloat16)
     sel = portattn.which(q, q, q, causal=True)
     assert sel["backend"] in gpu, sel
@@ -671,11 +710,13 @@ def test_torch_cuda():
         print("    %s: dense %d ran, %d refused; varlen %d ran, %d refused"
               % (be or "auto", dense[0], dense[1], varlen[0], varlen[1]), flush=True)
         assert be is not None or (dense[0] and varlen[0]), "auto ran no case"
+        assert dense[0] + varlen[0] > 0, "forced %s refused every case: nothing of it was tested" % be
         torch.cuda.synchronize()
     torch_error_cases(torch, "cuda")
     grad_guard_cases(torch, "cuda")
     plan_cases(torch, "cuda")
     graph_cases(torch)
+    fa2_habit_cases(torch, "cuda")
     # A side stream: the launch goes on the current stream, ordered after the inputs were written.
     s = torch.cuda.Stream()
     x = torch.randn(4, 256, 8, 64, device="cuda", dtype=torch.bfloat16)
@@ -691,16 +732,3 @@ def test_torch_cuda():
         out = portattn.flash_attn_func(x1, x1, x1)
         torch.cuda.synchronize(1)
         assert out.device == x1.device and rel_l2(torch, out, torch_ref(torch, x1, x1, x1)[0]) <= TOL["bfloat16"]
-
-
-def main():
-    load_library()
-    for fn in (test_struct_layout, test_backends_and_version, test_raw_cpu_f32, test_raw_cpu_f16_bf16,
-               test_raw_varlen, test_raw_errors, test_query_raw, test_torch_cpu, test_torch_cuda):
-        run_test(fn)
-    print("%(pass)d passed, %(fail)d failed, %(skip)d skipped" % RESULTS, flush=True)
-    return 1 if RESULTS["fail"] else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

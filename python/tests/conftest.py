@@ -1,0 +1,42 @@
+"""pytest set-up for the binding's tests.
+
+  python3 -m pytest python/tests                 # python/portattn of this repository
+  python3 -m pytest python/tests --installed     # the portattn `import portattn` finds (an installed wheel)
+  python3 -m pytest python/tests -m "not cuda"   # CTest's python_cpu; -m cuda is python_cuda
+
+--skipped-exit-code N makes a run in which every test was skipped exit with N instead of 0, so that
+CTest (SKIP_RETURN_CODE 77) reports it as skipped, never as passed.
+"""
+import os
+import sys
+
+REPO_PYTHON = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_outcomes = {"passed": 0, "failed": 0, "skipped": 0}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--installed", action="store_true",
+                     help="test the installed portattn instead of python/ of this repository")
+    parser.addoption("--skipped-exit-code", type=int, default=None,
+                     help="exit status when tests ran but all of them were skipped (CTest: 77)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda: needs a CUDA device (CTest's python_cuda runs these)")
+    if not config.getoption("--installed"):
+        sys.path.insert(0, REPO_PYTHON)
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped:
+        _outcomes["skipped"] += 1
+    elif report.failed:
+        _outcomes["failed"] += 1
+    elif report.passed and report.when == "call":
+        _outcomes["passed"] += 1
+
+
+def pytest_sessionfinish(session, exitstatus):
+    code = session.config.getoption("--skipped-exit-code")
+    if code is not None and exitstatus == 0 and _outcomes["skipped"] and not _outcomes["passed"]:
+        session.exitstatus = code
