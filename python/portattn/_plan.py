@@ -60,8 +60,13 @@ def workspace_size(params):
 def current_stream(torch, index):
     """The raw cudaStream_t of the current stream of device `index` (the private accessor is what
     torch's own extensions use; the public one builds a Stream object per call)."""
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return raw(index) if raw is not None else torch.cuda.current_stream(index).cuda_stream
+    raw = _raw_stream[0]
+    if raw is None:
+        raw = _raw_stream[0] = getattr(torch._C, "_cuda_getCurrentRawStream", False)
+    return raw(index) if raw else torch.cuda.current_stream(index).cuda_stream
+
+
+_raw_stream = [None]
 
 
 def launch(plan, pointers, workspace, stream):

@@ -132,18 +132,29 @@ def _remember(key, params, out, lse, device, workspace):
                                     device.index if device.type == "cuda" else None, _plan._state["lib"]))
 
 
-def _tensor_key(t):
-    return (t.shape, t.stride(), t.dtype, t.device)
-
-
-def _call_key(kind, tensors, out, *options):
-    """What decides a call's struct and checks besides its pointers; None when it cannot be keyed
-    (a non-tensor argument, an unhashable option: the call then takes the full path)."""
+def _call_key(kind, q, k, v, out, *rest):
+    """What decides a call's struct and Python-side checks besides its pointers: shapes, strides and
+    dtypes of every tensor, q's device, the options. Other tensors' devices are left out: the library
+    refuses a pointer the call's device cannot use, on every call. None when the call cannot be keyed
+    (a non-tensor argument: the full path then says what is wrong)."""
     try:
-        key = (kind, tuple(_tensor_key(t) for t in tensors), None if out is None else _tensor_key(out)) + options
-        hash(key)
-        return key
+        return (kind, q.device, q.shape, q.stride(), q.dtype, k.shape, k.stride(), k.dtype, v.shape, v.stride(),
+                v.dtype, None if out is None else (out.shape, out.stride(), out.dtype)) + rest
     except Exception:
+        return None
+
+
+def _cu_key(cu):
+    try:
+        return (cu.shape, cu.stride(), cu.dtype, cu.device)
+    except Exception:
+        return id(cu)  # not a tensor: never planned, the full path raises
+
+
+def _lookup(key):
+    try:
+        return _plan.lookup(key) if key is not None else None
+    except TypeError:  # an unhashable option (a list window_size): no plan
         return None
 
 
@@ -153,9 +164,9 @@ def _dense(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size
     torch = _torch()
     key = None
     if not _query:
-        key = _call_key("dense", (q, k, v), out, dropout_p, alibi_slopes is None, return_attn_probs, softmax_scale,
+        key = _call_key("dense", q, k, v, out, dropout_p, alibi_slopes is None, return_attn_probs, softmax_scale,
                         causal, window_size, softcap, return_lse, backend)
-        plan = _plan.lookup(key) if key is not None else None
+        plan = _lookup(key)
         if plan is not None:
             if q.requires_grad or k.requires_grad or v.requires_grad:
                 _refuse_grad(torch, q=q, k=k, v=v)
@@ -200,10 +211,10 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dro
     torch = _torch()
     key = None
     if not _query and block_table is None:
-        key = _call_key("varlen", (q, k, v, cu_seqlens_q, cu_seqlens_k), out, max_seqlen_q, max_seqlen_k, dropout_p,
-                        alibi_slopes is None, return_attn_probs, softmax_scale, causal, window_size, softcap,
-                        return_lse, backend)
-        plan = _plan.lookup(key) if key is not None else None
+        key = _call_key("varlen", q, k, v, out, _cu_key(cu_seqlens_q), _cu_key(cu_seqlens_k), max_seqlen_q,
+                        max_seqlen_k, dropout_p, alibi_slopes is None, return_attn_probs, softmax_scale, causal,
+                        window_size, softcap, return_lse, backend)
+        plan = _lookup(key)
         if plan is not None:
             if q.requires_grad or k.requires_grad or v.requires_grad:
                 _refuse_grad(torch, q=q, k=k, v=v)
