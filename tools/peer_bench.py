@@ -416,6 +416,20 @@ def parse_args(argv):
     return args
 
 
+def git_commit():
+    """The repository's commit (with "+dirty" for local changes), or None outside a checkout."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        import subprocess
+        rev = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return (rev + ("+dirty" if dirty else "")) if rev else None
+    except Exception:
+        return None
+
+
 def point_name(row):
     if row["mode"] == "prefill":
         return "%s d=%d s=%d b=%d h=%d causal=%s" % (row["dtype"], row["d"], row["s"], row["b"], row["h"],
@@ -498,7 +512,7 @@ def main(argv=None):
             "cudnn": cudnn, "triton": triton_version, "timer": None if args.no_bench else bench.name,
             "portattn": {"version": portattn.version(), "library": portattn.library_path(), "backends": bes},
             "settings": {k: v for k, v in vars(args).items() if k not in ("backend", "dtype")},
-            "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+            "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "commit": git_commit()}
     say("peer_bench: %s, torch %s (CUDA %s, cuDNN %s), triton %s" % (info["device"], info["torch"],
                                                                      info["cuda"], cudnn, triton_version))
     say("portattn %s from %s; available: %s" % (info["portattn"]["version"], info["portattn"]["library"],
