@@ -715,8 +715,9 @@ def report(paths, outdir, title="portattn benchmark report", device=None, device
                        [[f"`{f}`", v[0], ", ".join(sorted(v[1])), v[2], used.get(f, 0)] for f, v in files.items()]))
     md.append("\nPrefill throughput is TFLOPS by the FlashAttention convention (4·B·H·Sq·Sk·D, halved when causal); "
               "decode (one query token) is the effective KV bandwidth, bytes of K and V / time. "
-              "FA2 = PyTorch SDPA FLASH_ATTENTION (FlashAttention-2), cuDNN = SDPA CUDNN_ATTENTION, measured by "
-              "`sdpa.py` with `triton.testing.do_bench`. \"vs FA2\" = portattn throughput / FA2 throughput on the "
+              "FA2 = PyTorch SDPA FLASH_ATTENTION (FlashAttention-2), cuDNN = SDPA CUDNN_ATTENTION, timed with "
+              "`triton.testing.do_bench` (by `tools/peer_bench.py`, in the same process as portattn, or by older "
+              "`sdpa.py` files). \"vs FA2\" = portattn throughput / FA2 throughput on the "
               "same device (above 1x: portattn is faster). \"% peak\" = fraction of the device peak of "
               f"`{os.path.relpath(devices.path, outdir) if devices.entries else 'no table'}` (prefill: the dtype's "
               "dense tensor TFLOPS; decode: HBM bandwidth); \"measured\" peaks are ours, \"datasheet\" ones the "
