@@ -12,7 +12,13 @@ typedef struct pa_bwd_problem {
     int deterministic;
 } pa_bwd_problem;
 
+#ifdef __cplusplus
+extern "C" {
+#endif
 /* Checks every argument of a backward call and resolves it into *pb: the status and why. */
 portattn_status_t pa_bwd_validate(const portattn_bwd_params_t *params, pa_bwd_problem *pb, char *why, size_t why_len);
+#ifdef __cplusplus
+}
+#endif
 
 #endif
