@@ -11,8 +11,8 @@ __all__ = ["has_backward", "attention"]
 
 
 def has_backward(device):
-    """Whether tensors on `device` have a backward pass. Only the CPU backend has one so far; GPU
-    tensors are refused by the caller until a GPU backward exists."""
+    """Whether tensors on `device` have a backward pass. The CPU backend's is the verified one;
+    cuda-generic's has not run on a GPU yet, so GPU tensors are refused by the caller until it has."""
     return device.type == "cpu"
 
 
@@ -78,7 +78,12 @@ def _function(torch):
             dq, dk, dv = alloc(q), alloc(k), alloc(v)
             dout = dout.contiguous()  # autograd may hand over an expanded (stride 0) or strided view
             params = _backward_params(ctx.spec, q, k, v, out, lse, dout, dq, dk, dv)
-            _check(load().portattn_backward(ctypes.byref(params), None))
+            if q.device.type == "cuda":  # on the current stream, as the forward
+                with torch.cuda.device(q.device):
+                    stream = torch.cuda.current_stream(q.device).cuda_stream
+                    _check(load().portattn_backward(ctypes.byref(params), ctypes.c_void_p(stream or None)))
+            else:
+                _check(load().portattn_backward(ctypes.byref(params), None))
             need = ctx.needs_input_grad
             return None, None, dq if need[2] else None, dk if need[3] else None, dv if need[4] else None
 
