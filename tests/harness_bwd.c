@@ -2,7 +2,8 @@
  * LSE, its backward writes dq, dk, dv into poisoned buffers in the case's layout, and each gradient
  * is compared with the CPU backward in fp32 on the same dtype-exact inputs. The bound is
  * FlashAttention's rule for gradients: max error at most 3x that of a naive same-precision backward
- * (PyTorch-style eager: scores, P, dP and dS rounded to the dtype, fp32 accumulation). */
+ * (PyTorch-style eager: scores, P, dP and dS rounded to the dtype, fp32 accumulation). The call is
+ * made with deterministic = 1 and run twice: both runs must write the same bytes. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,24 +286,37 @@ run_result run_case_bwd(const tcase *c, portattn_dtype_t dt, portattn_backend_t 
         }
         p.workspace = ws, p.workspace_size = ws_bytes;
     }
+    p.deterministic = 1;
     if (!st) st = portattn_backward(&p, NULL);
-    dm_free(kind, ws);
     if (st == PORTATTN_ERROR_NOT_SUPPORTED) {
+        dm_free(kind, ws);
         snprintf(note, sizeof note, "bwd: %s", portattn_last_error());
         res = RUN_NOT_SUPPORTED;
         goto done;
     }
-    int down = 0;
-    for (int i = 5; i < 8; i++) down |= dm_download(kind, a[i].host, a[i].dev, a[i].bytes);
-    if (st || dm_sync(kind) || down) {
+    /* deterministic: a second run into re-poisoned gradients must write the same bytes (the hosts
+     * still hold the poison they were uploaded with) */
+    unsigned char *first[3] = {NULL, NULL, NULL};
+    int failed = st != PORTATTN_SUCCESS || dm_sync(kind), same = 1;
+    for (int i = 0; i < 3 && !failed; i++)
+        failed |= !(first[i] = malloc(a[5 + i].bytes)) || dm_download(kind, first[i], a[5 + i].dev, a[5 + i].bytes) ||
+                  dm_upload(kind, a[5 + i].dev, a[5 + i].host, a[5 + i].bytes);
+    if (!failed) failed = (st = portattn_backward(&p, NULL)) != PORTATTN_SUCCESS || dm_sync(kind);
+    for (int i = 0; i < 3 && !failed; i++) {
+        failed |= dm_download(kind, a[5 + i].host, a[5 + i].dev, a[5 + i].bytes);
+        same &= !failed && memcmp(first[i], a[5 + i].host, a[5 + i].bytes) == 0;
+    }
+    for (int i = 0; i < 3; i++) free(first[i]);
+    dm_free(kind, ws);
+    if (failed) {
         snprintf(note, sizeof note, "run failed: %s: %s", portattn_status_string(st), portattn_last_error());
         goto done;
     }
 
     const float *refs[3] = {rq, rk, rv}, *naives[3] = {nq_, nk_, nv_};
     static const char *const names[3] = {"dq", "dk", "dv"};
-    int pass = 1;
-    size_t n = (size_t)snprintf(note, sizeof note, "bwd");
+    int pass = same;
+    size_t n = (size_t)snprintf(note, sizeof note, "bwd%s", same ? "" : " NOT DETERMINISTIC");
     for (int i = 0; i < 3; i++) {
         gcheck g = compare(dt, &a[5 + i], sq.nb, S_[5 + i], H_[5 + i], D_[5 + i], refs[i], naives[i]);
         pass &= !g.bad && !g.pad && g.err <= g.bound;
