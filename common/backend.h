@@ -23,8 +23,20 @@ typedef struct pa_backend {
     size_t (*workspace)(const pa_problem *pb);
 } pa_backend;
 
+/* Backward entry points of a backend that has a backward pass (the same id's pa_backend gives its
+ * name and probe). Same contracts as supports/run/workspace above, for a validated backward call. */
+struct pa_bwd_problem;
+typedef struct pa_bwd_backend {
+    portattn_backend_t id;
+    int (*supports)(const struct pa_bwd_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len);
+    portattn_status_t (*run)(const struct pa_bwd_problem *pb, void *stream, char *err, size_t err_len);
+    size_t (*workspace)(const struct pa_bwd_problem *pb); /* optional */
+} pa_bwd_backend;
+
 /* The compiled-in backends (see registry.c). */
 extern const pa_backend pa_backend_cpu;
+extern const pa_bwd_backend pa_bwd_backend_cpu; /* common/cpu_bwd.c */
+int pa_cpu_thread_count(void); /* threads of the CPU backend: PORTATTN_NUM_THREADS, else online cores */
 #ifdef PORTATTN_HAVE_CUDA
 extern const pa_backend pa_backend_cuda_sm80;
 #ifdef PORTATTN_HAVE_SM90
@@ -37,6 +49,7 @@ extern const pa_backend pa_backend_cuda_sm100; /* forced calls only (registry.c:
 extern const pa_backend pa_backend_hip_cdna_emu; /* backends/hip/cdna_emu_backend.c, test builds */
 #endif
 extern const pa_backend pa_backend_cuda_generic;
+extern const pa_bwd_backend pa_bwd_backend_cuda_generic; /* backends/cuda/generic/generic_bwd_backend.c */
 /* Where a pointer lives, from the CUDA runtime (backends/cuda/cuda_host.c). */
 int pa_cuda_ptr_is_device_only(const void *ptr); /* host cannot dereference it */
 int pa_cuda_ptr_is_device_accessible(const void *ptr); /* current device can dereference it */

@@ -123,7 +123,7 @@ static void append_new_tokens(const pa_problem *pb)
         }
 }
 
-static int thread_count(void)
+int pa_cpu_thread_count(void)
 {
     const char *env = getenv("PORTATTN_NUM_THREADS");
     long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
@@ -147,7 +147,7 @@ static portattn_status_t cpu_run(const pa_problem *pb, void *stream, char *err, 
     if ((uint64_t)pb->max_seqlen_k >= SIZE_MAX / sizeof(double) / 2)
         return pa_fmt(err, err_len, PORTATTN_ERROR_OUT_OF_MEMORY, "a %lld-key score buffer does not fit in memory",
                       (long long)pb->max_seqlen_k);
-    int n = thread_count();
+    int n = pa_cpu_thread_count();
     if (n > jb.items) n = (int)jb.items;
     pthread_t tid[MAX_THREADS];
     int started = 0;
@@ -163,7 +163,7 @@ static portattn_status_t cpu_run(const pa_problem *pb, void *stream, char *err, 
 
 static int cpu_probe(char *detail, size_t len)
 {
-    snprintf(detail, len, "host CPU, %d threads", thread_count());
+    snprintf(detail, len, "host CPU, %d threads", pa_cpu_thread_count());
     return 1;
 }
 

@@ -24,4 +24,12 @@ int pa_backend_forced_only(portattn_backend_t id);
 /* The compiled-in backend table for an id, or NULL when not compiled in. */
 const pa_backend *pa_backend_lookup(portattn_backend_t id);
 
+/* The compiled-in backward entry points for an id, or NULL when that backend has no backward. */
+const pa_bwd_backend *pa_bwd_lookup(portattn_backend_t id);
+
+/* The forced backend: pb->p.backend, else $PORTATTN_BACKEND (a bad name is INVALID_ARGUMENT), else
+ * AUTO; *by names who forced it, for messages. */
+portattn_status_t forced_backend(const pa_problem *pb, portattn_backend_t *id, const char **by, char *why,
+                                 size_t why_len);
+
 #endif

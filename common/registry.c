@@ -31,6 +31,21 @@ static const pa_backend *const compiled[] = {
     &pa_backend_cpu,
 };
 
+/* Compiled-in backward passes (looked up by id; a backend without one is absent). */
+static const pa_bwd_backend *const compiled_bwd[] = {
+#ifdef PORTATTN_HAVE_CUDA
+    &pa_bwd_backend_cuda_generic,
+#endif
+    &pa_bwd_backend_cpu,
+};
+
+const pa_bwd_backend *pa_bwd_lookup(portattn_backend_t id)
+{
+    for (size_t i = 0; i < sizeof compiled_bwd / sizeof compiled_bwd[0]; i++)
+        if (compiled_bwd[i]->id == id) return compiled_bwd[i];
+    return NULL;
+}
+
 /* cuda-sm100 has reached T0/T1 and a CPU test of its tcgen05 emulator, but has never run on a
  * B200/B300 (backends/cuda/sm100/NOTES.md): it takes forced calls only until it has. */
 int pa_backend_forced_only(portattn_backend_t id) { return id == PORTATTN_BACKEND_CUDA_SM100; }
@@ -73,7 +88,7 @@ portattn_status_t portattn_backend_get_info(portattn_backend_t backend, portattn
 
 /* The forced backend: params->backend, else $PORTATTN_BACKEND, else AUTO. A bad name is an error,
  * never ignored. `by` says who forced it, for messages. */
-static portattn_status_t forced_backend(const pa_problem *pb, portattn_backend_t *id, const char **by,
+portattn_status_t forced_backend(const pa_problem *pb, portattn_backend_t *id, const char **by,
                                         char *why, size_t why_len)
 {
     *id = pb->p.backend;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "frontend.h"
+#include "validate_view.h"
 
 #define INVALID(...) pa_fmt(why, why_len, PORTATTN_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
 
@@ -25,18 +26,7 @@ static int add_ok(int64_t a, int64_t b, int64_t *r)
     return 1;
 }
 
-/* A strided 4-D (or 3-D with dim[3] = 1) view checked for null, alignment, negative strides,
- * overflow and self-overlap; its byte range is kept for the overlap checks between tensors. */
-typedef struct view {
-    const char *name;
-    const void *data;
-    int64_t dim[4], stride[4];
-    int64_t elem;         /* bytes per element */
-    int64_t count;        /* elements addressed (0 = empty) */
-    uintptr_t lo, hi;     /* byte range [lo, hi) */
-} view;
-
-static portattn_status_t check_view(view *t, int must_not_self_overlap, char *why, size_t why_len)
+portattn_status_t check_view(view *t, int must_not_self_overlap, char *why, size_t why_len)
 {
     int64_t count = 1, extent = 0;
     for (int i = 0; i < 4; i++) {
@@ -91,13 +81,13 @@ static portattn_status_t check_view(view *t, int must_not_self_overlap, char *wh
     return PORTATTN_SUCCESS;
 }
 
-static int views_overlap(const view *a, const view *b)
+int views_overlap(const view *a, const view *b)
 {
     return a->count && b->count && a->lo < b->hi && b->lo < a->hi;
 }
 
-static view make_view(const char *name, const portattn_tensor_t *t, int64_t nb, int64_t s, int64_t h,
-                      int64_t d, int64_t elem, int varlen)
+view make_view(const char *name, const portattn_tensor_t *t, int64_t nb, int64_t s, int64_t h,
+               int64_t d, int64_t elem, int varlen)
 {
     view v = {name, t->data, {nb, s, h, d}, {varlen ? 0 : t->stride[0], t->stride[1], t->stride[2], t->stride[3]},
               elem, 0, 0, 0};

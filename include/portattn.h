@@ -203,6 +203,73 @@ typedef struct portattn_selection {
 PORTATTN_API portattn_status_t portattn_forward_query(const portattn_fwd_params_t *params,
                                                       portattn_selection_t *selection);
 
+/* ---- backward ---------------------------------------------------------------------------- */
+
+/* Backward parameters: the forward's problem (same fields, same meaning; no KV cache, no append),
+ * its output O and LSE, the upstream gradient dO, and the gradients to write. Initialise with
+ * portattn_bwd_params_init(), then set fields. The first field lets the struct grow.
+ *   dO [B, Sq, Hq, Dv] (strides like O)   dQ [B, Sq, Hq, Dqk]   dK [B, Sk, Hkv, Dqk]   dV [B, Sk, Hkv, Dv]
+ * GQA/MQA: dK and dV of a KV head are summed over the query heads that read it. Gradients of keys no
+ * query sees, and of rows that see no key, are written as 0. Under varlen, token rows past the last
+ * sequence (cu_seqlens[batch] < the packed total) are not written, as in the forward. */
+typedef struct portattn_bwd_params {
+    size_t struct_size; /* sizeof(portattn_bwd_params_t), set by portattn_bwd_params_init */
+
+    portattn_dtype_t dtype; /* of Q, K, V, O, dO, dQ, dK and dV */
+    int64_t batch;
+    int64_t seqlen_q;       /* with cu_seqlens_q: total packed query tokens */
+    int64_t seqlen_k;       /* with cu_seqlens_k: total packed key tokens */
+    int64_t heads_q, heads_kv;
+    int64_t head_dim_qk, head_dim_v;
+
+    portattn_tensor_t q, k, v; /* the forward's inputs */
+    portattn_tensor_t o;       /* the forward's output */
+    portattn_tensor_t dout;    /* dLoss/dO */
+
+    /* The forward's fp32 LSE [B, Hq, Sq] (required), strides (batch, head, seq); varlen: (head, packed
+     * token), lse_stride[0] ignored. -inf marks a row that saw no key. */
+    const float *lse;
+    int64_t lse_stride[3];
+
+    portattn_tensor_t dq, dk, dv; /* outputs: distinct addresses, sharing memory with no other argument */
+
+    /* Variable length, exactly as in the forward. */
+    const int32_t *cu_seqlens_q;
+    const int32_t *cu_seqlens_k;
+    int64_t max_seqlen_q, max_seqlen_k;
+
+    float softmax_scale;  /* 0 = 1/sqrt(head_dim_qk) */
+    float softcap;        /* 0 = off */
+    int causal;           /* bottom-right */
+    int64_t window_left;  /* -1 = unbounded */
+    int64_t window_right; /* -1 = unbounded */
+
+    /* Nonzero: bitwise-identical gradients run to run (backends that would otherwise accumulate in
+     * a nondeterministic order choose a fixed one, or refuse with NOT_SUPPORTED). */
+    int deterministic;
+
+    portattn_backend_t backend; /* AUTO = best available with a backward; else forced */
+
+    /* Scratch for GPU backends, sized by portattn_backward_workspace_size(); NULL = the backend
+     * allocates stream-ordered when it needs some. */
+    void *workspace;
+    size_t workspace_size;
+} portattn_bwd_params_t;
+
+/* Sets struct_size, windows to -1, backend AUTO, dtype BF16, every other field 0. */
+PORTATTN_API void portattn_bwd_params_init(portattn_bwd_params_t *params);
+
+/* Validates, selects a backend that has a backward pass and launches (forcing as in the forward).
+ * Asynchronous on `stream` for GPU backends; synchronous for the CPU. */
+PORTATTN_API portattn_status_t portattn_backward(const portattn_bwd_params_t *params, void *stream);
+
+/* Bytes of workspace portattn_backward would use for these params (0 when none). */
+PORTATTN_API portattn_status_t portattn_backward_workspace_size(const portattn_bwd_params_t *params, size_t *bytes);
+
+/* Which backend and kernel portattn_backward would run, and why the backends ahead were passed over. */
+PORTATTN_API portattn_status_t portattn_backward_query(const portattn_bwd_params_t *params,
+                                                       portattn_selection_t *selection);
+
 /* ---- backends ---------------------------------------------------------------------------- */
 
 typedef struct portattn_backend_info {

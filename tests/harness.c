@@ -29,7 +29,7 @@ uint64_t test_seed(void)
     return seed ? seed : 1;
 }
 
-static float round_to(portattn_dtype_t t, float x)
+float round_to(portattn_dtype_t t, float x)
 {
     uint16_t h;
     if (t == PORTATTN_DTYPE_F16) return h = pa_f32_to_f16(x), pa_f16_to_f32(h);
@@ -37,12 +37,7 @@ static float round_to(portattn_dtype_t t, float x)
     return x;
 }
 
-/* A 4-D tensor under test: strides from the case layout, buffer = the whole strided extent. */
-typedef struct tens {
-    int64_t dim[4], stride[4], elems;
-} tens;
-
-static tens make_tens(enum layout l, int64_t nb, int64_t s, int64_t h, int64_t d)
+tens make_tens(enum layout l, int64_t nb, int64_t s, int64_t h, int64_t d)
 {
     tens t = {{nb, s, h, d}, {0}, 0};
     switch (l) {
@@ -60,7 +55,7 @@ static tens make_tens(enum layout l, int64_t nb, int64_t s, int64_t h, int64_t d
     return t;
 }
 
-static int64_t off(const tens *t, int64_t b, int64_t s, int64_t h, int64_t d)
+int64_t off(const tens *t, int64_t b, int64_t s, int64_t h, int64_t d)
 {
     return b * t->stride[0] + s * t->stride[1] + h * t->stride[2] + d * t->stride[3];
 }

@@ -28,12 +28,25 @@ typedef struct tcase {
 extern const tcase test_cases[];
 extern const int test_case_count;
 
+/* A 4-D tensor under test: strides from the case layout, buffer = the whole strided extent. */
+typedef struct tens {
+    int64_t dim[4], stride[4], elems;
+} tens;
+tens make_tens(enum layout l, int64_t nb, int64_t s, int64_t h, int64_t d);
+int64_t off(const tens *t, int64_t b, int64_t s, int64_t h, int64_t d); /* element offset */
+float round_to(portattn_dtype_t t, float x); /* x rounded to dtype t (round to nearest even) */
+
 /* Outcome of one (case, dtype) run. */
 typedef enum { RUN_PASS, RUN_FAIL, RUN_NOT_SUPPORTED } run_result;
 
 /* Runs one case in one dtype on `backend` (memory from devmem.h), prints one line, returns the
  * outcome. seed makes the inputs reproducible. */
 run_result run_case(const tcase *c, portattn_dtype_t dtype, portattn_backend_t backend, uint64_t seed);
+
+/* The backward of one case (harness_bwd.c): the backend's forward, then its backward, against the
+ * CPU backward in fp32 on the same inputs; each of dq, dk, dv within 3x the max error of a naive
+ * same-precision backward. KV-cache cases have no backward: RUN_NOT_SUPPORTED. */
+run_result run_case_bwd(const tcase *c, portattn_dtype_t dtype, portattn_backend_t backend, uint64_t seed);
 
 /* The GPU backend a GPU-only test is run for (argv[1]): 0 and *be; 2 with the usage printed when
  * argv[1] names no CUDA-memory backend; 77 with "SKIP ..." printed when it or the device is absent. */

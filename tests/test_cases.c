@@ -1,4 +1,5 @@
-/* Runs the whole case table on one backend: test_cases <backend-name> [case-substring].
+/* Runs the whole case table on one backend: test_cases <backend-name> [case-substring]; built as
+ * test_cases_bwd (PA_BACKWARD) it runs the backward check of every case instead.
  * Exit 0 all pass, 1 any failure, 77 when the backend is not compiled in or its hardware is absent.
  * Cases the backend declines (NOT_SUPPORTED) are listed and counted apart, never as passes. */
 #include <stdio.h>
@@ -6,6 +7,10 @@
 
 #include "devmem.h"
 #include "harness.h"
+
+#ifndef PA_BACKWARD
+#define PA_BACKWARD 0
+#endif
 
 int main(int argc, char **argv)
 {
@@ -36,7 +41,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < test_case_count; i++) {
         if (argc > 2 && !strstr(test_cases[i].name, argv[2])) continue;
         for (int t = 0; t < 3; t++) {
-            run_result r = run_case(&test_cases[i], dtypes[t], be, seed);
+            run_result r = (PA_BACKWARD ? run_case_bwd : run_case)(&test_cases[i], dtypes[t], be, seed);
             passed += r == RUN_PASS, failed += r == RUN_FAIL, declined += r == RUN_NOT_SUPPORTED;
         }
     }

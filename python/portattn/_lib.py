@@ -6,7 +6,7 @@ import glob
 import os
 import threading
 
-__all__ = ["Status", "DType", "Backend", "Tensor", "FwdParams", "Selection", "BackendInfo",
+__all__ = ["Status", "DType", "Backend", "Tensor", "FwdParams", "BwdParams", "Selection", "BackendInfo",
            "PortattnError", "PortattnLoadError", "load", "library_path", "candidates"]
 
 # ---- enums ----------------------------------------------------------------------------------
@@ -91,6 +91,45 @@ class FwdParams(ctypes.Structure):
         ("workspace", ctypes.c_void_p),
         ("workspace_size", ctypes.c_size_t),
         ("num_splits", ctypes.c_int),
+    ]
+
+
+class BwdParams(ctypes.Structure):
+    """portattn_bwd_params_t: the forward's problem (no KV cache), O, dO, the forward's LSE, and the
+    gradients dq, dk, dv to write."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("dtype", ctypes.c_int),
+        ("batch", ctypes.c_int64),
+        ("seqlen_q", ctypes.c_int64),
+        ("seqlen_k", ctypes.c_int64),
+        ("heads_q", ctypes.c_int64),
+        ("heads_kv", ctypes.c_int64),
+        ("head_dim_qk", ctypes.c_int64),
+        ("head_dim_v", ctypes.c_int64),
+        ("q", Tensor),
+        ("k", Tensor),
+        ("v", Tensor),
+        ("o", Tensor),
+        ("dout", Tensor),
+        ("lse", ctypes.c_void_p),  # const float *
+        ("lse_stride", ctypes.c_int64 * 3),
+        ("dq", Tensor),
+        ("dk", Tensor),
+        ("dv", Tensor),
+        ("cu_seqlens_q", ctypes.c_void_p),
+        ("cu_seqlens_k", ctypes.c_void_p),
+        ("max_seqlen_q", ctypes.c_int64),
+        ("max_seqlen_k", ctypes.c_int64),
+        ("softmax_scale", ctypes.c_float),
+        ("softcap", ctypes.c_float),
+        ("causal", ctypes.c_int),
+        ("window_left", ctypes.c_int64),
+        ("window_right", ctypes.c_int64),
+        ("deterministic", ctypes.c_int),
+        ("backend", ctypes.c_int),
+        ("workspace", ctypes.c_void_p),
+        ("workspace_size", ctypes.c_size_t),
     ]
 
 
@@ -211,6 +250,10 @@ def _declare(lib):
         "portattn_forward": (c_int, [ctypes.POINTER(FwdParams), c_vp]),
         "portattn_forward_query": (c_int, [ctypes.POINTER(FwdParams), ctypes.POINTER(Selection)]),
         "portattn_forward_workspace_size": (c_int, [ctypes.POINTER(FwdParams), ctypes.POINTER(ctypes.c_size_t)]),
+        "portattn_bwd_params_init": (None, [ctypes.POINTER(BwdParams)]),
+        "portattn_backward": (c_int, [ctypes.POINTER(BwdParams), c_vp]),
+        "portattn_backward_query": (c_int, [ctypes.POINTER(BwdParams), ctypes.POINTER(Selection)]),
+        "portattn_backward_workspace_size": (c_int, [ctypes.POINTER(BwdParams), ctypes.POINTER(ctypes.c_size_t)]),
         "portattn_backend_get_info": (c_int, [c_int, ctypes.POINTER(BackendInfo)]),
         "portattn_backend_name": (c_cp, [c_int]),
         "portattn_backend_from_name": (c_int, [c_cp, ctypes.POINTER(c_int)]),
@@ -238,6 +281,13 @@ def _check_abi(lib, path):
     if (p.dtype, p.window_left, p.window_right, p.backend, p.batch, p.causal) != (DType.BF16, -1, -1, 0, 0, 0):
         raise _AbiMismatch("%s: portattn_fwd_params_init's defaults land on the wrong fields: the "
                                 "struct layout differs from this binding's" % path)
+    b = BwdParams()
+    ctypes.memset(ctypes.byref(b), 0x5A, ctypes.sizeof(b))
+    lib.portattn_bwd_params_init(ctypes.byref(b))
+    if b.struct_size != ctypes.sizeof(BwdParams) or (b.window_left, b.window_right, b.backend, b.deterministic) != (
+            -1, -1, 0, 0):
+        raise _AbiMismatch("%s: portattn_bwd_params_t is %d bytes in the library but %d in this Python binding, "
+                           "or its defaults land on the wrong fields" % (path, b.struct_size, ctypes.sizeof(BwdParams)))
     t = lib.portattn_tensor_bshd(ctypes.c_void_p(0x1000), 3, 5, 7)
     if t.data != 0x1000 or list(t.stride) != [105, 35, 7, 1]:
         raise _AbiMismatch("%s: portattn_tensor_t layout differs from this binding's" % path)

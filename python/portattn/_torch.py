@@ -1,7 +1,7 @@
 """FlashAttention-style entry points on PyTorch tensors: no copies (data_ptr and element strides),
 launched on the current CUDA stream (CPU tensors run synchronously on the CPU backend)."""
 
-from . import _plan
+from . import _autograd, _plan
 from ._core import _check, backends, forward, make_params, query
 from ._lib import DType, PortattnError, Status, library_path
 
@@ -52,17 +52,19 @@ def _check_flash_args(dropout_p, alibi_slopes, return_attn_probs):
         raise NotImplementedError("portattn has no ALiBi: alibi_slopes must be None")
 
 
-def _refuse_grad(torch, **tensors):
-    """portattn has no backward pass yet: a forward that silently dropped the autograd history would
-    let a model train with no gradient reaching Q, K or V, so refuse instead."""
-    if not torch.is_grad_enabled():
-        return
+def _needs_autograd(torch, device, **tensors):
+    """True when grad mode is on, an input requires grad and `device` has a backward pass (the call
+    then goes through _autograd). Without a backward pass it raises: a forward that silently dropped
+    the autograd history would let a model train with no gradient reaching Q, K or V."""
     needs = [name for name, t in tensors.items() if isinstance(t, torch.Tensor) and t.requires_grad]
-    if needs:
-        raise NotImplementedError(
-            "portattn has no backward pass yet, and %s require%s grad: the result would carry no gradient. "
-            "Run under torch.no_grad() / torch.inference_mode(), or pass detached tensors, for inference"
-            % (", ".join(needs), "s" if len(needs) == 1 else ""))
+    if not torch.is_grad_enabled() or not needs:
+        return False
+    if _autograd.has_backward(device):
+        return True
+    raise NotImplementedError(
+        "portattn has no backward pass for %s tensors yet, and %s require%s grad: the result would carry no "
+        "gradient. Run under torch.no_grad() / torch.inference_mode(), or pass detached tensors, for inference"
+        % (device.type, ", ".join(needs), "s" if len(needs) == 1 else ""))
 
 
 def _output(torch, out, shape, like, name="out"):
@@ -167,9 +169,9 @@ def _dense(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size
         key = _call_key("dense", q, k, v, out, dropout_p, alibi_slopes is None, return_attn_probs, softmax_scale,
                         causal, window_size, softcap, return_lse, backend)
         plan = _lookup(key)
+        if plan is not None and (q.requires_grad or k.requires_grad or v.requires_grad):
+            plan = None if _needs_autograd(torch, q.device, q=q, k=k, v=v) else plan  # autograd: the full path
         if plan is not None:
-            if q.requires_grad or k.requires_grad or v.requires_grad:
-                _refuse_grad(torch, q=q, k=k, v=v)
             device = q.device
             out = out if out is not None else torch.empty(plan.out_shape, dtype=q.dtype, device=device)
             ptrs = {"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": out.data_ptr()}
@@ -182,8 +184,12 @@ def _dense(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size
             return out, lse
     _check_flash_args(dropout_p, alibi_slopes, return_attn_probs)
     dtype, device = _check_tensors(torch, 4, q=q, k=k, v=v)
-    if not _query:
-        _refuse_grad(torch, q=q, k=k, v=v)
+    if not _query and _needs_autograd(torch, device, q=q, k=k, v=v):
+        def run(*qkv):
+            return _dense(*qkv, 0.0, softmax_scale, causal, window_size, softcap, backend=backend, return_lse=True)
+        return _autograd.attention(torch, run, q, k, v, softmax_scale=softmax_scale, causal=causal,
+                                   window_size=window_size, softcap=softcap, deterministic=deterministic,
+                                   backend=backend, return_lse=return_lse, out=out)
     B, Sq, H, D = q.shape
     _, Sk, Hk, _ = k.shape
     Dv = v.shape[3]
@@ -215,9 +221,9 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dro
                         max_seqlen_k, dropout_p, alibi_slopes is None, return_attn_probs, softmax_scale, causal,
                         window_size, softcap, return_lse, backend)
         plan = _lookup(key)
+        if plan is not None and (q.requires_grad or k.requires_grad or v.requires_grad):
+            plan = None if _needs_autograd(torch, q.device, q=q, k=k, v=v) else plan  # autograd: the full path
         if plan is not None:
-            if q.requires_grad or k.requires_grad or v.requires_grad:
-                _refuse_grad(torch, q=q, k=k, v=v)
             device = q.device
             out = out if out is not None else torch.empty(plan.out_shape, dtype=q.dtype, device=device)
             ptrs = {"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": out.data_ptr(),
@@ -232,8 +238,14 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dro
     if block_table is not None:
         raise NotImplementedError("portattn has no paged KV cache yet: block_table must be None")
     dtype, device = _check_tensors(torch, 3, q=q, k=k, v=v)
-    if not _query:
-        _refuse_grad(torch, q=q, k=k, v=v)
+    if not _query and _needs_autograd(torch, device, q=q, k=k, v=v):
+        def run(*qkv):
+            return _varlen(*qkv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, 0.0, softmax_scale, causal,
+                           window_size, softcap, backend=backend, return_lse=True)
+        return _autograd.attention(torch, run, q, k, v, softmax_scale=softmax_scale, causal=causal,
+                                   window_size=window_size, softcap=softcap, deterministic=deterministic,
+                                   backend=backend, return_lse=return_lse, out=out,
+                                   cu_seqlens=(cu_seqlens_q, cu_seqlens_k), max_seqlen=(max_seqlen_q, max_seqlen_k))
     Tq, H, D = q.shape
     Tk, Hk, _ = k.shape
     Dv = v.shape[2]
@@ -276,8 +288,9 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     v (B, Sk, Hk, Dv) of one dtype (float16, bfloat16, float32) and device, any strides; H a
     multiple of Hk (GQA/MQA). Causal and windows are aligned bottom-right; window_size (-1 =
     unbounded); softcap 0 = off. dropout_p must be 0 (portattn has no dropout) and alibi_slopes
-    None; deterministic is accepted and ignored (the forward is deterministic). Forward only: with grad
-    mode on, inputs that require grad raise NotImplementedError (no silent loss of gradients).
+    None; deterministic asks for a bitwise reproducible backward (the forward always is). Differentiable
+    on CPU tensors (portattn_backward on the CPU backend); on GPU tensors, inputs that require grad in
+    grad mode raise NotImplementedError until a GPU backward exists (no silent loss of gradients).
 
     backend: None/"auto", or a name ("cpu", "cuda-generic", ...) to force one. out: optional
     (B, Sq, H, Dv) tensor to write into. Returns out, or (out, lse) with return_lse, lse float32

@@ -536,7 +536,7 @@ def test_torch_cpu():
     n, _ = dense_cases(torch, "cpu", ["float32", "bfloat16", "float16"], "cpu")
     varlen_cases(torch, "cpu", ["float32", "bfloat16"], "cpu")
     torch_error_cases(torch, "cpu")
-    grad_guard_cases(torch, "cpu")
+    # CPU tensors are differentiable (test_autograd.py); the guard below covers devices without a backward
     plan_cases(torch, "cpu")
     fa2_habit_cases(torch, "cpu")
     q = torch.randn(2, 16, 4, 32)
@@ -570,7 +570,10 @@ def plan_cases(torch, device):
         e = expect_raises(PortattnError, lambda: portattn.flash_attn_func(q, k, v, causal=True, out=q))
         assert e.status == Status.ERROR_INVALID_ARGUMENT, e
         g = q.clone().requires_grad_(True)
-        expect_raises(NotImplementedError, lambda: portattn.flash_attn_func(g, k, v, causal=True), "no backward")
+        if device == "cpu":  # differentiable there: a planned shape must not bypass autograd
+            assert portattn.flash_attn_func(g, k, v, causal=True).grad_fn is not None
+        else:
+            expect_raises(NotImplementedError, lambda: portattn.flash_attn_func(g, k, v, causal=True), "no backward")
     for rep in range(3):
         lens = [3 + rep, 11, 7 - rep]
         cu = torch.tensor([0] + [sum(lens[:i + 1]) for i in range(3)], dtype=torch.int32, device=device)
@@ -655,13 +658,19 @@ def fa2_habit_cases(torch, device):
     expect_raises(ValueError, lambda: portattn.flash_attn_kvpacked_func(q, rnd(B, Sk, Hk, D)), "kv must have shape")
     expect_raises(TypeError, lambda: portattn.flash_attn_varlen_kvpacked_func(q3, [1], cu, cuk, 12, 11), "torch.Tensor")
     expect_raises(ValueError, lambda: portattn.flash_attn_qkvpacked_func(qkv, dropout_p=0.5), "dropout")
-    expect_raises(NotImplementedError, lambda: portattn.flash_attn_qkvpacked_func(qkv.clone().requires_grad_(True)),
-                  "no backward pass")
+    packed = qkv.clone().requires_grad_(True)
+    if device == "cpu":  # differentiable there: the gradient reaches the packed tensor through its views
+        portattn.flash_attn_qkvpacked_func(packed, causal=True).sum().backward()
+        q1, k1, v1 = (qkv[:, :, i].clone().requires_grad_(True) for i in range(3))
+        portattn.flash_attn_func(q1, k1, v1, causal=True).sum().backward()
+        assert torch.equal(packed.grad, torch.stack([q1.grad, k1.grad, v1.grad], 2))
+    else:
+        expect_raises(NotImplementedError, lambda: portattn.flash_attn_qkvpacked_func(packed), "no backward pass")
 
 
 def grad_guard_cases(torch, device):
-    """No backward pass yet: inputs that require grad in grad mode raise instead of returning a
-    result with no autograd history; no_grad, inference_mode and detached inputs run."""
+    """A device with no backward pass yet: inputs that require grad in grad mode raise instead of
+    returning a result with no autograd history; no_grad, inference_mode and detached inputs run."""
     q = torch.randn(1, 8, 2, 16, device=device)
     k, v = torch.randn_like(q), torch.randn_like(q)
     for name in ("q", "k", "v"):

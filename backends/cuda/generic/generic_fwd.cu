@@ -9,6 +9,7 @@
 
 #include "cuda_append.h"
 #include "cuda_host.h"
+#include "gen_device.cuh"
 #include "generic_launch.h"
 
 #define GEN_ROWS 8                  /* warps per block, one query row each */
@@ -25,35 +26,6 @@
 /* Every launch raises the limit to the largest size, never to its own: a smaller value set by a
  * concurrent caller could otherwise fail a bigger launch. */
 #define GEN_SMEM_MAX_BYTES (sizeof(float) * GEN_SMEM_FLOATS(GEN_DMAX, GEN_DMAX))
-
-__device__ __forceinline__ float gen_ld(const float *p) { return *p; }
-__device__ __forceinline__ float gen_ld(const __half *p) { return __half2float(*p); }
-__device__ __forceinline__ float gen_ld(const __nv_bfloat16 *p) { return __bfloat162float(*p); }
-__device__ __forceinline__ void gen_st(float *p, float x) { *p = x; }
-__device__ __forceinline__ void gen_st(__half *p, float x) { *p = __float2half_rn(x); }
-__device__ __forceinline__ void gen_st(__nv_bfloat16 *p, float x) { *p = __float2bfloat16_rn(x); }
-
-__device__ __forceinline__ float gen_warp_max(float x)
-{
-    for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
-    return x;
-}
-
-__device__ __forceinline__ float gen_warp_sum(float x)
-{
-    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-    return x;
-}
-
-/* Sequence b of a packed buffer of `total` tokens, clamped so garbage cu_seqlens stay in bounds. */
-__device__ __forceinline__ void gen_seq(const int32_t *cu, int64_t b, int64_t total, int64_t *start, int64_t *len)
-{
-    int64_t s = cu[b], e = cu[b + 1];
-    s = s < 0 ? 0 : (s > total ? total : s);
-    e = e < s ? s : (e > total ? total : e);
-    *start = s;
-    *len = e - s;
-}
 
 /* Page of key j (< seqlen_k) from a sequence's page-table row (as kv_row() in cpu_ref.c). Entries
  * in device memory may be garbage: clamped into the pool so that they never read out of bounds.
