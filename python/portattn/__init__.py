@@ -5,6 +5,7 @@
     out, lse = portattn.flash_attn_varlen_func(q, k, v, cu_q, cu_k, max_q, max_k, return_lse=True)
     out, lse, _ = portattn.flash_attn_func(q, k, v, return_attn_probs=True)   # as flash_attn: (out, lse, None)
     out = portattn.flash_attn_qkvpacked_func(qkv)    # also kvpacked, varlen_qkvpacked, varlen_kvpacked
+    out = portattn.flash_attn_with_kvcache(q, k_cache, v_cache, k, v, cache_seqlens=lens, block_table=bt)
     portattn.which(q, k, v, causal=True)   # {'backend': 'cuda-generic', 'kernel': ..., 'reason': ...}
     portattn.backends(), portattn.version()
     portattn.forward_raw(q_ptr, k_ptr, v_ptr, o_ptr, dtype="f32", batch=..., ...)  # no PyTorch
@@ -20,9 +21,10 @@ from ._core import (address, backend_id, backends, dtype_id, forward, forward_ra
                     query_raw, version)
 from ._torch import (flash_attn_func, flash_attn_kvpacked_func, flash_attn_qkvpacked_func, flash_attn_varlen_func,
                      flash_attn_varlen_kvpacked_func, flash_attn_varlen_qkvpacked_func, which)
+from ._kvcache import flash_attn_with_kvcache
 from ._version import __version__
 
-__all__ = ["flash_attn_func", "flash_attn_varlen_func", "flash_attn_qkvpacked_func", "flash_attn_kvpacked_func",
+__all__ = ["flash_attn_func", "flash_attn_varlen_func", "flash_attn_with_kvcache", "flash_attn_qkvpacked_func", "flash_attn_kvpacked_func",
            "flash_attn_varlen_qkvpacked_func", "flash_attn_varlen_kvpacked_func", "which", "backends", "version",
            "forward_raw", "query_raw", "make_params", "forward", "query", "load", "library_path", "last_error",
            "address", "backend_id", "dtype_id", "PortattnError", "PortattnLoadError", "Status", "DType", "Backend",

@@ -538,6 +538,7 @@ def test_torch_cpu():
     torch_error_cases(torch, "cpu")
     # CPU tensors are differentiable (test_autograd.py); the guard below covers devices without a backward
     plan_cases(torch, "cpu")
+    kvcache_cases(torch, "cpu")
     fa2_habit_cases(torch, "cpu")
     q = torch.randn(2, 16, 4, 32)
     sel = portattn.which(q, q, q, causal=True)
@@ -549,6 +550,57 @@ def test_torch_cpu():
     out = portattn.flash_attn_func(q, q, q)  # auto picks the CPU for host tensors, on GPU machines too
     assert rel_l2(torch, out, torch_ref(torch, q, q, q)[0]) <= 1e-5
     assert n == 3 * len(DENSE_CASES), n
+
+
+def kvcache_cases(torch, device):
+    """flash_attn_with_kvcache against the float64 reference over the keys each sequence holds:
+    contiguous and paged caches (a shuffled page table), decode and chunked prefill, GQA, causal,
+    append in place (the new rows written, every other row of the cache untouched), LSE."""
+    dt = torch.bfloat16 if device == "cuda" else torch.float32
+    tol = TOL["bfloat16" if device == "cuda" else "float32"]
+    g = torch.Generator().manual_seed(11)
+    B, H, Hk, D, page, per_seq = 3, 8, 2, 64, 16, 4
+    cap = page * per_seq
+    used = torch.tensor([5, 30, 47], dtype=torch.int32)
+    for paged in (False, True):
+        for sq, snew, causal in ((1, 0, False), (1, 1, True), (6, 0, True), (5, 3, True)):
+            shape = (B * per_seq + 2, page, Hk, D) if paged else (B, cap, Hk, D)
+            kc, vc = (torch.randn(shape, generator=g).to(device, dt) for _ in range(2))
+            q = torch.randn(B, sq, H, D, generator=g).to(device, dt)
+            kn, vn = (torch.randn(B, snew, Hk, D, generator=g).to(device, dt) for _ in range(2)) if snew else (None, None)
+            table = torch.randperm(B * per_seq + 2, generator=g)[:B * per_seq].view(B, per_seq).to(torch.int32)
+            before = (kc.clone(), vc.clone())
+            with torch.no_grad():
+                out, lse = portattn.flash_attn_with_kvcache(
+                    q, kc, vc, kn, vn, cache_seqlens=used.to(device), block_table=table.to(device) if paged else None,
+                    causal=causal, return_softmax_lse=True)
+            for b in range(B):
+                rows = [(int(table[b, j // page]), j % page) if paged else (b, j) for j in range(cap)]
+                n = int(used[b]) + snew
+                keys = torch.stack([kc[r] for r in rows[:n]])[None]
+                vals = torch.stack([vc[r] for r in rows[:n]])[None]
+                want, want_lse = torch_ref(torch, q[b:b + 1], keys, vals, causal=causal)
+                assert rel_l2(torch, out[b:b + 1], want) <= tol, (device, paged, sq, snew, b)
+                check_lse(torch, lse[b:b + 1], want_lse, 1e-4 if dt == torch.float32 else 1e-3)
+                for j in range(snew):  # the appended rows hold k/v, nothing else moved
+                    r = rows[int(used[b]) + j]
+                    assert torch.equal(kc[r], kn[b, j]) and torch.equal(vc[r], vn[b, j]), (paged, b, j)
+                    before[0][r], before[1][r] = kn[b, j], vn[b, j]
+            assert torch.equal(kc, before[0]) and torch.equal(vc, before[1]), ("cache rows changed", paged, sq)
+    q = torch.randn(B, 1, H, D).to(device, dt)
+    kc = torch.randn(B, cap, Hk, D).to(device, dt)
+    with torch.no_grad():
+        full = portattn.flash_attn_with_kvcache(q, kc, kc)  # no cache_seqlens: the whole cache
+        assert rel_l2(torch, full, torch_ref(torch, q, kc, kc)[0]) <= tol
+        expect_raises(NotImplementedError, lambda: portattn.flash_attn_with_kvcache(q, kc, kc, rotary_cos=kc),
+                      "rotary_cos")
+        expect_raises(ValueError, lambda: portattn.flash_attn_with_kvcache(q, kc, kc, k=kc), "k and v")
+        expect_raises(ValueError, lambda: portattn.flash_attn_with_kvcache(q, kc, kc, cache_seqlens=cap + 1),
+                      "capacity")
+    e = expect_raises(PortattnError, lambda: portattn.flash_attn_with_kvcache(
+        q, kc, kc, cache_seqlens=torch.full((B,), cap, dtype=torch.int32, device=device), k=q[:, :, :Hk],
+        v=q[:, :, :Hk]))  # no room to append: the library refuses and writes nothing
+    assert e.status == Status.ERROR_INVALID_ARGUMENT, e
 
 
 def plan_cases(torch, device):
@@ -724,6 +776,7 @@ def test_torch_cuda():
     torch_error_cases(torch, "cuda")
     grad_guard_cases(torch, "cuda")
     plan_cases(torch, "cuda")
+    kvcache_cases(torch, "cuda")
     graph_cases(torch)
     fa2_habit_cases(torch, "cuda")
     # A side stream: the launch goes on the current stream, ordered after the inputs were written.
