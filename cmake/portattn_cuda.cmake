@@ -1,5 +1,5 @@
 # CUDA detection and per-family targets. CMake's CUDA_ARCHITECTURES is not used: every CUDA
-# target gets explicit -gencode flags (DESIGN.md section 5: 'a' targets need the -gencode form).
+# target gets explicit -gencode flags (docs/design.md section 9: 'a' targets need the -gencode form).
 include(CheckLanguage)
 set(PORTATTN_HAVE_CUDA OFF)
 if(NOT PORTATTN_ENABLE_CUDA STREQUAL "OFF")

@@ -1,4 +1,4 @@
-/* The small C-linkage table each backend gives the front end (DESIGN.md section 1). */
+/* The small C-linkage table each backend gives the front end (docs/design.md section 3). */
 #ifndef PORTATTN_BACKEND_H
 #define PORTATTN_BACKEND_H
 

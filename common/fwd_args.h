@@ -1,5 +1,5 @@
 /* The forward kernels' argument struct: everything they read, resolved on the host from a validated
- * problem (pa_fwd_fill_args, fwd_args.c). Plain C: the CUDA kernels (cuda-sm80, cuda-sm90), the HIP
+ * problem (pa_fwd_fill_args, fwd_resolve.c). Plain C: the CUDA kernels (cuda-sm80, cuda-sm90), the HIP
  * kernels (hipcc and the nvcc emulation) and host tests share it. Runtime flags are values, not
  * templates. */
 #ifndef PORTATTN_FWD_ARGS_H

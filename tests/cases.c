@@ -1,4 +1,4 @@
-/* The one case table (DESIGN.md section 3), run against every backend.
+/* The one case table (docs/design.md section 6), run against every backend.
  * Odd lengths, Sq != Sk, GQA 1/4/8 and MQA, varlen with empty sequences, every head dim a kernel
  * may claim (and odd ones for the generic kernel), causal/window/softcap combinations,
  * non-contiguous strides, LSE, and numeric edge cases (no keys, huge logits). */

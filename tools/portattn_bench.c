@@ -1,4 +1,4 @@
-/* portattn-bench: times portattn_forward on one shape, on a named sweep (the DESIGN.md section 6
+/* portattn-bench: times portattn_forward on one shape, on a named sweep (the docs/design.md section 7
  * prefill sweep, or decode: one query token against long KV caches) or on a list of shapes from a
  * file, and reports TFLOPS (decode: effective KV bytes/s) with the fraction of the device's peak from
  * the device table (tools/devices.json). With --check it compares the result with the CPU reference

@@ -1,5 +1,5 @@
 /* The hip-cdna kernel instances, one list for every place that names them: the hipcc entry points
- * (cdna_fwd.hip), the host's lookup and launches (cdna_backend.c), the code-object check
+ * (cdna_fwd.hip), the host's lookup and launches (hip_backend.c), the code-object check
  * (tests/test_hip_code_objects.c) and the CPU-simulated device (tests/hip_fake). Plain C.
  * X(name, bf16, head dim, output columns, first output column): a call of head dim d launches every
  * instance of its d and dtype (d256: two, one per half of the output columns). */

@@ -1,5 +1,5 @@
 /* hip-cdna entry points (hipcc): one code object per target, embedded in the library and loaded
- * with hipModuleLoadData by cdna_backend.c. extern "C" names (cdna_entries.h) so that the host finds
+ * with hipModuleLoadData by hip_backend.c. extern "C" names (cdna_entries.h) so that the host finds
  * them by name. */
 #include "cdna_entries.h"
 #include "cdna_fwd_kernel.h"

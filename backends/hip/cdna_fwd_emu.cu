@@ -9,7 +9,7 @@
 #include "fwd_resolve.h"
 #endif
 
-/* Every instance of cdna_entries.h for this head dim and dtype, as cdna_backend.c launches them. */
+/* Every instance of cdna_entries.h for this head dim and dtype, as hip_backend.c launches them. */
 extern "C" cudaError_t pa_hip_cdna_emu_launch(const pa_fwd_args *a, int bf16, int d, int64_t max_sq, cudaStream_t stream)
 {
     unsigned g[3];

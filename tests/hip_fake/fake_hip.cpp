@@ -6,7 +6,7 @@
  * (cdna_fwd_kernel.h, rdna3_fwd_kernel.h) compiled for the CPU with hip_wave.h's exact MFMA/WMMA and
  * cross-lane emulation, every GPU thread a fiber (sim_fiber.h). hipModuleLoadData accepts only code
  * objects whose ELF header names the simulated target, so the backends' choice among the embedded
- * objects is exercised too. This is T3 on the CPU (DESIGN.md section 4), not AMD hardware. */
+ * objects is exercised too. This is T3 on the CPU (docs/design.md section 5), not AMD hardware. */
 #include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>

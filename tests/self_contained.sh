@@ -1,0 +1,42 @@
+#!/bin/sh
+# The repository stands on its own: no file in it names a file that lives outside it (the early
+# design brief) or one that was renamed away, and every "docs/design.md section N" it cites exists.
+# Plain grep over the source folders, so it works the same in a git checkout and in a tarball.
+# usage: self_contained.sh SOURCE_DIR
+set -u
+src=${1:?usage: self_contained.sh SOURCE_DIR}
+cd "$src" || exit 1
+design=docs/design.md
+if [ ! -f "$design" ]; then
+    echo "FAIL: $design is missing"
+    exit 1
+fi
+
+paths=""
+for p in README.md CHANGELOG.md CMakeLists.txt CMakePresets.json include common backends cmake tests \
+         tools scripts python examples docs .ci; do
+    [ -e "$p" ] && paths="$paths $p"
+done
+
+fail=0
+# Names spelled in two pieces so that this script does not match itself.
+for name in "DESIGN"".md" "cdna_backend"".c" "fwd_args"".c"; do
+    hits=$(grep -rnIwF --exclude-dir=__pycache__ -e "$name" $paths)
+    if [ -n "$hits" ]; then
+        echo "FAIL: '$name' is not in the repository but is named here:"
+        echo "$hits"
+        fail=1
+    fi
+done
+
+cited=$(grep -rhoIE --exclude-dir=__pycache__ 'design\.md\)? section [0-9]+' $paths | sed 's/.* //' | sort -un)
+for n in $cited; do
+    if ! grep -qE "^## $n\. " "$design"; then
+        echo "FAIL: 'docs/design.md section $n' is cited, but $design has no section $n:"
+        grep -rnIE "design\.md\)? section $n([^0-9]|\$)" $paths
+        fail=1
+    fi
+done
+
+[ $fail -eq 0 ] && echo "OK: no outside references; cited design sections: $(echo $cited)"
+exit $fail
