@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gfx1100 with Debian's rocm-device-libs 5.2.3: hipcc needs oclc_isa_version_1100.bc, which that
 # package lacks. It only holds the ISA version constant, so it is made from the 1036 file
-# (shared/reference/amd-anchors.md section 5.1) in OUTDIR beside links to the other device libraries.
+# (docs/design.md section 9) in OUTDIR beside links to the other device libraries.
 # Prints the hipcc flag to use (--rocm-device-lib-path=OUTDIR), or nothing when the installed device
 # libraries already have the file; exit 1 when it cannot be made. Used by CMake (backends/hip) and
 # tests/isa_gate_hip.sh.

@@ -6,7 +6,7 @@
 # no AGPRs, so any spill fails), no calls (s_swappc), LDS within 64 KiB; prints VGPRs/AGPRs/
 # occupancy per kernel. Debian's rocm-device-libs 5.2.3 lack the gfx1100 ISA-version bitcode, so the
 # gfx1100 build gets a copy of the device-library directory with oclc_isa_version_1100.bc made from
-# the 1036 one (amd-anchors.md section 5.1); a ROCm that ships it is used as is. With nvcc it also
+# the 1036 one (docs/design.md section 9); a ROCm that ships it is used as is. With nvcc it also
 # compiles both kernel sources against the wave emulation (cdna_fwd_emu.cu, rdna3_fwd_emu.cu) for
 # sm_90, and prints tools/hip_estimate.py's static model on MI250X, MI300X and RX 7900 XTX.
 # Neither kernel has run on AMD hardware (T3 on the CPU: tests/hip_fake; checks: tests/hip_sim/).

@@ -1,5 +1,5 @@
 /* The lane layouts of backends/hip/hip_mfma_layout.h (issue 5): each map is a bijection of the matrix
- * onto (lane, item) slots, and matches the documented examples (amd-anchors.md section 1.3 and the
+ * onto (lane, item) slots, and matches the documented examples (docs/design.md section 9 and the
  * AMD lab notes' 32x32x8 walk-through: "the first 32 lanes of a[0..3] hold columns 0-3 of A and the
  * last 32 lanes hold columns 4-7; d[0:3] holds rows 0-7"...). It also checks the two facts the
  * planned CDNA kernel relies on: the S^T = K Q^T accumulator of one 32-key x 32-query tile is, reg
@@ -59,7 +59,7 @@ int main(void)
     check(pa_mfma32_d(13, 0).lane == 32 && pa_mfma32_d(13, 0).item == 5, "D[13][0] in lane 32 reg 5");
     check(pa_mfma16_d(6, 3).lane == 19 && pa_mfma16_d(6, 3).item == 2, "16x16 D[6][3] in lane 19 reg 2");
     check(pa_wmma_d(5, 2).lane == 18 && pa_wmma_d(5, 2).item == 2, "wmma D[5][2] in lane 18 reg 2");
-    /* RDNA3 wave32 WMMA (amd-anchors.md 1.3): A row i / B column j in lane i (and i + 16), item k;
+    /* RDNA3 wave32 WMMA (docs/design.md section 9): A row i / B column j in lane i (and i + 16), item k;
      * f32 D: VGPR r holds row 2r in lanes 0-15 and row 2r + 1 in lanes 16-31, column = lane % 16 */
     check(pa_wmma_a(7, 11).lane == 7 && pa_wmma_a(7, 11).item == 11, "wmma A[7][11] in lane 7 (and 23) item 11");
     check(pa_wmma_b(11, 7).lane == 7 && pa_wmma_b(11, 7).item == 11, "wmma B[11][7] in lane 7 (and 23) item 11");

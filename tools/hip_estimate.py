@@ -3,7 +3,7 @@
 hipcc writes (--save-temps), per kernel, the body of its key-tile loop (the backward branch whose
 region holds the most matrix instructions) is counted: MFMAs (CDNA) or WMMAs (RDNA3), other vector
 ALU instructions, LDS bytes. With the per-architecture matrix-instruction cycles and peaks of
-shared/reference/amd-anchors.md (sections 1.2 and 4.1) it prints an upper bound in TFLOPS beside
+docs/design.md section 9 it prints an upper bound in TFLOPS beside
 the peak.
 
 It is a MODEL, not a measurement: no memory latency, no instruction-issue limits beyond the counts,

@@ -7,8 +7,8 @@
  * chunk c ^ x(r) of its row, x(r) = r % P where P = chunks per "bank row" (banks x bank width / 16
  * bytes: 8 for 32 banks of 4 bytes, 16 for 64 banks); rows shorter than a bank row (d64 on 64 banks)
  * use a permutation of (r / rows-per-bank-row) % chunks. The XOR never leaves the row (head dims
- * 64/128/256 give 8/16/32 chunks). Facts from shared/reference/amd-anchors.md
- * section 2: CDNA2/CDNA3 (gfx90a, gfx940, gfx942) and RDNA3 (gfx1100, unverified) have 32 banks of
+ * 64/128/256 give 8/16/32 chunks). Facts from docs/design.md
+ * section 9: CDNA2/CDNA3 (gfx90a, gfx940, gfx942) and RDNA3 (gfx1100, unverified) have 32 banks of
  * 4 bytes, gfx950 64. */
 #ifndef PORTATTN_HIP_LDS_H
 #define PORTATTN_HIP_LDS_H
@@ -78,7 +78,7 @@ PA_LDS_FN int pa_lds_v_half_addr(const pa_lds_model *m, int lane, int mn, int ke
 }
 
 /* ---- RDNA3 (gfx1100, wave32; rdna3_fwd_kernel.h) ------------------------------------------------
- * RDNA3's bank count is not verified (amd-anchors.md section 2: 32 x 4 B per CU half, community
+ * RDNA3's bank count is not verified (docs/design.md section 9: 32 x 4 B per CU half, community
  * notes), so its tiles use one layout that must be conflict-free under two models at once, `lo` (32
  * banks) and `hi` (64 banks), each with its own phases (tests/test_hip_lds.c checks both). The XOR
  * x(row) is derived from the two periods: rows of at least hi's period take row % P_hi (whose low
@@ -147,7 +147,7 @@ PA_LDS_FN int pa_lds_wmma_v_half_addr(const pa_lds_model *lo, const pa_lds_model
 
 /* Lanes served in one LDS pass ("phase") for an access of `bytes` per lane; lanes `first` onward of
  * phase `ph` are listed in out[] (returns how many). b128 reads on the 32-bank CDNA LDS use CK's
- * lane groups (amd-anchors.md section 2); everything else takes consecutive lanes filling the banks
+ * lane groups (docs/design.md section 9); everything else takes consecutive lanes filling the banks
  * once (b32 and b16: half a wave; b64: 16 lanes; b128: 8; twice as many on 64 banks). */
 /* Consecutive lanes that fill the banks once with `bytes` each (at most a wave). */
 PA_LDS_FN int pa_lds_phase_size(const pa_lds_model *m, int bytes)
