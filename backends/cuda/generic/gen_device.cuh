@@ -26,6 +26,19 @@ __device__ __forceinline__ float gen_warp_sum(float x)
     return x;
 }
 
+__device__ __forceinline__ double gen_warp_sum_d(double x)
+{
+    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+    return x;
+}
+
+/* Scores of f32 inputs are q.k accumulated in double and scaled before one rounding to float, in the
+ * forward and in the backward alike: both passes then see the same score, and the backward's
+ * exp(S - LSE) stays accurate at large logits, where S and LSE are in the hundreds and an fp32
+ * rounding difference between the passes would move P by about 1e-4. 16-bit inputs keep fp32. */
+template <typename T> struct gen_exact_scores { static const bool value = false; };
+template <> struct gen_exact_scores<float> { static const bool value = true; };
+
 /* Sequence b of a packed buffer of `total` tokens, clamped so garbage cu_seqlens stay in bounds. */
 __device__ __forceinline__ void gen_seq(const int32_t *cu, int64_t b, int64_t total, int64_t *start, int64_t *len)
 {

@@ -87,11 +87,23 @@ __device__ __forceinline__ bool gb_qrow(const pa_bwd_problem &bp, int64_t b, con
     return true;
 }
 
+/* The scaled score q.k * scale, computed as the forward computes it (gen_exact_scores). */
+template <typename T>
+__device__ __forceinline__ float gb_score(const float *q, const float *k, float scale)
+{
+    if (!gen_exact_scores<T>::value) return gb_dot(q, k) * scale;
+    double s = 0.0;
+#pragma unroll
+    for (int j = 0; j < GB_DREG; ++j) s = fma((double)q[j], (double)k[j], s);
+    return (float)(gen_warp_sum_d(s) * (double)scale);
+}
+
 /* dX of (row, key) from the row's registers and the key's K and V; *prob gets P. */
+template <typename T>
 __device__ __forceinline__ float gb_dx(const pa_problem &pb, float inv_cap, const float *q, const float *dout,
                                        float lse, float delta, const float *k, const float *v, float *prob)
 {
-    float s = gb_dot(q, k) * pb.scale, dsdx = 1.f;
+    float s = gb_score<T>(q, k, pb.scale), dsdx = 1.f;
     if (pb.p.softcap > 0.f) {
         const float t = tanhf(s * inv_cap);
         s = pb.p.softcap * t;
@@ -121,7 +133,7 @@ __global__ void __launch_bounds__(GB_THREADS) gen_bwd_dq(const pa_bwd_problem bp
                     for (int64_t key = lo; key <= hi; ++key) {
                         gb_load<T>(pb.p.k, gb_at(pb, pb.p.k, b, s.k0 + key, hk), dqk, lane, k);
                         gb_load<T>(pb.p.v, gb_at(pb, pb.p.v, b, s.k0 + key, hk), dv, lane, v);
-                        const float dx = gb_dx(pb, inv_cap, q, dout, lse, delta, k, v, &prob);
+                        const float dx = gb_dx<T>(pb, inv_cap, q, dout, lse, delta, k, v, &prob);
 #pragma unroll
                         for (int j = 0; j < GB_DREG; ++j) acc[j] = fmaf(dx, k[j], acc[j]);
                     }
@@ -151,7 +163,7 @@ __global__ void __launch_bounds__(GB_THREADS, 1) gen_bwd_dkdv(const pa_bwd_probl
                         int64_t lo, hi;
                         pa_key_range(i, s.sq, s.sk, pb.window_left, pb.window_right, &lo, &hi);
                         if (key < lo || key > hi || !gb_qrow<T>(bp, b, s, h, i, lane, q, dout, &lse, &delta)) continue;
-                        const float dx = gb_dx(pb, inv_cap, q, dout, lse, delta, k, v, &prob);
+                        const float dx = gb_dx<T>(pb, inv_cap, q, dout, lse, delta, k, v, &prob);
 #pragma unroll
                         for (int j = 0; j < GB_DREG; ++j) {
                             dk[j] = fmaf(dx, q[j], dk[j]);

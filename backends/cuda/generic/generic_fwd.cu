@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(GEN_THREADS, 2) gen_fwd(const pa_problem pb, f
 
                 __syncwarp(); /* this warp's last reads of qs are done */
                 if (active)
-                    for (int d = lane; d < dqk; d += 32) qs[d] = gen_ld(qh + i * qst[1] + d * qst[3]) * pb.scale;
+                    for (int d = lane; d < dqk; d += 32) qs[d] = gen_ld(qh + i * qst[1] + d * qst[3]) * (gen_exact_scores<T>::value ? 1.f : pb.scale);
 
                 float m = -INFINITY, lsum = 0.f, acc[GEN_DREG];
 #pragma unroll
@@ -125,8 +125,14 @@ __global__ void __launch_bounds__(GEN_THREADS, 2) gen_fwd(const pa_problem pb, f
                     if (key >= lo && key <= hi) {
                         const float *kr = ks + lane * kpitch;
                         float dot = 0.f;
+                        if (gen_exact_scores<T>::value) {
+                            double acc = 0.0;
+                            for (int d = 0; d < dqk; ++d) acc = fma((double)qs[d], (double)kr[d], acc);
+                            dot = (float)(acc * (double)pb.scale);
+                        } else {
 #pragma unroll 4
-                        for (int d = 0; d < dqk; ++d) dot = fmaf(qs[d], kr[d], dot);
+                            for (int d = 0; d < dqk; ++d) dot = fmaf(qs[d], kr[d], dot);
+                        }
                         s = softcap > 0.f ? softcap * tanhf(dot * inv_cap) : dot;
                     }
                     const float mt = gen_warp_max(s);

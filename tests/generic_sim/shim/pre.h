@@ -22,8 +22,19 @@ extern sim_dim3 gridDim;
 struct sim_warp {
     std::barrier<> bar{32};
     float val[32];
+    double dval[32];
 };
 extern thread_local sim_warp *sim_cur_warp;
+
+static inline double __shfl_xor_sync(unsigned, double x, int mask)
+{
+    const unsigned lane = threadIdx.x & 31;
+    sim_cur_warp->dval[lane] = x;
+    sim_cur_warp->bar.arrive_and_wait();
+    const double r = sim_cur_warp->dval[lane ^ (unsigned)mask];
+    sim_cur_warp->bar.arrive_and_wait();
+    return r;
+}
 
 static inline float __shfl_xor_sync(unsigned, float x, int mask)
 {
