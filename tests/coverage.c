@@ -25,9 +25,18 @@ static const char *const sm100[] = {ODD_SHAPE_CASES, "d96", "single", "sq7_sk17"
                                     "d256", "d256_causal", "varlen_softcap_d256", NULL};
 static const char *const hip[] = {ODD_SHAPE_CASES, "d96", KV_CACHE_CASES, NULL};
 
-int coverage_expects_decline(portattn_backend_t backend, const char *name, portattn_dtype_t dtype)
+/* The backward (cpu and cuda-generic): every case but the KV-cache ones, which have no backward. */
+static const char *const bwd[] = {KV_CACHE_CASES, NULL};
+
+int coverage_expects_decline(portattn_backend_t backend, const char *name, portattn_dtype_t dtype, int backward)
 {
     const char *const *list;
+    if (backward) {
+        if (backend != PORTATTN_BACKEND_CPU && backend != PORTATTN_BACKEND_CUDA_GENERIC) return -1;
+        for (list = bwd; *list; list++)
+            if (!strcmp(*list, name)) return 1;
+        return 0;
+    }
     switch (backend) {
     case PORTATTN_BACKEND_CPU:
     case PORTATTN_BACKEND_CUDA_GENERIC: list = none; break;

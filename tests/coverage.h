@@ -5,7 +5,8 @@
 
 #include "portattn.h"
 
-/* 1 if `backend` is expected to decline case `name` in `dtype`; -1 when the backend has no list. */
-int coverage_expects_decline(portattn_backend_t backend, const char *name, portattn_dtype_t dtype);
+/* 1 if `backend` is expected to decline case `name` in `dtype` (its backward when `backward`); -1
+ * when the backend has no list. */
+int coverage_expects_decline(portattn_backend_t backend, const char *name, portattn_dtype_t dtype, int backward);
 
 #endif

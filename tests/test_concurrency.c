@@ -61,12 +61,9 @@ int main(int argc, char **argv)
     int ok;
     portattn_backend_t be = portattn_backend_from_name(argc > 1 ? argv[1] : "cpu", &ok);
     portattn_backend_info_t info;
-    char why[256];
     if (!ok || be == PORTATTN_BACKEND_AUTO || portattn_backend_get_info(be, &info)) return 2;
-    if (!info.available || !dm_available(dm_kind_of(be), why, sizeof why)) {
-        printf("SKIP %s: %s\n", info.name, info.available ? why : info.detail);
-        return 77;
-    }
+    const int present = test_backend_present(be);
+    if (present) return present;
     uint64_t rng = test_seed();
     job jobs[THREADS];
     unsigned char *serial[THREADS], *got = NULL;

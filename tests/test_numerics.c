@@ -247,11 +247,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s <backend>\n", argv[0]);
         return 2;
     }
-    char why[256];
-    if (!info.available || !dm_available(dm_kind_of(be), why, sizeof why)) {
-        printf("SKIP %s: %s\n", argv[1], info.available ? why : info.detail);
-        return 77;
-    }
+    const int present = test_backend_present(be);
+    if (present) return present;
     const int cpu = be == PORTATTN_BACKEND_CPU;
     uint64_t rng = test_seed();
     static buf clean, x;
