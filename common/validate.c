@@ -186,6 +186,54 @@ static portattn_status_t check_append_targets(const portattn_fwd_params_t *p, in
     return PORTATTN_SUCCESS;
 }
 
+/* A page an append writes that is also read as another key range (by another sequence, or by the
+ * same sequence's table naming it twice): the reader would see the new tokens in place of its own
+ * keys (on a GPU, whichever came first). Checked per page, not per row, so that the cost is that of
+ * reading the tables: sequences may share full pages (a common prefix) that no append writes.
+ * Entries: page * 2 + (written), tagged with the sequence and the table position. */
+typedef struct page_use { int64_t key, seq, pos; } page_use;
+
+static int cmp_page_use(const void *a, const void *b)
+{
+    const page_use *x = a, *y = b;
+    return (x->key > y->key) - (x->key < y->key);
+}
+
+static portattn_status_t check_append_readers(const portattn_fwd_params_t *p, int64_t pages_per_seq,
+                                              int64_t new_tokens, char *why, size_t why_len)
+{
+    if (!p->block_table || !new_tokens || !pa_host_accessible(p->block_table) ||
+        !pa_host_accessible(p->seqused_k))
+        return PORTATTN_SUCCESS;
+    if ((uint64_t)p->batch > SIZE_MAX / sizeof(page_use) / 2 / (uint64_t)pages_per_seq) return PORTATTN_SUCCESS;
+    page_use *u = malloc(sizeof(page_use) * (size_t)(p->batch * pages_per_seq * 2) + 1);
+    if (!u) return pa_fmt(why, why_len, PORTATTN_ERROR_OUT_OF_MEMORY, "checking append targets: out of host memory");
+    int64_t n = 0;
+    for (int64_t b = 0; b < p->batch; b++) { /* validated: used + new within the capacity */
+        const int64_t used = p->seqused_k[b], first_new = used / p->page_size;
+        for (int64_t g = 0; g * p->page_size < used + new_tokens; g++) {
+            const int64_t page = p->block_table[b * p->block_table_stride + g];
+            u[n++] = (page_use){page * 2, b, g};
+            if (g >= first_new) u[n++] = (page_use){page * 2 + 1, b, g};
+        }
+    }
+    qsort(u, (size_t)n, sizeof *u, cmp_page_use);
+    for (int64_t i = 0, j; i < n; i = j) { /* one page: its readers (key even) then its writers (odd) */
+        for (j = i; j < n && u[j].key / 2 == u[i].key / 2; j++) {}
+        for (int64_t w = i; w < j; w++)
+            for (int64_t r = i; u[w].key % 2 && r < j; r++)
+                if (u[r].key % 2 == 0 && (u[r].seq != u[w].seq || u[r].pos != u[w].pos)) {
+                    const int64_t page = u[w].key / 2, writer = u[w].seq, reader = u[r].seq;
+                    free(u);
+                    return INVALID("append: sequence %lld writes page %lld, which sequence %lld also reads as other "
+                                   "keys (its block_table row names the page again): they would become the new keys",
+                                   (long long)writer, (long long)page, (long long)reader);
+                }
+    }
+    free(u);
+    return PORTATTN_SUCCESS;
+}
+
 /* seqused_k and block_table contents, when the host can read them: lengths (plus appended tokens)
  * within the capacity, and every page a sequence uses inside the pool. */
 static portattn_status_t check_kv_cache(const portattn_fwd_params_t *p, int64_t pages_per_seq, int64_t new_tokens,
@@ -375,7 +423,8 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
             if (views_overlap(&bt, outs[i]) || views_overlap(&su, outs[i]))
                 return INVALID("block_table or seqused_k overlaps %s, which is written", outs[i]->name);
         if ((st = check_kv_cache(p, pages_per_seq, pb->seqlen_new, why, why_len)) ||
-            (st = check_append_targets(p, pb->seqlen_new, why, why_len)))
+            (st = check_append_targets(p, pb->seqlen_new, why, why_len)) ||
+            (st = check_append_readers(p, pages_per_seq, pb->seqlen_new, why, why_len)))
             return st;
     }
     if (varlen && p->batch > 0) {

@@ -182,6 +182,18 @@ int main(void)
     int32_t su_shared[2] = {4, 4};       /* ...and both append at key 4 = row 0 of their second page */
     CASE("append, two sequences write one page row", (APPEND, PAGED, p.block_table = bt_shared, p.seqused_k = su_shared),
          INV, "two sequences write");
+    int32_t bt_read[4] = {1, 3, 0, 1}; /* page 1: sequence 0 appends to rows 2-3, sequence 1 reads it (and writes row 0) */
+    int32_t su_read[2] = {2, 3};
+    CASE("append, one sequence writes a page another reads", (APPEND, PAGED, p.block_table = bt_read, p.seqused_k = su_read),
+         INV, "also reads as other keys");
+    int32_t bt_twice[4] = {2, 2, 0, 1}; /* sequence 0's keys 0-3 and 4-7 are both page 2: its append rewrites keys 0-1 */
+    int32_t su_twice[2] = {4, 1};
+    CASE("append, a table naming the written page twice", (APPEND, PAGED, p.block_table = bt_twice, p.seqused_k = su_twice),
+         INV, "also reads as other keys");
+    int32_t bt_prefix[4] = {1, 3, 1, 2}; /* a shared full first page that no append writes: fine */
+    int32_t su_prefix[2] = {4, 5};
+    CASE("append, a shared prefix page", (APPEND, PAGED, p.block_table = bt_prefix, p.seqused_k = su_prefix),
+         PORTATTN_SUCCESS, "");
     CASE("append, no queries", (APPEND, p.seqlen_q = 0, p.q.data = p.o.data = NULL, p.lse = NULL), INV, "query tokens");
     /* workspace and splits */
     static _Alignas(256) float ws[1024];
