@@ -140,7 +140,8 @@ typedef struct portattn_fwd_params {
      *   stride[1] between tokens of a page) and key j of sequence b is row j % page_size of page
      *   block_table[b * block_table_stride + j / page_size]. page_size: a power of two. Entries of
      *   pages a sequence uses must lie in [0, num_pages). Not with cu_seqlens_k.
-     * Same memory as the tensors. Backends that do not take them refuse the call (NOT_SUPPORTED). */
+     * Same memory as the tensors. Backends that do not take them refuse the call (NOT_SUPPORTED).
+     * Sequences may share pages (a common prefix), except a page an append writes (below). */
     const int32_t *seqused_k;
     const int32_t *block_table;
     int64_t block_table_stride;
@@ -156,7 +157,9 @@ typedef struct portattn_fwd_params {
      * share elements with each other (interleaved in one buffer is fine when their strides are equal,
      * e.g. [B, S, 2, Hkv, D]; other shared layouts are refused) or overlap any other argument, and must have room:
      * seqused_k[b] + seqlen_new <= seqlen_k (checked when the host can read seqused_k; on the device
-     * rows past the capacity are dropped, never written out of bounds). k_new.data NULL = none. */
+     * rows past the capacity are dropped, never written out of bounds). A page an append writes must
+     * not be read as other keys, by another sequence or at a second position of the same table
+     * (checked when the host can read the table). k_new.data NULL = none. */
     portattn_tensor_t k_new, v_new;
     int64_t seqlen_new;
 
