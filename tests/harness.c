@@ -437,7 +437,7 @@ int test_backend_present(portattn_backend_t be)
         return 1;
     }
     if (cc) printf("SKIP %s: not for a compute capability %d.%d device (%s)\n", info.name, cc / 10, cc % 10, said);
-    else printf("SKIP %s: no CUDA device (%s)\n", info.name, said);
+    else printf("SKIP %s: %s\n", info.name, said);
     return 77;
 }
 
