@@ -50,7 +50,7 @@ static void row(const pa_problem *pb, int64_t b, int64_t h, int64_t i, int64_t s
         const int64_t koff = kv_row(pb, &p->k, b, k0, j) + hk * p->k.stride[2];
         double dot = 0.0;
         for (int64_t d = 0; d < dqk; d++)
-            dot += pa_load_elem(p->dtype, p->q.data, qoff + d * p->q.stride[3]) *
+            dot += (double)pa_load_elem(p->dtype, p->q.data, qoff + d * p->q.stride[3]) * /* in double, not float */
                    pa_load_elem(p->dtype, p->k.data, koff + d * p->k.stride[3]);
         double x = dot * (double)pb->scale;
         if (p->softcap > 0) x = (double)p->softcap * tanh(x / (double)p->softcap);

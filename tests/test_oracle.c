@@ -264,6 +264,18 @@ static void closed_forms(uint64_t *rng)
     CHECK(fabsf(uo[0] - 3.0f) < 1e-6f, "uniform: O = %g, expected 3", uo[0]);
     CHECK(fabs(ul[0] - (-1.5 + log(4.0))) < 1e-6, "uniform: LSE = %g, expected %g", ul[0], -1.5 + log(4.0));
 
+    /* Products in double: q = k0 = 1 + 2^-12 in all 64 dims, k1 = 1. Each q*k0 is 1 + 2^-11 + 2^-24, which
+     * float would round to 1 + 2^-11, so the score gap is 2^-6 + 2^-18 (2^-6 in float products); at
+     * scale -64 that moves O = 2p - 1 (p the weight of key 0, V = +-1) by about 1e-4. */
+    {
+        shape e = {1, 1, 2, 1, 1, 64, 1, -1, -1, 0, 0, 0, -64.0f};
+        float eq[64], ek[128], ev[2] = {1, -1}, eo[1], el[1];
+        for (int i = 0; i < 64; i++) eq[i] = ek[i] = 1.0f + 1.0f / 4096, ek[64 + i] = 1.0f;
+        CHECK(cpu(&e, eq, ek, ev, eo, el) == PORTATTN_SUCCESS, "products: %s", portattn_last_error());
+        const double gap = -64.0 * (1.0 / 64 + 1.0 / (1 << 18)), want = 2.0 / (1.0 + exp(-gap)) - 1.0;
+        CHECK(fabs(eo[0] - want) < 1e-6, "products in double: O = %.9g, expected %.9g", eo[0], want);
+    }
+
     /* Causal with Sq > Sk: the first Sq - Sk rows see no key: O = 0, LSE = -inf. */
     shape c = {1, 4, 2, 1, 1, 2, 2, -1, -1, 1, 0, 0, 0};
     float cq[8], ck[4], cv[4], co[8], cl[4];
