@@ -14,10 +14,12 @@ enum { ROWS_PER_ITEM = 16, MAX_THREADS = 64 };
 
 typedef struct job {
     const pa_problem *pb;
+    double *scratch;      /* per thread: the scores of one row, then its O accumulator */
+    int64_t keys;         /* most keys one row can see: the scratch's score part */
     int64_t qblocks;      /* blocks of query rows per (batch, head) */
     int64_t items;        /* batch * heads_q * qblocks */
     atomic_llong next;    /* next work item */
-    atomic_int failed;    /* a worker could not allocate its scratch */
+    atomic_int slot;      /* next worker's scratch */
 } job;
 
 /* Element offset of key/value row j of sequence b (k0: packed start for varlen): contiguous, or
@@ -48,7 +50,7 @@ static void row(const pa_problem *pb, int64_t b, int64_t h, int64_t i, int64_t s
         const int64_t koff = kv_row(pb, &p->k, b, k0, j) + hk * p->k.stride[2];
         double dot = 0.0;
         for (int64_t d = 0; d < dqk; d++)
-            dot += pa_load_elem(p->dtype, p->q.data, qoff + d * p->q.stride[3]) *
+            dot += (double)pa_load_elem(p->dtype, p->q.data, qoff + d * p->q.stride[3]) * /* in double, not float */
                    pa_load_elem(p->dtype, p->k.data, koff + d * p->k.stride[3]);
         double x = dot * (double)pb->scale;
         if (p->softcap > 0) x = (double)p->softcap * tanh(x / (double)p->softcap);
@@ -79,12 +81,11 @@ static void *worker(void *arg)
     job *jb = arg;
     const pa_problem *pb = jb->pb;
     const portattn_fwd_params_t *p = &pb->p;
-    double *s = malloc(sizeof(double) * (size_t)(pb->max_seqlen_k + 1));
-    double *acc = malloc(sizeof(double) * (size_t)p->head_dim_v);
-    if (!s || !acc) atomic_store(&jb->failed, 1);
+    double *s = jb->scratch + (size_t)atomic_fetch_add(&jb->slot, 1) * (size_t)(jb->keys + p->head_dim_v);
+    double *acc = s + jb->keys;
     for (;;) {
         long long it = atomic_fetch_add(&jb->next, 1);
-        if (it >= jb->items || atomic_load(&jb->failed)) break;
+        if (it >= jb->items) break;
         int64_t blk = it % jb->qblocks, h = (it / jb->qblocks) % p->heads_q, b = it / jb->qblocks / p->heads_q;
         int64_t sq = p->seqlen_q, sk = p->seqlen_k, q0 = 0, k0 = 0;
         if (pb->varlen) { /* validated by the front end: monotone and within the totals */
@@ -95,8 +96,6 @@ static void *worker(void *arg)
         for (int64_t i = blk * ROWS_PER_ITEM; i < sq && i < (blk + 1) * ROWS_PER_ITEM; i++)
             row(pb, b, h, i, sq, sk, q0, k0, s, acc);
     }
-    free(s);
-    free(acc);
     return NULL;
 }
 
@@ -130,6 +129,22 @@ int pa_cpu_thread_count(void)
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
+/* The most keys one query row can see: the longest sequence (the cache lengths plus the appended
+ * tokens, not the capacity, for a KV cache), at most the width of a window bounded on both sides. */
+static int64_t keys_per_row(const pa_problem *pb)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    int64_t n = pb->max_seqlen_k;
+    if (p->seqused_k) {
+        n = 0;
+        for (int64_t b = 0; b < p->batch; b++)
+            if (pa_cache_len(pb, p->seqused_k[b]) > n) n = pa_cache_len(pb, p->seqused_k[b]);
+    }
+    if (pb->window_left >= 0 && pb->window_right >= 0 && pb->window_left < n && pb->window_right < n - pb->window_left)
+        n = pb->window_left + pb->window_right + 1;
+    return n;
+}
+
 static portattn_status_t cpu_run(const pa_problem *pb, void *stream, char *err, size_t err_len)
 {
     (void)stream; /* synchronous */
@@ -137,27 +152,31 @@ static portattn_status_t cpu_run(const pa_problem *pb, void *stream, char *err, 
     jb.pb = pb;
     jb.qblocks = (pb->max_seqlen_q + ROWS_PER_ITEM - 1) / ROWS_PER_ITEM;
     jb.items = pb->p.batch * pb->p.heads_q * jb.qblocks;
+    jb.keys = keys_per_row(pb);
     atomic_init(&jb.next, 0);
-    atomic_init(&jb.failed, 0);
-    if (pb->seqlen_new) append_new_tokens(pb);
-    if (jb.items == 0) return PORTATTN_SUCCESS;
-
-    /* Each worker keeps the scores of one row: refuse sizes whose buffer cannot even be expressed
-     * (Sk may be huge with a zero key stride, which validation accepts). */
-    if ((uint64_t)pb->max_seqlen_k >= SIZE_MAX / sizeof(double) / 2)
-        return pa_fmt(err, err_len, PORTATTN_ERROR_OUT_OF_MEMORY, "a %lld-key score buffer does not fit in memory",
-                      (long long)pb->max_seqlen_k);
+    atomic_init(&jb.slot, 0);
     int n = pa_cpu_thread_count();
-    if (n > jb.items) n = (int)jb.items;
+    if (n > jb.items) n = jb.items > 0 ? (int)jb.items : 1;
+
+    /* Every refusal comes before the append, so a failed call leaves the cache as it was. Sk may be
+     * huge with a zero key stride (validation accepts it): refuse what cannot even be expressed. */
+    const uint64_t per_thread = (uint64_t)jb.keys + (uint64_t)pb->p.head_dim_v;
+    if (per_thread >= SIZE_MAX / sizeof(double) / (uint64_t)n / 2)
+        return pa_fmt(err, err_len, PORTATTN_ERROR_OUT_OF_MEMORY, "a %lld-key score buffer does not fit in memory",
+                      (long long)jb.keys);
+    jb.scratch = malloc(sizeof(double) * (size_t)per_thread * (size_t)n);
+    if (!jb.scratch)
+        return pa_fmt(err, err_len, PORTATTN_ERROR_OUT_OF_MEMORY, "cannot allocate %d score buffers of %lld keys", n,
+                      (long long)jb.keys);
+    if (pb->seqlen_new) append_new_tokens(pb);
+
     pthread_t tid[MAX_THREADS];
     int started = 0;
-    for (; started < n - 1; started++)
+    for (; started < n - 1 && jb.items > 0; started++)
         if (pthread_create(&tid[started], NULL, worker, &jb)) break; /* fewer threads still finish */
-    worker(&jb); /* the calling thread works too */
+    if (jb.items > 0) worker(&jb); /* the calling thread works too */
     for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
-    if (atomic_load(&jb.failed))
-        return pa_fmt(err, err_len, PORTATTN_ERROR_OUT_OF_MEMORY, "cannot allocate %lld-key score buffers",
-                      (long long)pb->max_seqlen_k);
+    free(jb.scratch);
     return PORTATTN_SUCCESS;
 }
 

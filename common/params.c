@@ -14,16 +14,25 @@ void portattn_fwd_params_init(portattn_fwd_params_t *params)
     params->backend = PORTATTN_BACKEND_AUTO;
 }
 
+/* The contiguous helpers multiply the caller's sizes: a product past int64 (or a negative size)
+ * would be undefined behaviour, so it yields strides of -1 instead, which validation refuses. */
+static portattn_tensor_t contiguous(void *data, int64_t s, int64_t h, int64_t d, int bhsd)
+{
+    portattn_tensor_t t = {data, {-1, -1, -1, -1}};
+    if (s < 0 || h < 0 || d < 0 || (d && h > INT64_MAX / d) || (h && d && s > INT64_MAX / (h * d))) return t;
+    if (bhsd) t.stride[0] = h * s * d, t.stride[1] = d, t.stride[2] = s * d, t.stride[3] = 1;
+    else t.stride[0] = s * h * d, t.stride[1] = h * d, t.stride[2] = d, t.stride[3] = 1;
+    return t;
+}
+
 portattn_tensor_t portattn_tensor_bshd(void *data, int64_t s, int64_t h, int64_t d)
 {
-    portattn_tensor_t t = {data, {s * h * d, h * d, d, 1}};
-    return t;
+    return contiguous(data, s, h, d, 0);
 }
 
 portattn_tensor_t portattn_tensor_bhsd(void *data, int64_t s, int64_t h, int64_t d)
 {
-    portattn_tensor_t t = {data, {h * s * d, d, s * d, 1}};
-    return t;
+    return contiguous(data, s, h, d, 1);
 }
 
 static const char *const backend_names[PORTATTN_BACKEND_COUNT_] = {

@@ -135,6 +135,23 @@ static portattn_status_t refusal(char *why, size_t why_len)
     return PORTATTN_ERROR_NOT_SUPPORTED;
 }
 
+/* The forced backend's table, when it is compiled in and its hardware present; else
+ * BACKEND_UNAVAILABLE and why (the probe's detail only with `explain`). */
+static portattn_status_t forced_present(portattn_backend_t forced, const char *by, int explain, const pa_backend **be,
+                                        char *why, size_t why_len)
+{
+    const char *name = portattn_backend_name(forced);
+    char text[256] = "";
+    *be = pa_backend_lookup(forced);
+    if (!*be)
+        return pa_fmt(why, why_len, PORTATTN_ERROR_BACKEND_UNAVAILABLE, "%s (forced by %s) is not compiled into this build",
+                      name, by);
+    if (!(*be)->probe(explain ? text : NULL, explain ? sizeof text : 0))
+        return pa_fmt(why, why_len, PORTATTN_ERROR_BACKEND_UNAVAILABLE, "%s (forced by %s) is unavailable: %s", name,
+                      by, text);
+    return PORTATTN_SUCCESS;
+}
+
 /* Picks the backend for a validated problem. On success *be is set and sel filled; with `explain`
  * also the kernel's name and why faster backends were passed over. A launch needs neither, and
  * wording them costs more host time than the rest of the choice, so forward takes the quiet pass
@@ -154,13 +171,8 @@ static portattn_status_t select_pass(const pa_problem *pb, const pa_backend **be
 
     if (forced != PORTATTN_BACKEND_AUTO) {
         const char *name = portattn_backend_name(forced);
-        const pa_backend *b = pa_backend_lookup(forced);
-        if (!b)
-            return pa_fmt(why, why_len, PORTATTN_ERROR_BACKEND_UNAVAILABLE,
-                          "%s (forced by %s) is not compiled into this build", name, by);
-        if (!b->probe(t, tn))
-            return pa_fmt(why, why_len, PORTATTN_ERROR_BACKEND_UNAVAILABLE, "%s (forced by %s) is unavailable: %s",
-                          name, by, explain ? text : "");
+        const pa_backend *b;
+        if ((st = forced_present(forced, by, explain, &b, why, why_len))) return st;
         if (!b->supports(pb, kernel, kn, t, tn)) {
             snprintf(why, why_len, "%s (forced by %s) cannot run this call: %s", name, by, explain ? text : "");
             return refusal(why, why_len);
@@ -206,14 +218,42 @@ static portattn_status_t select_backend(const pa_problem *pb, const pa_backend *
 
 static int problem_is_empty(const pa_problem *pb) { return pb->p.batch == 0 || pb->p.seqlen_q == 0; }
 
+/* A call with nothing to compute runs no kernel, so no backend is asked whether it supports it; a
+ * forced backend must still be a valid name, compiled in and present. */
+static portattn_status_t select_for_empty(const pa_problem *pb, portattn_selection_t *sel, char *why, size_t why_len)
+{
+    portattn_backend_t forced;
+    const char *by;
+    const pa_backend *b = NULL;
+    portattn_status_t st = forced_backend(pb, &forced, &by, why, why_len);
+    if (!st && forced != PORTATTN_BACKEND_AUTO) st = forced_present(forced, by, 1, &b, why, why_len);
+    if (st) return st;
+    memset(sel, 0, sizeof *sel);
+    sel->backend = forced;
+    snprintf(sel->backend_name, sizeof sel->backend_name, "%s", b ? b->name : "none");
+    snprintf(sel->kernel, sizeof sel->kernel, "none (nothing to compute)");
+    snprintf(sel->reason, sizeof sel->reason, "batch or seqlen_q is 0%s%s", b ? ", forced by " : "", b ? by : "");
+    return PORTATTN_SUCCESS;
+}
+
+/* The one rule of all three entry points: validate, then select (no backend for an empty call). */
+static portattn_status_t resolve(const portattn_fwd_params_t *params, pa_problem *pb, const pa_backend **be,
+                                 portattn_selection_t *sel, int explain, char *why, size_t why_len)
+{
+    portattn_status_t st = pa_validate(params, pb, why, why_len);
+    if (st) return st;
+    *be = NULL;
+    return problem_is_empty(pb) ? select_for_empty(pb, sel, why, why_len)
+                                : select_backend(pb, be, sel, explain, why, why_len);
+}
+
 portattn_status_t portattn_forward_query(const portattn_fwd_params_t *params, portattn_selection_t *selection)
 {
     char why[1024];
     pa_problem pb;
-    const pa_backend *be = NULL;
+    const pa_backend *be;
     if (!selection) return pa_set_error(PORTATTN_ERROR_INVALID_ARGUMENT, "selection is NULL");
-    portattn_status_t st = pa_validate(params, &pb, why, sizeof why);
-    if (!st) st = select_backend(&pb, &be, selection, 1, why, sizeof why);
+    portattn_status_t st = resolve(params, &pb, &be, selection, 1, why, sizeof why);
     return st ? pa_set_error(st, "%s", why) : pa_clear_error();
 }
 
@@ -221,12 +261,11 @@ portattn_status_t portattn_forward_workspace_size(const portattn_fwd_params_t *p
 {
     char why[1024];
     pa_problem pb;
-    const pa_backend *be = NULL;
+    const pa_backend *be;
     portattn_selection_t sel;
     if (!bytes) return pa_set_error(PORTATTN_ERROR_INVALID_ARGUMENT, "bytes is NULL");
     *bytes = 0;
-    portattn_status_t st = pa_validate(params, &pb, why, sizeof why);
-    if (!st && !problem_is_empty(&pb)) st = select_backend(&pb, &be, &sel, 0, why, sizeof why);
+    portattn_status_t st = resolve(params, &pb, &be, &sel, 0, why, sizeof why);
     if (st) return pa_set_error(st, "%s", why);
     if (be && be->workspace) *bytes = be->workspace(&pb);
     return pa_clear_error();
@@ -236,18 +275,11 @@ portattn_status_t portattn_forward(const portattn_fwd_params_t *params, void *st
 {
     char why[1024];
     pa_problem pb;
-    portattn_status_t st = pa_validate(params, &pb, why, sizeof why);
-    if (st) return pa_set_error(st, "%s", why);
-    if (problem_is_empty(&pb)) { /* B = 0 or no query tokens: nothing to write */
-        portattn_backend_t forced;
-        const char *by;
-        st = forced_backend(&pb, &forced, &by, why, sizeof why);
-        return st ? pa_set_error(st, "%s", why) : pa_clear_error();
-    }
-    const pa_backend *be = NULL;
+    const pa_backend *be;
     portattn_selection_t sel;
-    st = select_backend(&pb, &be, &sel, 0, why, sizeof why);
+    portattn_status_t st = resolve(params, &pb, &be, &sel, 0, why, sizeof why);
     if (st) return pa_set_error(st, "%s", why);
+    if (!be) return pa_clear_error(); /* nothing to compute */
     st = be->run(&pb, stream, why, sizeof why);
     if (st) {
         be->supports(&pb, sel.kernel, sizeof sel.kernel, NULL, 0); /* the kernel's name, for the message */

@@ -29,14 +29,14 @@ static int add_ok(int64_t a, int64_t b, int64_t *r)
 portattn_status_t check_view(view *t, int must_not_self_overlap, char *why, size_t why_len)
 {
     int64_t count = 1, extent = 0;
-    for (int i = 0; i < 4; i++) {
-        if (t->stride[i] < 0)
-            return INVALID("%s.stride[%d] = %lld is negative", t->name, i, (long long)t->stride[i]);
-        if (!mul_ok(count, t->dim[i], &count))
-            return INVALID("%s: element count overflows int64", t->name);
-    }
+    for (int i = 0; i < 4; i++)
+        if (!mul_ok(count, t->dim[i], &count)) return INVALID("%s: element count overflows int64", t->name);
     t->count = count;
-    if (count == 0) return PORTATTN_SUCCESS;
+    if (count == 0) return PORTATTN_SUCCESS; /* never addressed: its strides do not matter */
+    for (int i = 0; i < 4; i++)
+        if (t->stride[i] < 0)
+            return INVALID("%s.stride[%d] = %lld is negative%s", t->name, i, (long long)t->stride[i],
+                           t->stride[i] == -1 ? " (portattn_tensor_bshd/bhsd give -1 when s * h * d overflows)" : "");
     if (!t->data) return INVALID("%s is NULL but has %lld elements", t->name, (long long)count);
     if ((uintptr_t)t->data % (uintptr_t)t->elem)
         return INVALID("%s = %p is not aligned to its %lld-byte elements", t->name, t->data, (long long)t->elem);
@@ -73,8 +73,9 @@ portattn_status_t check_view(view *t, int must_not_self_overlap, char *why, size
         for (int a = 0; a < n; a++) {
             int i = idx[a];
             if (t->stride[i] <= span)
-                return INVALID("%s: stride[%d] = %lld makes elements overlap (output strides must "
-                               "give every element its own address)", t->name, i, (long long)t->stride[i]);
+                return INVALID("%s: cannot show that its elements do not overlap: stride[%d] = %lld is not above "
+                               "the %lld elements spanned by its smaller strides (a written tensor needs every "
+                               "element at its own address)", t->name, i, (long long)t->stride[i], (long long)span);
             span += (t->dim[i] - 1) * t->stride[i]; /* no overflow: bounded by extent above */
         }
     }
@@ -84,6 +85,41 @@ portattn_status_t check_view(view *t, int must_not_self_overlap, char *why, size
 int views_overlap(const view *a, const view *b)
 {
     return a->count && b->count && a->lo < b->hi && b->lo < a->hi;
+}
+
+/* Appending writes K and V: when their ranges overlap (K and V interleaved in one buffer), no element
+ * may belong to both. Sufficient condition: with equal strides and V at a whole number of elements
+ * from K, the pair is one tensor with an extra dimension of 2 (stride = that distance) and the head
+ * dim of the larger of the two, and that tensor passes the self-overlap test. */
+static portattn_status_t check_kv_pair(const view *k, const view *v, char *why, size_t why_len)
+{
+    if (!k->count || !v->count || !(k->lo < v->hi && v->lo < k->hi)) return PORTATTN_SUCCESS;
+    const view *lo = k->lo <= v->lo ? k : v, *hi = lo == k ? v : k;
+    const uintptr_t gap = hi->lo - lo->lo;
+    if (memcmp(k->stride, v->stride, sizeof k->stride) || gap % (uintptr_t)k->elem)
+        return INVALID("k and v (appended to) overlap in memory with different strides or at an offset of %llu bytes, "
+                       "not a whole element: cannot show that an append writes no element of both",
+                       (unsigned long long)gap);
+    /* the last dims of size > 1: (batch, seq, heads, pair, dim) as one 5-D tensor */
+    const int64_t dims[5] = {k->dim[0], k->dim[1], k->dim[2], 2, k->dim[3] > v->dim[3] ? k->dim[3] : v->dim[3]};
+    const int64_t strides[5] = {k->stride[0], k->stride[1], k->stride[2], (int64_t)(gap / (uintptr_t)k->elem), k->stride[3]};
+    int idx[5], n = 0;
+    for (int i = 0; i < 5; i++)
+        if (dims[i] > 1) idx[n++] = i;
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && strides[idx[b]] < strides[idx[b - 1]]; b--) {
+            int t = idx[b]; idx[b] = idx[b - 1]; idx[b - 1] = t;
+        }
+    int64_t span = 0;
+    for (int a = 0; a < n; a++) {
+        const int i = idx[a];
+        if (strides[i] <= span)
+            return INVALID("k and v (appended to) share memory %lld elements apart: cannot show that an append "
+                           "writes no element of both (interleave them as [B, S, 2, Hkv, D] or [B, S, Hkv, 2, D])",
+                           (long long)strides[3]);
+        span += (dims[i] - 1) * strides[i]; /* bounded by the two views' checked extents */
+    }
+    return PORTATTN_SUCCESS;
 }
 
 view make_view(const char *name, const portattn_tensor_t *t, int64_t nb, int64_t s, int64_t h,
@@ -150,6 +186,54 @@ static portattn_status_t check_append_targets(const portattn_fwd_params_t *p, in
     return PORTATTN_SUCCESS;
 }
 
+/* A page an append writes that is also read as another key range (by another sequence, or by the
+ * same sequence's table naming it twice): the reader would see the new tokens in place of its own
+ * keys (on a GPU, whichever came first). Checked per page, not per row, so that the cost is that of
+ * reading the tables: sequences may share full pages (a common prefix) that no append writes.
+ * Entries: page * 2 + (written), tagged with the sequence and the table position. */
+typedef struct page_use { int64_t key, seq, pos; } page_use;
+
+static int cmp_page_use(const void *a, const void *b)
+{
+    const page_use *x = a, *y = b;
+    return (x->key > y->key) - (x->key < y->key);
+}
+
+static portattn_status_t check_append_readers(const portattn_fwd_params_t *p, int64_t pages_per_seq,
+                                              int64_t new_tokens, char *why, size_t why_len)
+{
+    if (!p->block_table || !new_tokens || !pa_host_accessible(p->block_table) ||
+        !pa_host_accessible(p->seqused_k))
+        return PORTATTN_SUCCESS;
+    if ((uint64_t)p->batch > SIZE_MAX / sizeof(page_use) / 2 / (uint64_t)pages_per_seq) return PORTATTN_SUCCESS;
+    page_use *u = malloc(sizeof(page_use) * (size_t)(p->batch * pages_per_seq * 2) + 1);
+    if (!u) return pa_fmt(why, why_len, PORTATTN_ERROR_OUT_OF_MEMORY, "checking append targets: out of host memory");
+    int64_t n = 0;
+    for (int64_t b = 0; b < p->batch; b++) { /* validated: used + new within the capacity */
+        const int64_t used = p->seqused_k[b], first_new = used / p->page_size;
+        for (int64_t g = 0; g * p->page_size < used + new_tokens; g++) {
+            const int64_t page = p->block_table[b * p->block_table_stride + g];
+            u[n++] = (page_use){page * 2, b, g};
+            if (g >= first_new) u[n++] = (page_use){page * 2 + 1, b, g};
+        }
+    }
+    qsort(u, (size_t)n, sizeof *u, cmp_page_use);
+    for (int64_t i = 0, j; i < n; i = j) { /* one page: its readers (key even) then its writers (odd) */
+        for (j = i; j < n && u[j].key / 2 == u[i].key / 2; j++) {}
+        for (int64_t w = i; w < j; w++)
+            for (int64_t r = i; u[w].key % 2 && r < j; r++)
+                if (u[r].key % 2 == 0 && (u[r].seq != u[w].seq || u[r].pos != u[w].pos)) {
+                    const int64_t page = u[w].key / 2, writer = u[w].seq, reader = u[r].seq;
+                    free(u);
+                    return INVALID("append: sequence %lld writes page %lld, which sequence %lld also reads as other "
+                                   "keys (its block_table row names the page again): they would become the new keys",
+                                   (long long)writer, (long long)page, (long long)reader);
+                }
+    }
+    free(u);
+    return PORTATTN_SUCCESS;
+}
+
 /* seqused_k and block_table contents, when the host can read them: lengths (plus appended tokens)
  * within the capacity, and every page a sequence uses inside the pool. */
 static portattn_status_t check_kv_cache(const portattn_fwd_params_t *p, int64_t pages_per_seq, int64_t new_tokens,
@@ -178,13 +262,12 @@ static portattn_status_t check_kv_cache(const portattn_fwd_params_t *p, int64_t 
 portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, char *why, size_t why_len)
 {
     if (!in) return INVALID("params is NULL");
-    if (in->struct_size < sizeof(portattn_fwd_params_t) && in->struct_size != PORTATTN_FWD_PARAMS_SIZE_V1)
-        return INVALID("params->struct_size = %zu, expected %zu (initialise with portattn_fwd_params_init)",
-                       in->struct_size, sizeof(portattn_fwd_params_t));
-    if (in->struct_size > sizeof(portattn_fwd_params_t))
-        return pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED,
-                      "params->struct_size = %zu is from a newer portattn than this library (%zu)",
-                      in->struct_size, sizeof(portattn_fwd_params_t));
+    /* Only the sizes this library was built with are trusted: any other value is far more often an
+     * uninitialised struct than a caller built against a newer header. */
+    if (in->struct_size != sizeof(portattn_fwd_params_t) && in->struct_size != PORTATTN_FWD_PARAMS_SIZE_V1)
+        return INVALID("params->struct_size = %zu, expected %zu (or %zu for a 0.1 caller): not initialised with "
+                       "portattn_fwd_params_init? (or built against a newer portattn.h than this library)",
+                       in->struct_size, sizeof(portattn_fwd_params_t), (size_t)PORTATTN_FWD_PARAMS_SIZE_V1);
     memset(pb, 0, sizeof *pb);
     memcpy(&pb->p, in, in->struct_size); /* an older, smaller struct leaves the newer fields zero */
     pb->p.struct_size = sizeof pb->p;
@@ -271,6 +354,9 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
         return INVALID("workspace_size = %zu but workspace is NULL", p->workspace_size);
     if ((uintptr_t)p->workspace % 256)
         return INVALID("workspace = %p is not 256-byte aligned (cudaMalloc gives that)", p->workspace);
+    if (p->workspace_size > (size_t)INT64_MAX || p->workspace_size > UINTPTR_MAX - (uintptr_t)p->workspace)
+        return INVALID("workspace_size = %zu bytes from workspace = %p runs past the end of the address space",
+                       p->workspace_size, p->workspace);
 
     /* The tensors. Varlen tensors are packed [1, total, H, D]; paged K/V are page pools. */
     int64_t nb = varlen ? (p->batch ? 1 : 0) : p->batch;
@@ -285,8 +371,7 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
     view kn = make_view("k_new", &p->k_new, nnew, pb->seqlen_new, p->heads_kv, p->head_dim_qk, elem, 0);
     view vn = make_view("v_new", &p->v_new, nnew, pb->seqlen_new, p->heads_kv, p->head_dim_v, elem, 0);
     portattn_tensor_t ws_t = {p->workspace, {1, 0, 0, 0}};
-    view ws = make_view("workspace", &ws_t, (int64_t)(p->workspace_size > INT64_MAX ? INT64_MAX : p->workspace_size),
-                        1, 1, 1, 1, 0);
+    view ws = make_view("workspace", &ws_t, (int64_t)p->workspace_size, 1, 1, 1, 1, 0);
     portattn_status_t st;
     /* Appending writes K and V: then they are outputs and need distinct addresses too. */
     if ((st = check_view(&q, 0, why, why_len)) || (st = check_view(&k, nnew > 0, why, why_len)) ||
@@ -321,6 +406,7 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
     if (nnew && p->k.data == p->v.data && !memcmp(p->k.stride, p->v.stride, sizeof p->k.stride) &&
         p->head_dim_qk == p->head_dim_v)
         return INVALID("k and v are the same tensor: appending would write V over K");
+    if (nnew && (st = check_kv_pair(&k, &v, why, why_len))) return st;
     if (nnew) { /* the written cache shares memory with nothing but the other cache tensor */
         const view *others[5] = {&q, &o, &lse, &kn, &vn};
         for (int i = 0; i < 5; i++) {
@@ -337,7 +423,8 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
             if (views_overlap(&bt, outs[i]) || views_overlap(&su, outs[i]))
                 return INVALID("block_table or seqused_k overlaps %s, which is written", outs[i]->name);
         if ((st = check_kv_cache(p, pages_per_seq, pb->seqlen_new, why, why_len)) ||
-            (st = check_append_targets(p, pb->seqlen_new, why, why_len)))
+            (st = check_append_targets(p, pb->seqlen_new, why, why_len)) ||
+            (st = check_append_readers(p, pages_per_seq, pb->seqlen_new, why, why_len)))
             return st;
     }
     if (varlen && p->batch > 0) {

@@ -7,7 +7,8 @@
  *
  * Conventions
  *  - Logical tensor dims are (batch, seq, heads, head_dim); strides are int64 element strides in
- *    that order, any non-negative values. The default layout is BSHD as in FlashAttention.
+ *    that order, any non-negative values (a tensor with no elements is never addressed and its
+ *    strides are not checked). The default layout is BSHD as in FlashAttention.
  *      Q [B, Sq, Hq, Dqk]   K [B, Sk, Hkv, Dqk]   V [B, Sk, Hkv, Dv]   O [B, Sq, Hq, Dv]
  *      LSE (optional) fp32 [B, Hq, Sq], natural log of the softmax denominator (incl. the max).
  *  - GQA/MQA: Hq is a multiple of Hkv; query head h reads KV head h / (Hq / Hkv).
@@ -95,7 +96,8 @@ typedef struct portattn_tensor {
 /* Forward parameters. Initialise with portattn_fwd_params_init(), then set fields. The first
  * field lets the struct grow: later versions append fields and accept older, smaller structs. */
 typedef struct portattn_fwd_params {
-    size_t struct_size; /* sizeof(portattn_fwd_params_t), set by portattn_fwd_params_init */
+    size_t struct_size; /* sizeof(portattn_fwd_params_t), set by portattn_fwd_params_init; any
+                           size but this one and PORTATTN_FWD_PARAMS_SIZE_V1 is INVALID_ARGUMENT */
 
     portattn_dtype_t dtype; /* of Q, K, V and O */
     int64_t batch;          /* sequences; 0 is a valid no-op */
@@ -138,7 +140,8 @@ typedef struct portattn_fwd_params {
      *   stride[1] between tokens of a page) and key j of sequence b is row j % page_size of page
      *   block_table[b * block_table_stride + j / page_size]. page_size: a power of two. Entries of
      *   pages a sequence uses must lie in [0, num_pages). Not with cu_seqlens_k.
-     * Same memory as the tensors. Backends that do not take them refuse the call (NOT_SUPPORTED). */
+     * Same memory as the tensors. Backends that do not take them refuse the call (NOT_SUPPORTED).
+     * Sequences may share pages (a common prefix), except a page an append writes (below). */
     const int32_t *seqused_k;
     const int32_t *block_table;
     int64_t block_table_stride;
@@ -151,9 +154,12 @@ typedef struct portattn_fwd_params {
      * the cache at rows seqused_k[b] .. seqused_k[b] + seqlen_new - 1 (through the page table when
      * paged) before the attention, which then sees seqused_k[b] + seqlen_new keys. seqused_k is not
      * updated (the caller advances it). K and V are then written: they must be writable, must not
-     * share elements with each other or overlap any other argument, and must have room:
+     * share elements with each other (interleaved in one buffer is fine when their strides are equal,
+     * e.g. [B, S, 2, Hkv, D]; other shared layouts are refused) or overlap any other argument, and must have room:
      * seqused_k[b] + seqlen_new <= seqlen_k (checked when the host can read seqused_k; on the device
-     * rows past the capacity are dropped, never written out of bounds). k_new.data NULL = none. */
+     * rows past the capacity are dropped, never written out of bounds). A page an append writes must
+     * not be read as other keys, by another sequence or at a second position of the same table
+     * (checked when the host can read the table). k_new.data NULL = none. */
     portattn_tensor_t k_new, v_new;
     int64_t seqlen_new;
 
@@ -174,9 +180,11 @@ typedef struct portattn_fwd_params {
 /* Sets struct_size, windows to -1, backend AUTO, every other field 0. */
 PORTATTN_API void portattn_fwd_params_init(portattn_fwd_params_t *params);
 
-/* Contiguous BSHD tensor [b, s, h, d] over `data`. */
+/* Contiguous BSHD tensor [b, s, h, d] over `data`. A negative size, or s * h * d past INT64_MAX,
+ * gives every stride -1, which portattn_forward refuses (INVALID_ARGUMENT). */
 PORTATTN_API portattn_tensor_t portattn_tensor_bshd(void *data, int64_t s, int64_t h, int64_t d);
-/* Contiguous BHSD tensor [b, h, s, d] over `data` (logical dims stay (batch, seq, heads, dim)). */
+/* Contiguous BHSD tensor [b, h, s, d] over `data` (logical dims stay (batch, seq, heads, dim)); the
+ * same -1 strides on overflow. */
 PORTATTN_API portattn_tensor_t portattn_tensor_bhsd(void *data, int64_t s, int64_t h, int64_t d);
 
 /* ---- forward ----------------------------------------------------------------------------- */

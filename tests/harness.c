@@ -10,6 +10,10 @@
 #include "half.h"
 #include "problem.h"
 
+#ifdef PORTATTN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 #define POISON 0xFF /* every byte: a NaN in f16, bf16 and f32 */
 
 double urand(uint64_t *s)
@@ -386,19 +390,64 @@ done:
     return res;
 }
 
+/* The compute capability of the current CUDA device (major * 10 + minor), asked of the CUDA runtime
+ * directly and not of the library; 0 when there is none or the tests are built without CUDA. */
+static int cuda_compute_capability(void)
+{
+#ifdef PORTATTN_HAVE_CUDA
+    int n = 0, dev = 0, major = 0, minor = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0 || cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
+        return 0;
+    return major * 10 + minor;
+#else
+    return 0;
+#endif
+}
+
+/* Whether a device of compute capability cc must be able to run a CUDA-memory backend: what the
+ * README promises (cuda-sm100 on B200/B300, cuda-sm90 on H100/H200, the rest on sm_80 and newer; the
+ * hip-cdna emulation build targets sm_90). */
+static int cuda_backend_expected(portattn_backend_t be, int cc)
+{
+    switch (be) {
+    case PORTATTN_BACKEND_CUDA_GENERIC:
+    case PORTATTN_BACKEND_CUDA_SM80: return cc >= 80;
+    case PORTATTN_BACKEND_CUDA_SM90: return cc == 90;
+    case PORTATTN_BACKEND_CUDA_SM100: return cc == 100 || cc == 103;
+    case PORTATTN_BACKEND_HIP_CDNA: return cc == 90;
+    default: return 0;
+    }
+}
+
+int test_backend_present(portattn_backend_t be)
+{
+    portattn_backend_info_t info;
+    char why[256] = "";
+    if (portattn_backend_get_info(be, &info)) return printf("FAIL backend %d: %s\n", (int)be, portattn_last_error()), 1;
+    const dm_kind kind = dm_kind_of(be);
+    if (info.available && dm_available(kind, why, sizeof why)) return 0;
+    const char *said = info.available ? why : info.detail;
+    if (kind != DM_CUDA) return printf("SKIP %s: %s\n", info.name, said), 77; /* no AMD hardware check: none to ask */
+    const int cc = cuda_compute_capability();
+    if (cc && cuda_backend_expected(be, cc)) {
+        printf("FAIL %s: the CUDA runtime reports a compute capability %d.%d device, which it must run on, but the "
+               "library says: %s\n", info.name, cc / 10, cc % 10, said);
+        return 1;
+    }
+    if (cc) printf("SKIP %s: not for a compute capability %d.%d device (%s)\n", info.name, cc / 10, cc % 10, said);
+    else printf("SKIP %s: %s\n", info.name, said);
+    return 77;
+}
+
 int gpu_test_backend(int argc, char **argv, portattn_backend_t *be)
 {
     int ok = 0;
     *be = argc > 1 ? portattn_backend_from_name(argv[1], &ok) : PORTATTN_BACKEND_AUTO;
-    portattn_backend_info_t info;
-    if (!ok || *be == PORTATTN_BACKEND_AUTO || portattn_backend_get_info(*be, &info) || dm_kind_of(*be) != DM_CUDA) {
+    if (!ok || *be == PORTATTN_BACKEND_AUTO || dm_kind_of(*be) != DM_CUDA) {
         fprintf(stderr, "usage: %s <GPU backend name>\n", argv[0]);
         return 2;
     }
-    char why[256];
-    if (!info.available || !dm_available(DM_CUDA, why, sizeof why)) {
-        printf("SKIP %s: %s\n", argv[1], info.available ? why : info.detail);
-        return 77;
-    }
-    return 0;
+    return test_backend_present(*be);
 }

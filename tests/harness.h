@@ -48,8 +48,14 @@ run_result run_case(const tcase *c, portattn_dtype_t dtype, portattn_backend_t b
  * same-precision backward. KV-cache cases have no backward: RUN_NOT_SUPPORTED. */
 run_result run_case_bwd(const tcase *c, portattn_dtype_t dtype, portattn_backend_t backend, uint64_t seed);
 
+/* Whether a test of backend `be` runs: 0 when the backend is available; else 77 ("SKIP ...") when the
+ * hardware it needs is absent, or 1 ("FAIL ...") when the CUDA runtime, asked directly, reports a
+ * device the backend must run on (e.g. cuda-sm90 on compute capability 9.0): a backend not compiled
+ * in or a probe regression must not pass as a skip. */
+int test_backend_present(portattn_backend_t be);
+
 /* The GPU backend a GPU-only test is run for (argv[1]): 0 and *be; 2 with the usage printed when
- * argv[1] names no CUDA-memory backend; 77 with "SKIP ..." printed when it or the device is absent. */
+ * argv[1] names no CUDA-memory backend; else test_backend_present()'s 77 or 1. */
 int gpu_test_backend(int argc, char **argv, portattn_backend_t *be);
 
 /* Seed from $PORTATTN_TEST_SEED, else fresh from the clock (printed so a failure can be rerun). */

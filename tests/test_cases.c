@@ -1,10 +1,13 @@
 /* Runs the whole case table on one backend: test_cases <backend-name> [case-substring]; built as
  * test_cases_bwd (PA_BACKWARD) it runs the backward check of every case instead.
- * Exit 0 all pass, 1 any failure, 77 when the backend is not compiled in or its hardware is absent.
- * Cases the backend declines (NOT_SUPPORTED) are listed and counted apart, never as passes. */
+ * Exit 0 all pass, 1 any failure, 77 when the hardware the backend needs is absent (harness.h).
+ * Cases the backend declines (NOT_SUPPORTED) are listed and counted apart, never as passes, and must
+ * be exactly the backend's pinned list (coverage.c): a decline more or fewer fails, named. */
 #include <stdio.h>
 #include <string.h>
 
+#include "coverage.h"
+#include "problem.h"
 #include "devmem.h"
 #include "harness.h"
 
@@ -25,27 +28,30 @@ int main(int argc, char **argv)
         fprintf(stderr, "unknown backend '%s'\n", argv[1]);
         return 2;
     }
-    if (!info.available) {
-        printf("SKIP %s: %s\n", argv[1], info.detail);
-        return 77;
-    }
-    char why[256];
-    if (!dm_available(dm_kind_of(be), why, sizeof why)) {
-        printf("SKIP %s: %s\n", argv[1], why);
-        return 77;
-    }
+    const int present = test_backend_present(be);
+    if (present) return present;
     printf("backend %s on %s (%s)\n", info.name, dm_device_name(dm_kind_of(be)), info.detail);
     uint64_t seed = test_seed();
     const portattn_dtype_t dtypes[] = {PORTATTN_DTYPE_BF16, PORTATTN_DTYPE_F16, PORTATTN_DTYPE_F32};
-    int passed = 0, failed = 0, declined = 0;
+    int passed = 0, failed = 0, declined = 0, off_list = 0;
+    if (coverage_expects_decline(be, "", PORTATTN_DTYPE_F16, PA_BACKWARD) < 0) {
+        printf("FAIL %s has no pinned coverage in coverage.c\n", info.name);
+        return 1;
+    }
     for (int i = 0; i < test_case_count; i++) {
         if (argc > 2 && !strstr(test_cases[i].name, argv[2])) continue;
         for (int t = 0; t < 3; t++) {
             run_result r = (PA_BACKWARD ? run_case_bwd : run_case)(&test_cases[i], dtypes[t], be, seed);
             passed += r == RUN_PASS, failed += r == RUN_FAIL, declined += r == RUN_NOT_SUPPORTED;
+            const int want = coverage_expects_decline(be, test_cases[i].name, dtypes[t], PA_BACKWARD);
+            if (want >= 0 && want != (r == RUN_NOT_SUPPORTED)) {
+                printf("COVERAGE %s %s/%s: expected %s, %s\n", info.name, test_cases[i].name, pa_dtype_name(dtypes[t]),
+                       want ? "declined" : "to run", want ? "it ran" : "declined");
+                off_list++;
+            }
         }
     }
     printf("%s: %d cases ran, %d declined by the backend (n/a)\n", info.name, passed + failed, declined);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed || passed == 0 ? 1 : 0;
+    printf("%d passed, %d failed, %d off the pinned coverage (COVERAGE lines)\n", passed, failed, off_list);
+    return failed || off_list || passed == 0 ? 1 : 0;
 }

@@ -1,7 +1,8 @@
 /* Several host threads calling portattn_forward at once give the same bits as the same calls made
  * one after another, and repeated runs are bitwise identical (determinism). Each thread has its own
- * buffers and its own problem. test_concurrency <backend>: exit 77 when the backend is absent. */
+ * buffers and its own problem, and sees only its own last-error messages. test_concurrency <backend>: exit 77 when the backend is absent. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ typedef struct job {
     size_t bytes, kv_bytes; /* O (and Q), K (and V) */
     portattn_status_t status;
     char err[256];
+    int msg_errors;       /* calls whose last-error message was not this thread's own */
 } job;
 
 static void run_job(job *j)
@@ -43,9 +45,36 @@ static void run_job(job *j)
     else if (dm_sync(j->kind)) j->status = PORTATTN_ERROR_DEVICE;
 }
 
+/* Each thread's last-error message is its own: a refused call with a value only this thread uses,
+ * a yield so that the others' calls interleave, then the message must still name that value; and a
+ * call that succeeded must leave "" while the others fail. Counted in j->msg_errors. */
+static void check_messages(job *j)
+{
+    portattn_fwd_params_t p;
+    portattn_fwd_params_init(&p);
+    for (int i = 0; i < 200; i++) {
+        char want[64];
+        p.batch = -(int64_t)(j->id * 100000 + i + 1);
+        snprintf(want, sizeof want, "batch = %lld is negative", (long long)p.batch);
+        const portattn_status_t st = portattn_forward(&p, NULL);
+        sched_yield();
+        if (st != PORTATTN_ERROR_INVALID_ARGUMENT || !strstr(portattn_last_error(), want)) j->msg_errors++;
+    }
+    if (!j->declined && !j->status && portattn_last_error()[0] == '\0') { /* run_job's own call succeeded */
+        p.batch = 0; /* nothing to compute: success */
+        for (int i = 0; i < 200; i++) {
+            const portattn_status_t st = portattn_forward(&p, NULL);
+            sched_yield();
+            if (st || portattn_last_error()[0] != '\0') j->msg_errors++;
+        }
+    }
+}
+
 static void *thread_main(void *arg)
 {
-    if (!((job *)arg)->declined) run_job(arg);
+    job *j = arg;
+    if (!j->declined) run_job(j);
+    check_messages(j);
     return NULL;
 }
 
@@ -61,12 +90,9 @@ int main(int argc, char **argv)
     int ok;
     portattn_backend_t be = portattn_backend_from_name(argc > 1 ? argv[1] : "cpu", &ok);
     portattn_backend_info_t info;
-    char why[256];
     if (!ok || be == PORTATTN_BACKEND_AUTO || portattn_backend_get_info(be, &info)) return 2;
-    if (!info.available || !dm_available(dm_kind_of(be), why, sizeof why)) {
-        printf("SKIP %s: %s\n", info.name, info.available ? why : info.detail);
-        return 77;
-    }
+    const int present = test_backend_present(be);
+    if (present) return present;
     uint64_t rng = test_seed();
     job jobs[THREADS];
     unsigned char *serial[THREADS], *got = NULL;
@@ -136,6 +162,13 @@ int main(int argc, char **argv)
                 failures++;
                 printf("FAIL rep %d job %d: %s\n", rep, t, j->status ? j->err : "bits differ from the serial run");
             }
+        }
+        for (int t = 0; t < THREADS; t++) {
+            checks++;
+            if (jobs[t].msg_errors)
+                failures++, printf("FAIL rep %d thread %d: %d of its last-error messages were not its own\n", rep, t,
+                                   jobs[t].msg_errors);
+            jobs[t].msg_errors = 0;
         }
     }
     int ran = 0;

@@ -1,5 +1,6 @@
 /* Tensors past 2^31 elements on a GPU backend (issue 9): every offset must be 64-bit.
- *   test_large <backend>      exit 0 pass, 1 fail, 77 no GPU (or not enough device memory)
+ *   test_large <backend>      exit 0 pass, 1 fail (also when the prefill case is declined), 77 no
+ *                             GPU for the backend (harness.h) or not enough device memory
  * Each case allocates a K and a V of more than 2^31 elements (4.3 GB each in bf16) but fills only
  * the rows the call reads, at offsets past 2^31 elements; the oracle is the CPU backend on compact
  * copies of those rows. A kernel that truncates an offset to 32 bits reads unfilled rows (zeros)
@@ -99,11 +100,11 @@ static int run(const lcase *c, portattn_backend_t be, uint64_t seed)
     }
     portattn_selection_t sel;
     portattn_status_t st = portattn_forward_query(&p, &sel);
-    if (st == PORTATTN_ERROR_NOT_SUPPORTED) { /* e.g. cuda-sm90 and a decode shape */
+    if (st == PORTATTN_ERROR_NOT_SUPPORTED && c->sq <= 16) { /* e.g. cuda-sm90 and a decode shape */
         printf("n/a  %-22s %s\n", c->name, portattn_last_error());
         rc = 77;
         goto done;
-    }
+    } /* every CUDA backend takes the bf16 d128 prefill: a refusal there fails below */
     if (st == PORTATTN_SUCCESS) st = portattn_forward(&p, NULL);
     if (st != PORTATTN_SUCCESS || dm_sync(DM_CUDA) || dm_download(DM_CUDA, ho, dout, qn * 2) ||
         dm_download(DM_CUDA, hl, dl, (size_t)(B * HQ * SQ) * 4)) {
@@ -147,5 +148,5 @@ int main(int argc, char **argv)
         failed += r == 1, skipped += r == 77;
     }
     printf("%d passed, %d failed, %d skipped\n", 3 - failed - skipped, failed, skipped);
-    return failed ? 1 : skipped == 3 ? 77 : 0;
+    return failed ? 1 : 0;
 }

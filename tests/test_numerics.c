@@ -7,6 +7,8 @@
  *     column c NaN (0 x NaN inside a key tile, as in FlashAttention), and nothing else;
  *   - keys whose scores are all -inf count as no visible key: O = 0, LSE = -inf.
  *   - varlen: non-finite values in one sequence never reach another sequence's rows.
+ *   - softcap: +-inf scores become +-softcap (finite rows); +inf in K or V, and scores past fp32
+ *     (infinities(): README "Numerics").
  * f32, bf16 and f16; causal, 24 x 24 (prefill kernels), 4 x 40 (decode kernels) and 40 x 20 (rows that
  * see no key beside rows that do, in one key tile). Exit 0 pass, 1 fail, 77 backend absent. */
 #include <math.h>
@@ -22,11 +24,13 @@
 /* Three shapes: 24 x 24 and 40 x 20 (the prefill kernels), 4 queries x 40 keys (the decode kernels). */
 enum { SMAX = 40, H = 4, HKV = 2, D = 64, NQ = SMAX * H * D, NK = SMAX * HKV * D, NL = H * SMAX };
 static int SQ, SK; /* the current shape */
-enum { ROW_CLEAN, ROW_NAN, ROW_COLUMN, ROW_COLUMN_MAYBE, ROW_ZERO, ROW_ANY };
+enum { ROW_CLEAN, ROW_NAN, ROW_COLUMN, ROW_COLUMN_MAYBE, ROW_ZERO, ROW_ANY, ROW_FINITE };
 /* The varlen check packs two sequences into the 40 x 40 buffers: queries [0, 24) and [24, 40), keys
  * [0, 20) and [20, 40); a key tile of the first sequence's last keys holds the second's first keys. */
 static const int32_t CU_Q[3] = {0, 24, 40}, CU_K[3] = {0, 20, 40};
-static int VARLEN; /* run() packs the two sequences */
+static int VARLEN;     /* run() packs the two sequences */
+static float SOFTCAP;  /* run()'s softcap (0 = off) */
+static int NONFINITE;  /* ROW_COLUMN(_MAYBE) accept +-inf as well as NaN (an inf in V) */
 
 static int failures, checks;
 
@@ -55,7 +59,7 @@ static int run(portattn_backend_t be, portattn_dtype_t dt, buf *x)
     portattn_fwd_params_t p;
     portattn_fwd_params_init(&p);
     p.dtype = dt, p.batch = 1, p.seqlen_q = SQ, p.seqlen_k = SK, p.heads_q = H, p.heads_kv = HKV;
-    p.head_dim_qk = p.head_dim_v = D, p.causal = 1, p.backend = be;
+    p.head_dim_qk = p.head_dim_v = D, p.causal = 1, p.backend = be, p.softcap = SOFTCAP;
     p.q = portattn_tensor_bshd(dq, SQ, H, D), p.k = portattn_tensor_bshd(dk, SK, HKV, D);
     p.v = portattn_tensor_bshd(dv, SK, HKV, D), p.o = portattn_tensor_bshd(dout, SQ, H, D);
     p.lse = dl, p.lse_stride[0] = NL, p.lse_stride[1] = SQ, p.lse_stride[2] = 1;
@@ -112,8 +116,14 @@ static void check(const char *what, const char *dt, const buf *clean, const buf 
             case ROW_COLUMN:
             case ROW_COLUMN_MAYBE:
                 for (int d = 0; d < D; d++)
-                    ok &= d == col ? (isnan(o[d]) || (expect[s][h] == ROW_COLUMN_MAYBE && same(o[d], c[d]))) : same(o[d], c[d]);
+                    ok &= d == col ? ((NONFINITE ? !isfinite(o[d]) : isnan(o[d])) ||
+                                      (expect[s][h] == ROW_COLUMN_MAYBE && same(o[d], c[d])))
+                                   : same(o[d], c[d]);
                 ok &= same(l, lc);
+                break;
+            case ROW_FINITE:
+                for (int d = 0; d < D; d++) ok &= isfinite(o[d]);
+                ok &= isfinite(l);
                 break;
             case ROW_ANY:
                 break;
@@ -129,6 +139,105 @@ static void check(const char *what, const char *dt, const buf *clean, const buf 
     printf("%-4s %-44s %-4s %2dx%-2d %s\n", bad ? "FAIL" : "ok", what, dt, SQ, SK, bad ? "contract broken" : "");
 }
 
+/* Row (qs, 1) of a softcapped call whose Q row holds +inf at dim 3: each visible key j scores
+ * softcap * sign(k[j][3]) (tanh's limit), so O and LSE are a softmax over +-softcap; checked
+ * against that closed form within the dtype's rounding. NaN expected when some k[j][3] is 0. */
+static void check_capped_row(const char *dn, const buf *x, const buf *got, int qs, int diag)
+{
+    const int hk = 1 / (H / HKV);
+    double w[SMAX], sum = 0, mx = -INFINITY;
+    int n = 0, zero = 0;
+    for (int j = 0; j <= qs + diag && j < SK; j++, n++) {
+        const float kd = x->k[(j * HKV + hk) * D + 3];
+        zero |= kd == 0.0f;
+        w[j] = kd > 0 ? SOFTCAP : -SOFTCAP;
+        mx = fmax(mx, w[j]);
+    }
+    for (int j = 0; j < n; j++) sum += w[j] = exp(w[j] - mx);
+    double worst = 0;
+    const float *o = got->o + (qs * H + 1) * D;
+    for (int d = 0; d < D; d++) {
+        double acc = 0;
+        for (int j = 0; j < n; j++) acc += w[j] * x->v[(j * HKV + hk) * D + d];
+        worst = fmax(worst, isfinite(o[d]) ? fabs(o[d] - acc / sum) : INFINITY);
+    }
+    const double lse = mx + log(sum), gl = got->lse[1 * SQ + qs];
+    worst = fmax(worst, isfinite(gl) ? fabs(gl - lse) / fmax(1.0, fabs(lse)) : INFINITY);
+    const int ok = zero ? isnan(o[0]) : n == 0 || worst < 2e-2;
+    checks++;
+    failures += !ok;
+    printf("%-4s %-44s %-4s %2dx%-2d max err %.1e\n", ok ? "ok" : "FAIL", "softcap: +inf in a query row -> +-softcap", dn,
+           SQ, SK, worst);
+}
+
+/* The infinities and overflow: with softcap, +-inf scores become +-softcap (a finite row, NaN only
+ * from a NaN score); without it, +inf in key j makes NaN the rows whose score is +inf and drops the
+ * key from rows whose score is -inf; +inf in V[j][c] makes column c non-finite in the rows that
+ * see j, as NaN does; finite inputs whose scores leave the fp32 range are undefined in their own
+ * rows only (double on the CPU, fp32 on GPUs), never in another row. */
+static void infinities(portattn_backend_t be, portattn_dtype_t dt, int qs, int kj, int diag, uint64_t *rng)
+{
+    static buf clean, x;
+    static int expect[SMAX][H];
+    const char *dn = pa_dtype_name(dt);
+    const int g = H / HKV, vc = 11, cpu = be == PORTATTN_BACKEND_CPU;
+    SOFTCAP = 5.0f;
+    if (clean_run(be, dt, &clean, rng, "softcap ")) {
+        for (int pass = 0; pass < 2; pass++) { /* +inf, then NaN, in query row qs of head 1 */
+            x = clean;
+            x.q[(qs * H + 1) * D + 3] = pass ? NAN : INFINITY;
+            for (int s = 0; s < SQ; s++)
+                for (int h = 0; h < H; h++)
+                    expect[s][h] = s != qs || h != 1 ? ROW_CLEAN : qs + diag < 0 ? ROW_ZERO : pass ? ROW_NAN : ROW_ANY;
+            if (run(be, dt, &x)) failures++, printf("FAIL run\n");
+            else {
+                check(pass ? "softcap: NaN in a query row -> that row NaN" : "softcap: +inf in a query row, other rows",
+                      dn, &clean, &x, expect, 0);
+                if (!pass) check_capped_row(dn, &x, &x, qs, diag);
+            }
+        }
+        x = clean; /* -inf and +inf in key kj of KV head 0: scores +-softcap, finite rows */
+        x.k[(kj * HKV + 0) * D + 9] = INFINITY, x.k[(kj * HKV + 0) * D + 10] = INFINITY;
+        for (int i = 0; i < SQ * H; i++) x.q[i * D + 10] = x.q[i * D + 9]; /* +inf x q9 + inf x q10: never inf - inf */
+        buf base = clean;
+        for (int i = 0; i < NQ; i++) base.q[i] = x.q[i];
+        if (!run(be, dt, &base) && !run(be, dt, &x)) {
+            for (int s = 0; s < SQ; s++)
+                for (int h = 0; h < H; h++)
+                    expect[s][h] = kj <= s + diag && h / g == 0 ? (x.q[(s * H + h) * D + 9] == 0 ? ROW_NAN : ROW_FINITE) : ROW_CLEAN;
+            check("softcap: +-inf scores from an inf key -> finite", dn, &base, &x, expect, 0);
+        } else failures++, printf("FAIL run\n");
+    }
+    SOFTCAP = 0;
+    if (!clean_run(be, dt, &clean, rng, "inf ")) return;
+    x = clean; /* +inf in key kj of KV head 0: rows with q > 0 there score +inf (NaN), q < 0 -inf (key dropped) */
+    x.k[(kj * HKV + 0) * D + 9] = INFINITY;
+    for (int s = 0; s < SQ; s++)
+        for (int h = 0; h < H; h++) {
+            const float qd = x.q[(s * H + h) * D + 9];
+            expect[s][h] = kj > s + diag || h / g != 0 ? ROW_CLEAN : qd > 0 || qd == 0 ? ROW_NAN : ROW_FINITE;
+        }
+    if (run(be, dt, &x)) failures++, printf("FAIL run\n");
+    else check("+inf in one key -> NaN (+inf score) or finite", dn, &clean, &x, expect, 0);
+    x = clean; /* +inf in V[kj][vc] of KV head 1 */
+    x.v[(kj * HKV + 1) * D + vc] = INFINITY;
+    for (int s = 0; s < SQ; s++)
+        for (int h = 0; h < H; h++)
+            expect[s][h] = h / g != 1 ? ROW_CLEAN : kj <= s + diag ? ROW_COLUMN : s + diag < 0 ? ROW_ZERO
+                         : cpu ? ROW_CLEAN : ROW_COLUMN_MAYBE;
+    NONFINITE = 1;
+    if (run(be, dt, &x)) failures++, printf("FAIL run\n");
+    else check("+inf in one V element -> that column non-finite", dn, &clean, &x, expect, vc);
+    NONFINITE = 0;
+    if (dt == PORTATTN_DTYPE_F16) return; /* 3e38 is +inf in f16: the case above */
+    x = clean; /* scores past the fp32 range in query row qs of head 2: undefined there only */
+    for (int d = 0; d < D; d++) x.q[(qs * H + 2) * D + d] = 3e38f;
+    for (int s = 0; s < SQ; s++)
+        for (int h = 0; h < H; h++) expect[s][h] = s == qs && h == 2 ? ROW_ANY : ROW_CLEAN;
+    if (run(be, dt, &x)) failures++, printf("FAIL run\n");
+    else check("scores past fp32 -> that row only", dn, &clean, &x, expect, 0);
+}
+
 int main(int argc, char **argv)
 {
     int ok = 0;
@@ -138,11 +247,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s <backend>\n", argv[0]);
         return 2;
     }
-    char why[256];
-    if (!info.available || !dm_available(dm_kind_of(be), why, sizeof why)) {
-        printf("SKIP %s: %s\n", argv[1], info.available ? why : info.detail);
-        return 77;
-    }
+    const int present = test_backend_present(be);
+    if (present) return present;
     const int cpu = be == PORTATTN_BACKEND_CPU;
     uint64_t rng = test_seed();
     static buf clean, x;
@@ -205,6 +311,7 @@ int main(int argc, char **argv)
             for (int h = 0; h < H; h++) expect[s][h] = h / g == 0 ? ROW_ZERO : ROW_CLEAN;
         if (run(be, dt, &x)) failures++, printf("FAIL run\n");
         else check("all scores -inf -> O = 0, LSE = -inf", dn, &base, &x, expect, 0);
+        infinities(be, dt, qs, kj, diag, &rng);
     }
     /* varlen: NaN and inf in every K, V and Q element of the second sequence leave the first one's rows
      * bitwise as they were (a kernel whose key tiles reach past a sequence's end must not let the next

@@ -1,6 +1,7 @@
 /* Checks the oracle itself: the CPU backend against an independent, deliberately plain double
- * implementation (full score matrix, per-key mask predicate), against closed-form answers, and
- * the fp16/bf16 conversions it rests on. */
+ * implementation (full score matrix, per-key mask predicate), dense here and, through naive_ref.c,
+ * with varlen, seqused_k, page tables and appends; against closed-form answers; and the fp16/bf16
+ * conversions it rests on. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,8 @@
 
 #include "half.h"
 #include "harness.h"
+#include "naive_ref.h"
+#include "problem.h"
 
 static int failures, checks;
 
@@ -104,6 +107,146 @@ static void compare_with_naive(const char *name, shape s, uint64_t *rng)
     free(q), free(k), free(v), free(o), free(lse), free(ro), free(rl);
 }
 
+/* A KV-cache or varlen call, built at random and checked against naive_ref.c. */
+typedef struct kvcase {
+    const char *name;
+    portattn_dtype_t dt;
+    int64_t b, sq, sk, hq, hkv, dqk, dv, wl, wr;
+    int causal;
+    float softcap;
+    int varlen;        /* random packed lengths, some empty */
+    int used;          /* seqused_k: random cache lengths (some 0) */
+    int64_t page;      /* page size of a shuffled pool (0 = contiguous) */
+    int64_t append;    /* tokens appended per sequence */
+    int interleaved;   /* K and V in one [n, s, Hkv, 2, D] buffer */
+} kvcase;
+
+static void fill(portattn_dtype_t dt, void *buf, int64_t n, uint64_t *rng)
+{
+    for (int64_t i = 0; i < n; i++) pa_store_elem(dt, buf, i, (float)(urand(rng) + 0.001));
+}
+
+/* Element offset of (key j of sequence b, head h) in the cache t: contiguous or through the table. */
+static int64_t cache_row(const portattn_fwd_params_t *p, const portattn_tensor_t *t, int64_t b, int64_t j, int64_t h)
+{
+    int64_t n = b, r = j;
+    if (p->block_table) n = p->block_table[b * p->block_table_stride + j / p->page_size], r = j % p->page_size;
+    return n * t->stride[0] + r * t->stride[1] + h * t->stride[2];
+}
+
+static void check_kv(kvcase c, uint64_t *rng)
+{
+    const int64_t es = pa_dtype_size(c.dt), pad = 3;
+    static int32_t cuq[16], cuk[16], su[16], bt[16 * 64];
+    portattn_fwd_params_t p;
+    portattn_fwd_params_init(&p);
+    p.dtype = c.dt, p.backend = PORTATTN_BACKEND_CPU, p.batch = c.b, p.heads_q = c.hq, p.heads_kv = c.hkv;
+    p.head_dim_qk = c.dqk, p.head_dim_v = c.dv, p.causal = c.causal, p.window_left = c.wl, p.window_right = c.wr;
+    p.softcap = c.softcap, p.seqlen_q = c.sq, p.seqlen_k = c.sk;
+    if (c.varlen) {
+        cuq[0] = cuk[0] = 0;
+        for (int64_t b = 0; b < c.b; b++) { /* sequence 1 is empty on both sides */
+            cuq[b + 1] = cuq[b] + (b == 1 ? 0 : (int32_t)((urand(rng) + 1) * 0.5 * (double)(c.sq + 1)) % (int32_t)(c.sq + 1));
+            cuk[b + 1] = cuk[b] + (b == 1 ? 0 : (int32_t)((urand(rng) + 1) * 0.5 * (double)(c.sk + 1)) % (int32_t)(c.sk + 1));
+        }
+        p.cu_seqlens_q = cuq, p.cu_seqlens_k = cuk, p.seqlen_q = cuq[c.b] + 2, p.seqlen_k = cuk[c.b] + 1;
+    }
+    const int64_t nb = c.varlen ? 1 : c.b, pages_per_seq = c.page ? (c.sk + c.page - 1) / c.page : 0;
+    const int64_t kv_n = c.page ? c.b * pages_per_seq + 2 : nb, kv_s = c.page ? c.page : p.seqlen_k;
+    if (c.used || c.append) {
+        for (int64_t b = 0; b < c.b; b++)
+            su[b] = b == 0 ? 0 : (int32_t)((urand(rng) + 1) * 0.5 * (double)(c.sk - c.append + 1)) % (int32_t)(c.sk - c.append + 1);
+        p.seqused_k = su;
+    }
+    if (c.page) { /* a shuffled pool: sequence b's page g is a random page, no two alike */
+        for (int64_t i = 0; i < kv_n; i++) bt[i] = (int32_t)i;
+        for (int64_t i = kv_n - 1; i > 0; i--) {
+            int64_t j = (int64_t)((urand(rng) + 1) * 0.5 * (double)(i + 1)) % (i + 1);
+            int32_t t = bt[i]; bt[i] = bt[j]; bt[j] = t;
+        }
+        p.block_table = bt, p.block_table_stride = pages_per_seq, p.page_size = c.page, p.num_pages = kv_n;
+    }
+    /* Q, O padded in D; K, V padded or interleaved */
+    const int64_t dq = c.dqk + pad, dvp = c.dv + pad, nq = nb * p.seqlen_q * c.hq;
+    void *q = malloc((size_t)(nq * dq * es)), *o = malloc((size_t)(nq * dvp * es));
+    float *lse = malloc(sizeof(float) * (size_t)(nq + 1));
+    p.q = (portattn_tensor_t){q, {p.seqlen_q * c.hq * dq, c.hq * dq, dq, 1}};
+    p.o = (portattn_tensor_t){o, {p.seqlen_q * c.hq * dvp, c.hq * dvp, dvp, 1}};
+    p.lse = lse, p.lse_stride[0] = c.hq * p.seqlen_q, p.lse_stride[1] = p.seqlen_q, p.lse_stride[2] = 1;
+    const int64_t krow = c.interleaved ? 2 * c.dqk : dq, vrow = c.interleaved ? 2 * c.dv : dvp;
+    const int64_t kelems = kv_n * kv_s * c.hkv * krow, velems = c.interleaved ? 0 : kv_n * kv_s * c.hkv * vrow;
+    unsigned char *kv = malloc((size_t)((kelems + velems) * es)), *snap = malloc((size_t)((kelems + velems) * es));
+    p.k = (portattn_tensor_t){kv, {kv_s * c.hkv * krow, c.hkv * krow, krow, 1}};
+    p.v = (portattn_tensor_t){kv + (c.interleaved ? c.dqk : kelems) * es, {kv_s * c.hkv * vrow, c.hkv * vrow, vrow, 1}};
+    void *kn = NULL, *vn = NULL;
+    const int64_t nnew = c.b * c.append * c.hkv;
+    if (c.append) {
+        kn = malloc((size_t)(nnew * c.dqk * es)), vn = malloc((size_t)(nnew * c.dv * es));
+        p.k_new = portattn_tensor_bshd(kn, c.append, c.hkv, c.dqk), p.v_new = portattn_tensor_bshd(vn, c.append, c.hkv, c.dv);
+        p.seqlen_new = c.append;
+        fill(c.dt, kn, nnew * c.dqk, rng), fill(c.dt, vn, nnew * c.dv, rng);
+    }
+    fill(c.dt, q, nq * dq, rng), fill(c.dt, kv, kelems + velems, rng);
+    memset(o, 0xff, (size_t)(nq * dvp * es)), memset(lse, 0xff, sizeof(float) * (size_t)(nq + 1));
+    memcpy(snap, kv, (size_t)((kelems + velems) * es));
+    const int64_t rows = naive_rows(&p) * c.hq;
+    double *ro = malloc(sizeof(double) * (size_t)(rows * c.dv + 1)), *rl = malloc(sizeof(double) * (size_t)(rows + 1));
+    CHECK(naive_forward(&p, ro, rl) == 0, "%s: reference out of memory", c.name);
+    portattn_status_t st = portattn_forward(&p, NULL);
+    CHECK(st == PORTATTN_SUCCESS, "%s: %s", c.name, portattn_last_error());
+    long bad = st ? -1 : naive_compare(c.name, &p, ro, rl);
+    CHECK(bad == 0, "%s: %ld elements differ from the reference", c.name, bad);
+    /* the cache afterwards: the snapshot with exactly the appended rows written */
+    for (int64_t b = 0; b < c.b && c.append; b++)
+        for (int64_t i = 0; i < c.append; i++)
+            for (int64_t h = 0; h < c.hkv; h++) {
+                const int64_t ko = cache_row(&p, &p.k, b, su[b] + i, h), vo = cache_row(&p, &p.v, b, su[b] + i, h);
+                const int64_t vbase = c.interleaved ? c.dqk : kelems;
+                memcpy(snap + ko * es, (unsigned char *)kn + ((b * c.append + i) * c.hkv + h) * c.dqk * es, (size_t)(c.dqk * es));
+                memcpy(snap + (vbase + vo) * es, (unsigned char *)vn + ((b * c.append + i) * c.hkv + h) * c.dv * es,
+                       (size_t)(c.dv * es));
+            }
+    CHECK(memcmp(snap, kv, (size_t)((kelems + velems) * es)) == 0, "%s: the cache differs from the expected append", c.name);
+    printf("%-4s oracle vs naive %-34s %s\n", bad == 0 && !st ? "ok" : "FAIL", c.name, pa_dtype_name(c.dt));
+    free(q), free(o), free(lse), free(kv), free(snap), free(kn), free(vn), free(ro), free(rl);
+}
+
+/* A 3-key decode in a cache of 2^40 keys' capacity (pages of 2^20 keys): the CPU backend must size
+ * its scratch by the keys a row sees, not the capacity, and append only once it cannot fail. */
+static void huge_capacity(uint64_t *rng)
+{
+    enum { HQ = 2, DD = 4, PAGE = 1 << 20 };
+    const int64_t cap = (int64_t)1 << 40, pages = cap / PAGE;
+    float *pool = malloc(sizeof(float) * 2 * PAGE * DD), q[HQ * DD], o[HQ * DD], lse[HQ], kn[DD], vn[DD];
+    int32_t *table = calloc((size_t)pages, sizeof(int32_t)), used = 2;
+    if (!pool || !table) {
+        CHECK(0, "huge_capacity: out of host memory");
+        free(pool), free(table);
+        return;
+    }
+    for (int i = 0; i < 2 * DD * 2; i++) pool[i] = (float)urand(rng); /* keys 0, 1 of the interleaved K/V page */
+    for (int i = 0; i < HQ * DD; i++) q[i] = (float)urand(rng), o[i] = NAN;
+    for (int i = 0; i < DD; i++) kn[i] = (float)urand(rng), vn[i] = (float)urand(rng);
+    portattn_fwd_params_t p;
+    portattn_fwd_params_init(&p);
+    p.dtype = PORTATTN_DTYPE_F32, p.backend = PORTATTN_BACKEND_CPU, p.batch = 1, p.seqlen_q = 1, p.seqlen_k = cap;
+    p.heads_q = HQ, p.heads_kv = 1, p.head_dim_qk = p.head_dim_v = DD;
+    p.q = portattn_tensor_bshd(q, 1, HQ, DD), p.o = portattn_tensor_bshd(o, 1, HQ, DD);
+    p.k = (portattn_tensor_t){pool, {PAGE * 2 * DD, 2 * DD, DD, 1}};
+    p.v = (portattn_tensor_t){pool + DD, {PAGE * 2 * DD, 2 * DD, DD, 1}};
+    p.lse = lse, p.lse_stride[1] = 1;
+    p.block_table = table, p.block_table_stride = pages, p.page_size = PAGE, p.num_pages = 1, p.seqused_k = &used;
+    p.k_new = portattn_tensor_bshd(kn, 1, 1, DD), p.v_new = portattn_tensor_bshd(vn, 1, 1, DD), p.seqlen_new = 1;
+    double ro[HQ * DD], rl[HQ];
+    CHECK(naive_forward(&p, ro, rl) == 0, "huge_capacity: reference out of memory");
+    portattn_status_t st = portattn_forward(&p, NULL);
+    CHECK(st == PORTATTN_SUCCESS, "huge_capacity: 3 keys in a 2^40-key cache: %s: %s", portattn_status_string(st),
+          portattn_last_error());
+    CHECK(!st && naive_compare("huge_capacity", &p, ro, rl) == 0, "huge_capacity: O/LSE differ from the reference");
+    printf("%-4s decode of 3 keys in a 2^40-key paged cache\n", st ? "FAIL" : "ok");
+    free(pool), free(table);
+}
+
 static void closed_forms(uint64_t *rng)
 {
     /* One key: O is V exactly, LSE is the scaled score. */
@@ -120,6 +263,18 @@ static void closed_forms(uint64_t *rng)
     CHECK(cpu(&u, uq, uk, uv, uo, ul) == PORTATTN_SUCCESS, "uniform: %s", portattn_last_error());
     CHECK(fabsf(uo[0] - 3.0f) < 1e-6f, "uniform: O = %g, expected 3", uo[0]);
     CHECK(fabs(ul[0] - (-1.5 + log(4.0))) < 1e-6, "uniform: LSE = %g, expected %g", ul[0], -1.5 + log(4.0));
+
+    /* Products in double: q = k0 = 1 + 2^-12 in all 64 dims, k1 = 1. Each q*k0 is 1 + 2^-11 + 2^-24, which
+     * float would round to 1 + 2^-11, so the score gap is 2^-6 + 2^-18 (2^-6 in float products); at
+     * scale -64 that moves O = 2p - 1 (p the weight of key 0, V = +-1) by about 1e-4. */
+    {
+        shape e = {1, 1, 2, 1, 1, 64, 1, -1, -1, 0, 0, 0, -64.0f};
+        float eq[64], ek[128], ev[2] = {1, -1}, eo[1], el[1];
+        for (int i = 0; i < 64; i++) eq[i] = ek[i] = 1.0f + 1.0f / 4096, ek[64 + i] = 1.0f;
+        CHECK(cpu(&e, eq, ek, ev, eo, el) == PORTATTN_SUCCESS, "products: %s", portattn_last_error());
+        const double gap = -64.0 * (1.0 / 64 + 1.0 / (1 << 18)), want = 2.0 / (1.0 + exp(-gap)) - 1.0;
+        CHECK(fabs(eo[0] - want) < 1e-6, "products in double: O = %.9g, expected %.9g", eo[0], want);
+    }
 
     /* Causal with Sq > Sk: the first Sq - Sk rows see no key: O = 0, LSE = -inf. */
     shape c = {1, 4, 2, 1, 1, 2, 2, -1, -1, 1, 0, 0, 0};
@@ -163,6 +318,16 @@ int main(void)
     compare_with_naive("window_left_causal", (shape){1, 40, 50, 3, 1, 8, 8, 7, -1, 1, 0, 0, 0}, &rng);
     compare_with_naive("softcap_scale", (shape){1, 20, 20, 2, 2, 8, 8, -1, -1, 0, 0, 2.0f, 3.0f}, &rng);
     compare_with_naive("dqk_ne_dv", (shape){1, 9, 11, 8, 2, 24, 5, -1, 4, 0, 0, 0, 0}, &rng);
+    /*        name                         dtype                b  sq  sk  hq hkv dqk dv  wl  wr causal softcap varlen used page append interleaved */
+    check_kv((kvcase){"varlen_window_gqa",   PORTATTN_DTYPE_F32,  4, 13, 17, 4, 2, 16, 16, 5, 2, 0, 0, 1, 0, 0, 0, 0}, &rng);
+    check_kv((kvcase){"varlen_causal_softcap", PORTATTN_DTYPE_BF16, 3, 9, 21, 2, 1, 8, 12, -1, -1, 1, 3.0f, 1, 0, 0, 0, 0}, &rng);
+    check_kv((kvcase){"seqused_k",           PORTATTN_DTYPE_F16,  3, 3, 40, 4, 1, 16, 16, -1, -1, 1, 0, 0, 1, 0, 0, 0}, &rng);
+    check_kv((kvcase){"paged4_seqused_window", PORTATTN_DTYPE_BF16, 3, 2, 30, 4, 2, 8, 8, 6, -1, 0, 0, 0, 1, 4, 0, 0}, &rng);
+    check_kv((kvcase){"paged8_no_seqused",   PORTATTN_DTYPE_F32,  2, 5, 29, 2, 2, 8, 4, -1, -1, 1, 0, 0, 0, 8, 0, 0}, &rng);
+    check_kv((kvcase){"append_contiguous",   PORTATTN_DTYPE_F32,  3, 2, 24, 4, 2, 8, 8, -1, -1, 1, 0, 0, 1, 0, 3, 0}, &rng);
+    check_kv((kvcase){"append_paged4_interleaved", PORTATTN_DTYPE_BF16, 3, 4, 32, 4, 1, 8, 8, -1, -1, 1, 0, 0, 1, 4, 4, 1}, &rng);
+    check_kv((kvcase){"append_paged16_interleaved", PORTATTN_DTYPE_F16, 2, 1, 40, 2, 2, 16, 16, -1, -1, 0, 0, 0, 1, 16, 1, 1}, &rng);
+    huge_capacity(&rng);
     closed_forms(&rng);
     conversions();
     printf("%d passed, %d failed\n", checks - failures, failures);

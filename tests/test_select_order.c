@@ -1,7 +1,7 @@
 /* The selector's preference order and its forced-only rule, on the CPU: common/registry.c built
  * with every CUDA backend compiled in, over stub backends that are all available and all claim the
  * call. AUTO must pick cuda-sm90 (the first backend that is not forced-only) and say why it passed
- * cuda-sm100; cuda-sm100 must run when forced by params->backend or by PORTATTN_BACKEND, and only
+ * cuda-sm100, and cuda-sm80 when cuda-sm90 declines; cuda-sm100 must run when forced by params->backend or by PORTATTN_BACKEND, and only
  * then. Needs no GPU and no CUDA toolkit. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -15,10 +15,12 @@ static int failures, checks;
 
 static portattn_backend_t ran; /* the backend whose run() was called last */
 
+static portattn_backend_t declining; /* the stub whose supports() refuses (AUTO: none) */
+
 static int stub_probe(char *detail, size_t len) { return snprintf(detail, len, "stub"), 1; }
-static int stub_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+static int stub_supports(portattn_backend_t id, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
-    (void)pb, (void)why, (void)why_len;
+    if (id == declining) return snprintf(why, why_len, "declines (stub)"), 0;
     if (kernel && kernel_len) snprintf(kernel, kernel_len, "stub");
     return 1;
 }
@@ -29,7 +31,12 @@ static int stub_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
         ran = id;                                                                                                \
         return PORTATTN_SUCCESS;                                                                                 \
     }                                                                                                            \
-    const pa_backend var = {id, name, stub_probe, stub_supports, run_##var, NULL};
+    static int supports_##var(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len) \
+    {                                                                                                            \
+        (void)pb;                                                                                                \
+        return stub_supports(id, kernel, kernel_len, why, why_len);                                              \
+    }                                                                                                            \
+    const pa_backend var = {id, name, stub_probe, supports_##var, run_##var, NULL};
 STUB(pa_backend_cuda_sm100, PORTATTN_BACKEND_CUDA_SM100, "cuda-sm100")
 STUB(pa_backend_cuda_sm90, PORTATTN_BACKEND_CUDA_SM90, "cuda-sm90")
 STUB(pa_backend_cuda_sm80, PORTATTN_BACKEND_CUDA_SM80, "cuda-sm80")
@@ -60,11 +67,6 @@ int main(void)
     portattn_selection_t sel;
     unsetenv("PORTATTN_BACKEND");
 
-    for (int id = 1; id < PORTATTN_BACKEND_COUNT_; id++)
-        CHECK(pa_backend_forced_only((portattn_backend_t)id) == (id == PORTATTN_BACKEND_CUDA_SM100),
-              "forced_only(%s)", portattn_backend_name((portattn_backend_t)id));
-    CHECK(PORTATTN_BACKEND_CUDA_SM100 < PORTATTN_BACKEND_CUDA_SM90, "cuda-sm100 first in the enum order: the rule matters");
-
     portattn_status_t st = portattn_forward_query(&p, &sel);
     printf("auto -> %s (skipped: %s)\n", sel.backend_name, sel.reason);
     CHECK(st == PORTATTN_SUCCESS && sel.backend == PORTATTN_BACKEND_CUDA_SM90, "auto picked %s", sel.backend_name);
@@ -72,6 +74,14 @@ int main(void)
     ran = PORTATTN_BACKEND_AUTO;
     CHECK(portattn_forward(&p, NULL) == PORTATTN_SUCCESS && ran == PORTATTN_BACKEND_CUDA_SM90, "auto ran %s",
           portattn_backend_name(ran));
+
+    /* with cuda-sm90 declining, AUTO moves on down the order, never back to the forced-only cuda-sm100 */
+    declining = PORTATTN_BACKEND_CUDA_SM90;
+    st = portattn_forward_query(&p, &sel);
+    printf("auto, cuda-sm90 declining -> %s (skipped: %s)\n", sel.backend_name, sel.reason);
+    CHECK(st == PORTATTN_SUCCESS && sel.backend == PORTATTN_BACKEND_CUDA_SM80, "auto picked %s", sel.backend_name);
+    CHECK(strstr(sel.reason, "cuda-sm90: declines") != NULL, "reason '%s'", sel.reason);
+    declining = PORTATTN_BACKEND_AUTO;
 
     p.backend = PORTATTN_BACKEND_CUDA_SM100;
     st = portattn_forward_query(&p, &sel);

@@ -174,18 +174,30 @@ __global__ void __launch_bounds__(GEN_THREADS, 2) gen_fwd(const pa_problem pb, f
     }
 }
 
+static size_t gen_smem(const pa_problem *pb)
+{
+    return sizeof(float) * GEN_SMEM_FLOATS((size_t)pb->p.head_dim_qk, (size_t)pb->p.head_dim_v);
+}
+
+/* The shared-memory opt-in a large head dim needs: done before the append, so that its failure
+ * leaves the cache as it was. */
+template <typename T>
+static portattn_status_t gen_smem_limit(const pa_problem *pb, char *err, size_t err_len)
+{
+    if (gen_smem(pb) <= 48 * 1024) return PORTATTN_SUCCESS;
+    cudaError_t e = cudaFuncSetAttribute(gen_fwd<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)GEN_SMEM_MAX_BYTES);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return pa_cuda_status(e, "cuda-generic: raising the shared memory limit", err, err_len);
+    }
+    return PORTATTN_SUCCESS;
+}
+
 template <typename T>
 static portattn_status_t gen_launch(const pa_problem *pb, cudaStream_t stream, char *err, size_t err_len)
 {
-    const size_t smem = sizeof(float) * GEN_SMEM_FLOATS((size_t)pb->p.head_dim_qk, (size_t)pb->p.head_dim_v);
+    const size_t smem = gen_smem(pb);
     cudaError_t e;
-    if (smem > 48 * 1024) {
-        e = cudaFuncSetAttribute(gen_fwd<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)GEN_SMEM_MAX_BYTES);
-        if (e != cudaSuccess) {
-            (void)cudaGetLastError();
-            return pa_cuda_status(e, "cuda-generic: raising the shared memory limit", err, err_len);
-        }
-    }
     const int64_t row_blocks = (pb->max_seqlen_q + GEN_ROWS - 1) / GEN_ROWS;
     const dim3 grid((unsigned)(row_blocks < INT_MAX ? row_blocks : INT_MAX),
                     (unsigned)(pb->p.heads_q < 65535 ? pb->p.heads_q : 65535),
@@ -212,16 +224,23 @@ extern "C" portattn_status_t pa_cuda_generic_launch(const pa_problem *pb, void *
     if (p->heads_q > INT32_MAX)
         return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-generic: heads_q %lld over 2^31-1",
                       (long long)p->heads_q);
-    /* Append first, on the same stream: the attention below must see the new keys. */
-    portattn_status_t ast = pa_cuda_append(pb, stream, err, err_len);
+    /* Every refusal before the append (a failed call leaves the cache as it was), then the append on
+     * the same stream: the attention below must see the new keys. */
+    portattn_status_t ast;
+    switch (p->dtype) {
+    case PORTATTN_DTYPE_F16: ast = gen_smem_limit<__half>(pb, err, err_len); break;
+    case PORTATTN_DTYPE_BF16: ast = gen_smem_limit<__nv_bfloat16>(pb, err, err_len); break;
+    case PORTATTN_DTYPE_F32: ast = gen_smem_limit<float>(pb, err, err_len); break;
+    default:
+        return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-generic: dtype %d not supported", (int)p->dtype);
+    }
+    if (ast == PORTATTN_SUCCESS) ast = pa_cuda_append(pb, stream, err, err_len);
     if (ast != PORTATTN_SUCCESS) return ast;
     if (p->batch <= 0 || pb->max_seqlen_q <= 0 || p->heads_q <= 0) return PORTATTN_SUCCESS; /* nothing to do */
     cudaStream_t st = (cudaStream_t)stream;
     switch (p->dtype) {
     case PORTATTN_DTYPE_F16: return gen_launch<__half>(pb, st, err, err_len);
     case PORTATTN_DTYPE_BF16: return gen_launch<__nv_bfloat16>(pb, st, err, err_len);
-    case PORTATTN_DTYPE_F32: return gen_launch<float>(pb, st, err, err_len);
-    default:
-        return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-generic: dtype %d not supported", (int)p->dtype);
+    default: return gen_launch<float>(pb, st, err, err_len);
     }
 }

@@ -1,0 +1,54 @@
+/* The pinned lists (coverage.h), from what the README and each backend's supports() claim. The
+ * CPU backend and cuda-generic decline nothing. The others decline every f32 case and, in f16 and
+ * bf16, the cases listed. */
+#include "coverage.h"
+
+#include <string.h>
+
+/* KV cache and paged K/V: cuda-sm80 takes them (split-KV decode kernel), the tiled prefill kernels not. */
+#define KV_CACHE_CASES                                                                                       \
+    "kvcache_used_decode", "paged16_decode_gqa4", "paged64_sq16_causal_mqa", "paged256_window",                \
+        "decode_append1_paged16_gqa8", "decode_sq4_append4_paged64_causal", "decode_mqa_sq16_append16_paged256", \
+        "decode_gqa4_d256_used", "decode_split_long_gqa4", "decode_split_paged64_window_softcap",               \
+        "decode_sq8_gqa4_bhsd_paged32", "decode_padded_append3_nolse", "decode_splits7_negscale",                \
+        "decode_splits128_short", "decode_nosplit_long"
+
+/* head dims without an instance in any tiled kernel (64/128/256 everywhere, 96 on cuda-sm80), Dqk != Dv,
+ * and a non-unit innermost stride */
+#define ODD_SHAPE_CASES "d32", "d80", "d160", "d192_v128", "d59_v37_odd", "layout_strided_d"
+
+static const char *const none[] = {NULL};
+static const char *const sm80[] = {ODD_SHAPE_CASES, NULL};
+/* cuda-sm90 and cuda-sm100: no decode shapes (16 query tokens or fewer), no KV cache, no d96 */
+static const char *const sm90[] = {ODD_SHAPE_CASES, "d96", "single", "sq7_sk17", "sk0_masked", KV_CACHE_CASES, NULL};
+static const char *const sm100[] = {ODD_SHAPE_CASES, "d96", "single", "sq7_sk17", "sk0_masked", KV_CACHE_CASES,
+                                    "d256", "d256_causal", "varlen_softcap_d256", NULL};
+static const char *const hip[] = {ODD_SHAPE_CASES, "d96", KV_CACHE_CASES, NULL};
+
+/* The backward (cpu and cuda-generic): every case but the KV-cache ones, which have no backward. */
+static const char *const bwd[] = {KV_CACHE_CASES, NULL};
+
+int coverage_expects_decline(portattn_backend_t backend, const char *name, portattn_dtype_t dtype, int backward)
+{
+    const char *const *list;
+    if (backward) {
+        if (backend != PORTATTN_BACKEND_CPU && backend != PORTATTN_BACKEND_CUDA_GENERIC) return -1;
+        for (list = bwd; *list; list++)
+            if (!strcmp(*list, name)) return 1;
+        return 0;
+    }
+    switch (backend) {
+    case PORTATTN_BACKEND_CPU:
+    case PORTATTN_BACKEND_CUDA_GENERIC: list = none; break;
+    case PORTATTN_BACKEND_CUDA_SM80: list = sm80; break;
+    case PORTATTN_BACKEND_CUDA_SM90: list = sm90; break;
+    case PORTATTN_BACKEND_CUDA_SM100: list = sm100; break;
+    case PORTATTN_BACKEND_HIP_CDNA:
+    case PORTATTN_BACKEND_HIP_RDNA3: list = hip; break;
+    default: return -1;
+    }
+    if (list != none && dtype == PORTATTN_DTYPE_F32) return 1;
+    for (; *list; list++)
+        if (!strcmp(*list, name)) return 1;
+    return 0;
+}
