@@ -30,7 +30,9 @@
  * 2^-14 to zero, which would drop every weight more than 9.7 nats under the row max from O but not
  * from the sum (an attention sink over a long tail); shifted, weights down to 2^-29 (20 nats) stay
  * normal. A power of two, so the shift itself rounds nothing (one v_mul_f32 a score). */
+#ifndef PA_CDNA_P_LOG2 /* tests/hip_sim/test_hip_cdna_flush_sim.cpp builds the kernel without it (0) */
 #define PA_CDNA_P_LOG2 15
+#endif
 
 /* The kernel body; pa_cdna_fwd (below) and the hipcc entry points of cdna_fwd.hip wrap it. Scores use
  * DQK head-dim elements; the output is columns C0 .. C0 + DV - 1 of V and O (d256 runs as two
