@@ -10,6 +10,10 @@ set(PORTATTN_HAVE_HIP OFF)
 set(PORTATTN_HIP_CDNA_ARCHS "gfx90a;gfx942" CACHE STRING
     "gfx targets of the hip-cdna code objects (gfx90a: MI200; gfx942: MI300X/MI300A/MI325X, needs clang 17+)")
 set(PORTATTN_HIP_RDNA3_ARCHS "gfx1100" CACHE STRING "gfx targets of the hip-rdna3 code objects (empty: none)")
+if(PORTATTN_HIP_CDNA_ARCHS STREQUAL "gfx90a;gfx940") # the former default, kept in older build folders' caches
+  message(STATUS "portattn: PORTATTN_HIP_CDNA_ARCHS gfx90a;gfx940 (the former default) becomes gfx90a;gfx942")
+  set_property(CACHE PORTATTN_HIP_CDNA_ARCHS PROPERTY VALUE "gfx90a;gfx942")
+endif()
 
 # portattn_hip_probe(<out-var> <arch> <compiler and flags...>): can this command build <arch> device
 # code with the HIP headers and device libraries?
