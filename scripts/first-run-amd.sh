@@ -7,8 +7,9 @@
 #      that all AMD T3 results rest on;
 #   3. the whole CTest suite, here on the GPU (test_cases/test_numerics/test_concurrency hip-cdna or
 #      hip-rdna3 run for real instead of skipping);
-#   4. portattn-bench's prefill sweep on the AMD backend, and python/compare_sdpa.py beside PyTorch
-#      SDPA when a ROCm PyTorch is installed (the vendor's attention: CK flash attention / AOTriton);
+#   4. portattn-bench's prefill sweep on the AMD backend, and the peer harness (tools/peer_bench.py)
+#      beside PyTorch SDPA when a ROCm PyTorch is installed (the vendor's attention: CK flash attention
+#      or AOTriton);
 #   5. OUT/summary.md: GPU, commit, probe verdicts, suite counts, where the logs and JSON are.
 # Exit 77 (nothing built or run) where there is no AMD GPU; else 0 when the probes and the suite pass.
 # usage: scripts/first-run-amd.sh [OUT_DIR]   (default results/first-run-amd-<host>-<date>)
@@ -31,6 +32,9 @@ case $arch in
   *) echo "$arch: portattn has no AMD kernel for it (CDNA gfx9 or RDNA3 gfx11); building the rest"; family=(); be="" ;;
 esac
 step() { echo "== $1"; echo "== $1" >> "$out/steps.log"; }
+# the peer harness: tools/peer_bench.py (python/compare_sdpa.py in older trees)
+peers=$root/tools/peer_bench.py
+[ -f "$peers" ] || peers=$root/python/compare_sdpa.py
 
 step "build"
 bash "$root/scripts/deps.sh" > "$out/deps.log" 2>&1
@@ -53,10 +57,10 @@ if [ -n "$be" ]; then
     > "$out/bench.log" 2>&1 || echo "portattn-bench failed (bench.log)"
   if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() and torch.version.hip else 1)' 2>/dev/null; then
     step "PyTorch SDPA on ROCm beside portattn"
-    PORTATTN_LIBRARY=$build python3 "$root/python/compare_sdpa.py" --json "$out/compare_sdpa.json" \
-      > "$out/compare_sdpa.log" 2>&1 || echo "compare_sdpa.py reported a failure (compare_sdpa.log)"
+    PORTATTN_LIBRARY=$build python3 "$peers" --json "$out/peers.json" \
+      > "$out/peers.log" 2>&1 || echo "the peer harness reported a failure (peers.log)"
   else
-    echo "no ROCm PyTorch: the vendor comparison is not run" | tee "$out/compare_sdpa.log"
+    echo "no ROCm PyTorch: the vendor comparison is not run" | tee "$out/peers.log"
   fi
 fi
 
@@ -71,7 +75,7 @@ fi
   echo "## CTest (exit $suite_rc)"
   echo; tail -3 "$out/ctest.log" | sed 's/^/    /'; echo
   echo "Logs: steps.log, configure.log, build.log, probes.txt, ctest.log, bench.log, portattn-bench.json,"
-  echo "compare_sdpa.log/json. Send this folder back: it is the first T2 evidence for $be on $arch."
+  echo "peers.log/json. Send this folder back: it is the first T2 evidence for $be on $arch."
 } > "$out/summary.md"
 echo "wrote $out/summary.md"
 [ "$probe_rc" -eq 0 ] && [ "$suite_rc" -eq 0 ]

@@ -7,9 +7,9 @@
 #      every cuda-sm100 T3 result;
 #   3. the whole CTest suite on the GPU (test_cases/test_numerics/test_concurrency/test_large
 #      cuda-sm100 and the ISA gate's SASS half run for real);
-#   4. portattn-bench's prefill sweep forced to cuda-sm100 and to the automatic choice, and
-#      python/compare_sdpa.py beside PyTorch SDPA's cuDNN and FlashAttention-2 when a CUDA PyTorch is
-#      installed (the vendor's attention);
+#   4. portattn-bench's prefill sweep forced to cuda-sm100 and to the automatic choice, and the peer
+#      harness (tools/peer_bench.py) beside PyTorch SDPA's cuDNN and FlashAttention-2 when a CUDA
+#      PyTorch is installed (the vendor's attention);
 #   5. OUT/summary.md: GPU, driver, commit, probe verdict, suite counts, where the logs and JSON are.
 # Exit 77 (nothing built or run) without a B200/B300; else 0 when the probe and the suite pass.
 # usage: scripts/first-run-blackwell.sh [OUT_DIR]   (default results/first-run-blackwell-<host>-<date>)
@@ -26,6 +26,9 @@ build=$root/build-first-run-blackwell
 mkdir -p "$out" || exit 1
 echo "GPU: $gpu (sm_${cap/./}); results in $out"
 step() { echo "== $1"; echo "== $1" >> "$out/steps.log"; }
+# the peer harness: tools/peer_bench.py (python/compare_sdpa.py in older trees)
+peers=$root/tools/peer_bench.py
+[ -f "$peers" ] || peers=$root/python/compare_sdpa.py
 
 step "build"
 PORTATTN_SKIP_HIP_DEPS=1 bash "$root/scripts/deps.sh" > "$out/deps.log" 2>&1
@@ -50,10 +53,10 @@ step "benchmark (cuda-sm100 forced, then the automatic choice)"
   echo "portattn-bench failed (bench-auto.log)"
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   step "PyTorch SDPA (cuDNN, FlashAttention-2) beside portattn (cuda-sm100 forced)"
-  PORTATTN_LIBRARY=$build python3 "$root/python/compare_sdpa.py" --backend cuda-sm100 --json "$out/compare_sdpa.json" \
-    > "$out/compare_sdpa.log" 2>&1 || echo "compare_sdpa.py reported a failure (compare_sdpa.log)"
+  PORTATTN_LIBRARY=$build python3 "$peers" --backend cuda-sm100 --json "$out/peers.json" \
+    > "$out/peers.log" 2>&1 || echo "the peer harness reported a failure (peers.log)"
 else
-  echo "no CUDA PyTorch: the vendor comparison is not run" | tee "$out/compare_sdpa.log"
+  echo "no CUDA PyTorch: the vendor comparison is not run" | tee "$out/peers.log"
 fi
 
 {
@@ -66,7 +69,7 @@ fi
   echo; sed 's/^/    /' "$out/probes.log"; echo
   echo "## CTest (exit $suite_rc)"
   echo; tail -3 "$out/ctest.log" | sed 's/^/    /'; echo
-  echo "Logs: steps.log, configure.log, build.log, probes.txt, ctest.log, bench-*.log/json, compare_sdpa.log/json."
+  echo "Logs: steps.log, configure.log, build.log, probes.txt, ctest.log, bench-*.log/json, peers.log/json."
   echo "Send this folder back: it is the first T2 evidence for cuda-sm100."
 } > "$out/summary.md"
 echo "wrote $out/summary.md"
