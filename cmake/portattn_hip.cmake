@@ -3,8 +3,8 @@
 # (backends/hip/hip_rt.c), so the same library runs with or without ROCm, and building needs only a
 # compiler with the HIP headers and the device libraries. Each target is built by hipcc (Debian 12:
 # hipcc 5.2.3 with clang-15) when it can, else by a newer clang (PORTATTN_HIP_CLANG; Debian 12:
-# clang-19, which knows gfx942) with the same headers and device libraries; a target neither builds
-# is left out with a message. A device library a target lacks (Debian's stop at gfx940) is made by
+# clang-19, which knows gfx942) with the same headers and device libraries; gfx11 (hip-rdna3) needs
+# clang 17+ either way; a target no compiler here builds is left out with a message. A device library a target lacks (Debian's stop at gfx940) is made by
 # cmake/hip_devlibs.sh.
 set(PORTATTN_HAVE_HIP OFF)
 set(PORTATTN_HIP_CDNA_ARCHS "gfx90a;gfx942" CACHE STRING
@@ -27,10 +27,33 @@ function(portattn_hip_probe out arch)
   if(rc EQUAL 0)
     set(${out} ON PARENT_SCOPE)
   else()
-    string(REGEX REPLACE "\n.*" "" err "${err}")
+    list(GET ARGN 0 exe)
+    get_filename_component(exe ${exe} NAME)
+    if(err MATCHES "error: ([^\n]*)")
+      set(err "${CMAKE_MATCH_1}")
+    elseif(NOT rc MATCHES "^[0-9]+$")
+      set(err "${rc}") # the command did not run
+    else()
+      string(SUBSTRING "${err}" 0 160 err)
+    endif()
     set(${out} OFF PARENT_SCOPE)
-    set(PORTATTN_HIP_PROBE_ERROR "${err}" PARENT_SCOPE)
+    set(PORTATTN_HIP_PROBE_ERROR "${PORTATTN_HIP_PROBE_ERROR}${exe}: ${err}; " PARENT_SCOPE)
   endif()
+endfunction()
+
+# portattn_hip_clang_major(<out-var> <arch> <compiler and flags...>): the clang major version behind a
+# HIP compiler command (0 if it cannot tell).
+function(portattn_hip_clang_major out arch)
+  set(dir ${CMAKE_BINARY_DIR}/CMakeFiles/portattn_hip_probe)
+  file(MAKE_DIRECTORY ${dir})
+  file(WRITE ${dir}/version.hip "\n")
+  execute_process(COMMAND ${ARGN} --cuda-device-only --offload-arch=${arch} -E -dM version.hip
+                  WORKING_DIRECTORY ${dir} RESULT_VARIABLE rc OUTPUT_VARIABLE macros ERROR_QUIET)
+  set(major 0)
+  if(rc EQUAL 0 AND macros MATCHES "#define __clang_major__ ([0-9]+)")
+    set(major ${CMAKE_MATCH_1})
+  endif()
+  set(${out} ${major} PARENT_SCOPE)
 endfunction()
 
 if(NOT PORTATTN_ENABLE_HIP STREQUAL "OFF")
@@ -58,7 +81,17 @@ if(NOT PORTATTN_ENABLE_HIP STREQUAL "OFF")
       endif()
       set(_cmd "")
       set(_ok OFF)
-      if(PORTATTN_HIPCC)
+      set(PORTATTN_HIP_PROBE_ERROR "")
+      set(_use_hipcc ${PORTATTN_HIPCC})
+      if(_arch MATCHES "^gfx11" AND PORTATTN_HIPCC)
+        # hip-rdna3 needs clang 17+: clang-15 caps a gfx11 wave at 128 VGPRs, and the d256 halves spill
+        portattn_hip_clang_major(_major ${_arch} ${PORTATTN_HIPCC} ${_flag})
+        if(_major LESS 17)
+          set(_use_hipcc "")
+          set(PORTATTN_HIP_PROBE_ERROR "hipcc: hip-rdna3 needs clang 17+, its clang is ${_major}; ")
+        endif()
+      endif()
+      if(_use_hipcc)
         portattn_hip_probe(_ok ${_arch} ${PORTATTN_HIPCC} ${_flag})
         set(_cmd ${PORTATTN_HIPCC} ${_flag})
       endif()
@@ -73,8 +106,10 @@ if(NOT PORTATTN_ENABLE_HIP STREQUAL "OFF")
         list(APPEND _built "${_arch} (${_exe})")
         set(PORTATTN_HIP_CMD_${_arch} ${_cmd}) # the compiler command (and flags) that builds this target
       else()
-        message(STATUS "portattn: no compiler here builds ${_arch} device code (${PORTATTN_HIP_PROBE_ERROR}): "
-                       "hip-${_family} is built without it")
+        string(TOLOWER ${_family} _f)
+        string(REGEX REPLACE "; $" "" PORTATTN_HIP_PROBE_ERROR "${PORTATTN_HIP_PROBE_ERROR}")
+        message(STATUS "portattn: hip-${_f} is built without ${_arch}: no compiler here builds it "
+                       "(${PORTATTN_HIP_PROBE_ERROR})")
       endif()
     endforeach()
     set(PORTATTN_HIP_${_family}_BUILT ${_kept}) # the targets of this family that get code objects

@@ -32,9 +32,9 @@ ARCH = {
 DEVICE = {"gfx90a": "AMD Instinct MI250X (one GCD)", "gfx942": "AMD Instinct MI300X",
           "gfx1100": "AMD Radeon RX 7900 XTX"}
 # the extern "C" entry points of cdna_fwd.hip and rdna3_fwd.hip (d256 runs as two launches, _lo and
-# _hi, of 128 output columns on CDNA and four, _q0 .. _q3, of 64 on RDNA3)
+# _hi, of 128 output columns, on CDNA and RDNA3)
 KERNEL_CDNA = re.compile(r"pa_(cdna)_fwd_(bf16|f16)_d(\d+)(_lo|_hi)?$")
-KERNEL_RDNA3 = re.compile(r"pa_(rdna3)_fwd_(bf16|f16)_d(\d+)(_q[0-3])?$")
+KERNEL_RDNA3 = re.compile(r"pa_(rdna3)_fwd_(bf16|f16)_d(\d+)(_lo|_hi)?$")
 MATRIX = re.compile(r"^\s+v_(?:mfma|wmma)")
 LDS_BYTES = {"b128": 16, "b96": 12, "b64": 8, "b32": 4, "u16": 2, "b16": 2, "i16": 2, "u8": 1, "b8": 1, "i8": 1}
 
@@ -103,12 +103,10 @@ def sweep_rows(name, bound):
     dtype = m.group(2) if m.group(2) in ("f16", "bf16") else ("bf16" if m.group(2) == "1" else "f16")
     backend, d = "hip-" + m.group(1), int(m.group(3))
     half = m.group(4)
-    if half in ("_hi", "_q1", "_q2", "_q3"):
+    if half == "_hi":
         return []  # the call's row comes from its first launch
     if half == "_lo":
         bound *= 2 / 3  # both launches compute all of Q K^T: 4 S^2 d useful of 2 x (2 S^2 d + 2 S^2 d/2) done
-    if half == "_q0":
-        bound *= 0.4  # four launches: 4 S^2 d useful of 4 x (2 S^2 d + 2 S^2 d/4) done
     rows = []
     for s in (512, 1024, 2048, 4096, 8192, 16384):
         for causal in (False, True):
