@@ -2,8 +2,8 @@
 # Installs the Debian packages the build needs when they are missing (root or sudo required then).
 # The CUDA toolkit is optional: with nvcc on PATH (or at /usr/local/cuda/bin) the CUDA backends
 # are built too. The AMD toolchain (Debian's hipcc 5.2.3 with clang-15, libamdhip64-dev,
-# rocm-device-libs) is installed when the archive has it, for the hip-cdna compile + ISA gate; where it
-# cannot be installed that test is skipped, nothing else depends on it.
+# rocm-device-libs, and clang-19 for gfx942) is installed when the archive has it, for the HIP code
+# objects + ISA gate; where it cannot be installed that test is skipped, nothing else depends on it.
 set -euo pipefail
 need=()
 command -v cmake >/dev/null || need+=(cmake)
@@ -41,4 +41,16 @@ if ! command -v hipcc >/dev/null && [ "${PORTATTN_SKIP_HIP_DEPS:-0}" != 1 ]; the
   { $sudo apt-get update -qq &&
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends hipcc libamdhip64-dev rocm-device-libs; } ||
     echo "deps: HIP toolchain not installed; isa_gate_hip will be skipped"
+fi
+# gfx942 (MI300X/MI300A/MI325X) needs clang 17+ (hipcc 5.2.3's clang-15 does not know it): Debian 12
+# ships clang-19; its amdgcn code objects are linked by ld.lld (lld-19), the ISA-version device
+# library Debian lacks is made with llvm-15's llvm-dis/llvm-as (cmake/hip_devlibs.sh), and a whole
+# HIP program (the instruction probe, tests/probes/amd_probe.sh) needs clang-offload-bundler (clang-tools-19)
+if command -v hipcc >/dev/null && [ "${PORTATTN_SKIP_HIP_DEPS:-0}" != 1 ] &&
+   ! { command -v clang++-19 >/dev/null && command -v ld.lld-19 >/dev/null && command -v llvm-dis-15 >/dev/null &&
+       [ -x /usr/lib/llvm-19/bin/clang-offload-bundler ]; }; then
+  echo "deps: installing clang-19 lld-19 llvm-15 clang-tools-19 (hip-cdna code objects for gfx942)"
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends clang-19 lld-19 llvm-15 clang-tools-19 ||
+    echo "deps: clang-19 not installed; hip-cdna is built without gfx942"
 fi

@@ -64,6 +64,34 @@ int64_t off(const tens *t, int64_t b, int64_t s, int64_t h, int64_t d)
     return b * t->stride[0] + s * t->stride[1] + h * t->stride[2] + d * t->stride[3];
 }
 
+/* Attention-sink inputs: in each sequence of n keys, keys i n / sinks (i < sinks) score -0.5 i nats
+ * and every other key 8-12 nats (uniform) less, plus the noise of the other head-dim elements (about
+ * 0.3 nats): element 0 of every query is 4 and of every key its score / (4 scale). V is in [0.5, 1.5),
+ * so the tail's weight moves every output; a kernel that drops weights this small (gfx90a's MFMA
+ * flushes f16 values below 2^-14, 9.7 nats under the max, to zero) is off by the tail's share of the
+ * row, a few percent, instead of an error that random V averages away. */
+static void shape_sinks(const tcase *c, portattn_dtype_t dt, void *hq, void *hk, void *hv, const tens *tq,
+                        const tens *tk, const tens *tv, const int32_t *cuk, uint64_t *rng)
+{
+    const double scale = c->scale != 0 ? c->scale : 1.0 / sqrt((double)c->dqk);
+    for (int64_t b = 0; b < tq->dim[0]; b++)
+        for (int64_t s = 0; s < tq->dim[1]; s++)
+            for (int64_t h = 0; h < c->hq; h++) pa_store_elem(dt, hq, off(tq, b, s, h, 0), 4.0f);
+    for (int64_t seq = 0; seq < c->b; seq++) {
+        const int64_t b = c->varlen ? 0 : seq, k0 = c->varlen ? cuk[seq] : 0;
+        const int64_t n = c->varlen ? cuk[seq + 1] - cuk[seq] : c->sk;
+        for (int64_t j = 0; j < n; j++) {
+            double score = -(10.0 + 2.0 * urand(rng));
+            for (int64_t i = 0; i < c->sinks; i++)
+                if (j == i * n / c->sinks) score = -0.5 * (double)i;
+            for (int64_t h = 0; h < c->hkv; h++) {
+                pa_store_elem(dt, hk, off(tk, b, k0 + j, h, 0), (float)(score / (4.0 * scale)));
+                for (int64_t d = 0; d < c->dv; d++) pa_store_elem(dt, hv, off(tv, b, k0 + j, h, d), (float)(1.0 + 0.5 * urand(rng)));
+            }
+        }
+    }
+}
+
 /* The naive same-precision baseline (PyTorch-style eager attention in the input dtype): scores
  * rounded to the dtype, softmax in fp32 rounded to the dtype, P.V accumulated in fp32 and rounded.
  * Written independently of the library's mask code on purpose. */
@@ -181,6 +209,7 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
     for (int64_t i = 0; i < tv.elems; i++) pa_store_elem(dt, hv_, i, (float)urand(&rng));
     for (int64_t i = 0; i < nkn; i++) pa_store_elem(dt, hkn, i, (float)urand(&rng) * amp);
     for (int64_t i = 0; i < nvn; i++) pa_store_elem(dt, hvn, i, (float)urand(&rng));
+    if (c->sinks) shape_sinks(c, dt, hq_, hk_, hv_, &tq, &tk, &tv, cuk, &rng);
     /* The expected cache after the append: the old one with rows used[b] + i replaced. */
     memcpy(wk, hk_, (size_t)(tk.elems * esz)), memcpy(wv, hv_, (size_t)(tv.elems * esz));
     for (int64_t b = 0; b < B; b++)

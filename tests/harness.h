@@ -23,6 +23,8 @@ typedef struct tcase {
     int used;             /* KV cache: ragged seqused_k per sequence (some 0 and 1) */
     int64_t append;       /* KV cache: new tokens per sequence appended through k_new/v_new */
     int splits;           /* params.num_splits (0 = heuristic) */
+    int sinks;            /* attention-sink inputs (harness.c shape_sinks): this many dominant keys per
+                           * sequence over a tail 8-12 nats below; contiguous K/V, positive scale */
 } tcase;
 
 extern const tcase test_cases[];

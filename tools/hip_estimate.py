@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A static performance model of the HIP kernels for porting studies (issue 5): from the assembly
-hipcc writes (--save-temps), per kernel, the body of its key-tile loop (the backward branch whose
+hipcc or clang writes (--save-temps, -S), per kernel, the body of its key-tile loop (the backward branch whose
 region holds the most matrix instructions) is counted: MFMAs (CDNA) or WMMAs (RDNA3), other vector
 ALU instructions, LDS bytes. With the per-architecture matrix-instruction cycles and peaks of
 docs/design.md section 9 it prints an upper bound in TFLOPS beside
@@ -12,7 +12,7 @@ wave32 on RDNA3 (no dual issue), matrix and VALU work of different waves fully o
 SIMD holds two or more waves (occupancy), serialized with one. gfx1100 (RX 7900 XTX): WMMA
 16x16x16 at 32 cycles per SIMD, 2 SIMDs per CU, 96 CUs at 2.5 GHz give the 122.9 TFLOPS peak used.
 
-usage: hip_estimate.py [--json DIR] FILE-gfx90a.s [FILE-gfx940.s FILE-gfx1100.s ...]
+usage: hip_estimate.py [--json DIR] FILE-gfx90a.s [FILE-gfx942.s FILE-gfx1100.s ...]
   --json DIR  also writes DIR/estimate_<target>.json: the prefill sweep's shapes (B*S = 16k tokens,
               H*D = 2048, s 512..16k, causal or not) at the model's bound, as portattn-bench rows
               marked "estimate": true, for tools/report.py (which keeps them apart from measurements)
@@ -26,15 +26,15 @@ import sys
 #          peak dense fp16 TFLOPS as AMD counts it, wave size, cycles per VALU instruction)
 ARCH = {
     "gfx90a": ("MI250X, one GCD (of 2)", 64, 110, 1.7, 191.5, 64, 4),
-    "gfx940": ("MI300X (gfx942 runs the same instructions)", 32, 304, 2.1, 1307.4, 64, 4),
+    "gfx942": ("MI300X", 32, 304, 2.1, 1307.4, 64, 4),
     "gfx1100": ("RX 7900 XTX", 32, 96, 2.5, 122.9, 32, 1),
 }
-DEVICE = {"gfx90a": "AMD Instinct MI250X (one GCD)", "gfx940": "AMD Instinct MI300X",
+DEVICE = {"gfx90a": "AMD Instinct MI250X (one GCD)", "gfx942": "AMD Instinct MI300X",
           "gfx1100": "AMD Radeon RX 7900 XTX"}
 # the extern "C" entry points of cdna_fwd.hip and rdna3_fwd.hip (d256 runs as two launches, _lo and
-# _hi, of 128 output columns on CDNA and four, _q0 .. _q3, of 64 on RDNA3)
+# _hi, of 128 output columns, on CDNA and RDNA3)
 KERNEL_CDNA = re.compile(r"pa_(cdna)_fwd_(bf16|f16)_d(\d+)(_lo|_hi)?$")
-KERNEL_RDNA3 = re.compile(r"pa_(rdna3)_fwd_(bf16|f16)_d(\d+)(_q[0-3])?$")
+KERNEL_RDNA3 = re.compile(r"pa_(rdna3)_fwd_(bf16|f16)_d(\d+)(_lo|_hi)?$")
 MATRIX = re.compile(r"^\s+v_(?:mfma|wmma)")
 LDS_BYTES = {"b128": 16, "b96": 12, "b64": 8, "b32": 4, "u16": 2, "b16": 2, "i16": 2, "u8": 1, "b8": 1, "i8": 1}
 
@@ -103,12 +103,10 @@ def sweep_rows(name, bound):
     dtype = m.group(2) if m.group(2) in ("f16", "bf16") else ("bf16" if m.group(2) == "1" else "f16")
     backend, d = "hip-" + m.group(1), int(m.group(3))
     half = m.group(4)
-    if half in ("_hi", "_q1", "_q2", "_q3"):
+    if half == "_hi":
         return []  # the call's row comes from its first launch
     if half == "_lo":
         bound *= 2 / 3  # both launches compute all of Q K^T: 4 S^2 d useful of 2 x (2 S^2 d + 2 S^2 d/2) done
-    if half == "_q0":
-        bound *= 0.4  # four launches: 4 S^2 d useful of 4 x (2 S^2 d + 2 S^2 d/4) done
     rows = []
     for s in (512, 1024, 2048, 4096, 8192, 16384):
         for causal in (False, True):

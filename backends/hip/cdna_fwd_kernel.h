@@ -25,6 +25,15 @@
 
 
 
+/* P is computed 2^15 times its softmax weight (at most 32768, inside f16's range) and the row sum
+ * carries the same factor, which the normalisation cancels: gfx90a's MFMA flushes f16 inputs below
+ * 2^-14 to zero, which would drop every weight more than 9.7 nats under the row max from O but not
+ * from the sum (an attention sink over a long tail); shifted, weights down to 2^-29 (20 nats) stay
+ * normal. A power of two, so the shift itself rounds nothing (one v_mul_f32 a score). */
+#ifndef PA_CDNA_P_LOG2 /* tests/hip_sim/test_hip_cdna_flush_sim.cpp builds the kernel without it (0) */
+#define PA_CDNA_P_LOG2 15
+#endif
+
 /* The kernel body; pa_cdna_fwd (below) and the hipcc entry points of cdna_fwd.hip wrap it. Scores use
  * DQK head-dim elements; the output is columns C0 .. C0 + DV - 1 of V and O (d256 runs as two
  * launches of DV = 128: Q, 128 accumulators and the operand gathers of one d256 launch need more than
@@ -161,7 +170,7 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
             pa_in4 pf[4];
 #pragma unroll
             for (int r = 0; r < 16; ++r) {
-                const float p = pa_exp2(fmaf(st.r[r], a.mult, -base));
+                const float p = pa_exp2(fmaf(st.r[r], a.mult, -base)) * (float)(1 << PA_CDNA_P_LOG2);
                 lsum += p;
                 pf[r / 4].h[r % 4] = pa_from_f32<BF16>(p);
             }
@@ -185,7 +194,7 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
                 }
         }
 
-        /* Epilogue: the two half-waves' row sums, one normalisation, O^T registers 4m..4m+3 of column
+        /* Epilogue: the two half-waves' row sums (2^15 too large, as O), one normalisation, O^T registers 4m..4m+3 of column
          * block c are head-dim elements 32c + 8m + 4 (lane / 32) .. +3 of this lane's query. */
         const float l = lsum + PA_XOR32(lsum);
         const float inv = l > 0.f ? 1.f / l : 0.f;
@@ -203,7 +212,8 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
             if (C0 == 0 && a.lse && lane < 32) {
                 const int64_t off = a.cu_q ? h * a.ls[1] + (int64_t)(q0 + qrow) * a.ls[2]
                                            : b * a.ls[0] + h * a.ls[1] + (int64_t)qrow * a.ls[2];
-                a.lse[off] = l > 0.f ? (mrow * a.mult + __log2f(l)) * 0.69314718055994531f : l == 0.f ? -INFINITY : NAN;
+                a.lse[off] = l > 0.f ? (mrow * a.mult + (__log2f(l) - PA_CDNA_P_LOG2)) * 0.69314718055994531f
+                                     : l == 0.f ? -INFINITY : NAN;
             }
         }
     }

@@ -133,7 +133,7 @@ static int hip_supports(hip_family *f, const pa_problem *pb, char *kernel, size_
     const portattn_fwd_params_t *p = &pb->p;
     char tile[48];
     snprintf(tile, sizeof tile, "%s%s", f->tile,
-             p->head_dim_qk != 256 ? "" : f == &g_cdna ? ",2x128 columns" : ",4x64 columns");
+             p->head_dim_qk != 256 ? "" : ",2x128 columns");
     if (!pa_hip_shape_ok(pb, f->tag, tile, f->dims, f->ndims, kernel, kernel_len, why, why_len)) return 0;
     if (pa_hip_nothing_to_do(pb)) return 1;
     const pa_hip_rt *rt;

@@ -181,9 +181,28 @@ __device__ __forceinline__ void pa_wave_sync(void)
     asm volatile("bar.sync %0, %1;" ::"r"(1 + (int)(threadIdx.x / PA_WAVE)), "r"(PA_WAVE) : "memory");
 }
 
+/* gfx90a's f16 and bf16 MFMAs flush subnormal inputs and outputs to zero (AMD's MIOpen documentation,
+ * "MI200 MFMA behavior specifics"); gfx940 and later keep them. PA_EMU_MFMA_FTZ says whether the
+ * emulated target flushes: 1 (gfx90a, the stricter target) unless the build defines it; the CPU
+ * simulation defines it as a variable its runtime sets for the target it simulates. */
+#ifndef PA_EMU_MFMA_FTZ
+#define PA_EMU_MFMA_FTZ 1
+#endif
+
+/* A 16-bit float with a zero exponent field becomes a zero of its sign. */
+template <bool BF16> __device__ __forceinline__ uint16_t pa_ftz16(uint16_t b)
+{
+    return (b & (BF16 ? 0x7f80u : 0x7c00u)) == 0 ? (uint16_t)(b & 0x8000u) : b;
+}
+__device__ __forceinline__ float pa_ftz32(float x)
+{
+    return (__float_as_uint(x) & 0x7f800000u) == 0 ? __uint_as_float(__float_as_uint(x) & 0x80000000u) : x;
+}
+
 /* acc += A B of v_mfma_f32_32x32x8: element (i, k) of A is item k % 4 of lane i + 32 (k / 4), (k, j)
  * of B item k % 4 of lane j + 32 (k / 4), and this lane's accumulator register r holds D(i, j) with
- * (lane, r) = pa_mfma32_d(i, j). Products of 16-bit values are exact in f32; the sum runs in k order. */
+ * (lane, r) = pa_mfma32_d(i, j). Products of 16-bit values are exact in f32; the sum runs in k order.
+ * Under PA_EMU_MFMA_FTZ, subnormal A, B, C and D values are zeros (the sum itself keeps them). */
 template <bool BF16>
 __device__ __forceinline__ void pa_wave_mfma32_emu(pa_acc32 &acc, const pa_in4 &a, const pa_in4 &b,
                                                    pa_in4 (*sa)[PA_WAVE], pa_in4 (*sb)[PA_WAVE])
@@ -192,14 +211,18 @@ __device__ __forceinline__ void pa_wave_mfma32_emu(pa_acc32 &acc, const pa_in4 &
     sa[w][l] = a, sb[w][l] = b;
     pa_wave_sync();
     const int j = l % 32;
+    const bool ftz = PA_EMU_MFMA_FTZ;
 #pragma unroll
     for (int r = 0; r < 16; ++r) {
         const int i = 8 * (r / 4) + 4 * (l / 32) + r % 4; /* inverse of pa_mfma32_d */
-        float s = acc.r[r];
+        float s = ftz ? pa_ftz32(acc.r[r]) : acc.r[r];
 #pragma unroll
-        for (int k = 0; k < 8; ++k)
-            s = fmaf(pa_to_f32<BF16>(sa[w][i + 32 * (k / 4)].h[k % 4]), pa_to_f32<BF16>(sb[w][j + 32 * (k / 4)].h[k % 4]), s);
-        acc.r[r] = s;
+        for (int k = 0; k < 8; ++k) {
+            uint16_t x = sa[w][i + 32 * (k / 4)].h[k % 4], y = sb[w][j + 32 * (k / 4)].h[k % 4];
+            if (ftz) x = pa_ftz16<BF16>(x), y = pa_ftz16<BF16>(y);
+            s = fmaf(pa_to_f32<BF16>(x), pa_to_f32<BF16>(y), s);
+        }
+        acc.r[r] = ftz ? pa_ftz32(s) : s;
     }
     pa_wave_sync(); /* the scratch is reused by the next call */
 }

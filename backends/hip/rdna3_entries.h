@@ -1,7 +1,7 @@
 /* The hip-rdna3 kernel instances, one list for the hipcc entry points (rdna3_fwd.hip), the host's
  * lookup and launches (hip_backend.c), the code-object check and the CPU-simulated device. Plain C.
  * X(name, bf16, head dim, output columns, first output column), as cdna_entries.h: a call of head
- * dim d launches every instance of its d and dtype (d256: four, one per quarter of the columns). */
+ * dim d launches every instance of its d and dtype (d256: two, one per half of the columns). */
 #ifndef PORTATTN_RDNA3_ENTRIES_H
 #define PORTATTN_RDNA3_ENTRIES_H
 
@@ -10,14 +10,10 @@
     X(pa_rdna3_fwd_bf16_d64, 1, 64, 64, 0)                                                                   \
     X(pa_rdna3_fwd_f16_d128, 0, 128, 128, 0)                                                                 \
     X(pa_rdna3_fwd_bf16_d128, 1, 128, 128, 0)                                                                \
-    X(pa_rdna3_fwd_f16_d256_q0, 0, 256, 64, 0)                                                               \
-    X(pa_rdna3_fwd_bf16_d256_q0, 1, 256, 64, 0)                                                              \
-    X(pa_rdna3_fwd_f16_d256_q1, 0, 256, 64, 64)                                                              \
-    X(pa_rdna3_fwd_bf16_d256_q1, 1, 256, 64, 64)                                                             \
-    X(pa_rdna3_fwd_f16_d256_q2, 0, 256, 64, 128)                                                             \
-    X(pa_rdna3_fwd_bf16_d256_q2, 1, 256, 64, 128)                                                            \
-    X(pa_rdna3_fwd_f16_d256_q3, 0, 256, 64, 192)                                                             \
-    X(pa_rdna3_fwd_bf16_d256_q3, 1, 256, 64, 192)
-#define PA_RDNA3_ENTRY_COUNT 12
+    X(pa_rdna3_fwd_f16_d256_lo, 0, 256, 128, 0)                                                              \
+    X(pa_rdna3_fwd_bf16_d256_lo, 1, 256, 128, 0)                                                             \
+    X(pa_rdna3_fwd_f16_d256_hi, 0, 256, 128, 128)                                                            \
+    X(pa_rdna3_fwd_bf16_d256_hi, 1, 256, 128, 128)
+#define PA_RDNA3_ENTRY_COUNT 8
 
 #endif

@@ -14,11 +14,12 @@ extern "C" cudaError_t pa_hip_rdna3_emu_launch(const pa_fwd_args *a, int bf16, i
     pa_fwd_args arg = *a;
     void *args[] = {&arg};
     cudaError_t e = cudaSuccess;
-    /* d256 is left out: its 42 KiB of LDS plus the emulation's scratch pass CUDA's 48 KiB of static
-     * shared memory (it runs on the CPU simulation, tests/hip_fake) */
+    /* d256 is left out: its 44 KiB of LDS plus the emulation's scratch pass CUDA's 48 KiB of static
+     * shared memory (it runs on the CPU simulation, tests/hip_fake); its entries name a d64 stand-in
+     * so that the list compiles */
 #define LAUNCH(name, b16, dqk, dv, c0)                                                                        \
     if (e == cudaSuccess && dqk == d && b16 == bf16)                                                         \
-        e = cudaLaunchKernel((const void *)pa_rdna3_fwd<b16 != 0, dqk < 256 ? dqk : 64, dv, dqk < 256 ? c0 : 0>, grid, \
+        e = cudaLaunchKernel((const void *)pa_rdna3_fwd<b16 != 0, dqk < 256 ? dqk : 64, dqk < 256 ? dv : 64, dqk < 256 ? c0 : 0>, grid, \
                              block, args, 0, stream);
     if (d == 256) return cudaErrorNotSupported;
     PA_RDNA3_ENTRIES(LAUNCH)

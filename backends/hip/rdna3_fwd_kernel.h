@@ -13,11 +13,12 @@
  * exchanges), in the key order of pa_wmma_pv_key; V^T's A operand is gathered in that order, one
  * 2-byte LDS read per key. O^T stays in VGPRs (DV / 2 per lane).
  *
- * Register budget: clang-15 gives a gfx1100 wave at most 128 VGPRs (observed: amdgpu_num_vgpr(256) and
- * waves_per_eu(1, 1) change nothing). Hence Q^T is read from LDS rather than kept in registers, the
- * key tile is one WMMA block, per-lane addresses are recomputed from pa_opaque values instead of being
- * hoisted. d256 runs as four launches of 64 output columns (O^T for 256 would take the 128 VGPRs;
- * two of 128 still spilled, NOTES.md), each computing all of S: 2.5x the useful FLOPs.
+ * Register budget: written for clang-15, which gives a gfx1100 wave at most 128 VGPRs (observed:
+ * amdgpu_num_vgpr(256) and waves_per_eu(1, 1) change nothing). Hence Q^T is read from LDS rather than
+ * kept in registers, the key tile is one WMMA block, per-lane addresses are recomputed from pa_opaque
+ * values instead of being hoisted. gfx1100 is now built by clang 17+ (clang-19: 115-186 VGPRs), which
+ * lets d256 run as two launches of 128 output columns, each computing all of S (1.5x the useful
+ * FLOPs; four launches of 64, 2.5x, under clang-15, whose 128-VGPR cap spilled the halves).
  * tests/isa_gate_hip.sh requires 0 spills.
  *
  * NOT RUN on AMD hardware: compiled for gfx1100 (T0) and ISA-gated (T1) by tests/isa_gate_hip.sh;
@@ -34,8 +35,8 @@
 
 
 /* The kernel body; pa_rdna3_fwd (below) and the hipcc entry points of rdna3_fwd.hip wrap it. Scores
- * use DQK head-dim elements; the output is columns C0 .. C0 + DV - 1 of V and O (d256: four launches
- * of DV = 64, see above). The LSE is written by the C0 = 0 launch. */
+ * use DQK head-dim elements; the output is columns C0 .. C0 + DV - 1 of V and O (d256: two launches
+ * of DV = 128, see above). The LSE is written by the C0 = 0 launch. */
 template <bool BF16, int DQK, int DV, int C0>
 __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
 {

@@ -1,7 +1,8 @@
 /* A HIP runtime that is a CPU: libpa_fakehip.so exports the libamdhip64 entry points portattn loads
  * (backends/hip/hip_rt.h), so that PORTATTN_HIP_LIBRARY=libpa_fakehip.so runs the real HIP backends
  * (probe, supports, code-object loading, argument resolution, launch) against one simulated device:
- * a gfx90a (hip-cdna) or, with PA_FAKEHIP_ARCH=gfx1100, an RDNA3 GPU (hip-rdna3). Device memory is host
+ * a gfx90a (hip-cdna, MFMA flushing 16-bit subnormals as MI200's does), with PA_FAKEHIP_ARCH=gfx942 an
+ * MI300 (hip-cdna, no flush) or with PA_FAKEHIP_ARCH=gfx1100 an RDNA3 GPU (hip-rdna3). Device memory is host
  * memory tracked by the runtime (so pointer checks work); a kernel launch runs the same kernel source
  * (cdna_fwd_kernel.h, rdna3_fwd_kernel.h) compiled for the CPU with hip_wave.h's exact MFMA/WMMA and
  * cross-lane emulation, every GPU thread a fiber (sim_fiber.h). hipModuleLoadData accepts only code
@@ -24,13 +25,15 @@
 namespace {
 enum { OK = 0, ERR_INVALID_VALUE = 1, ERR_OOM = 2, ERR_INVALID_IMAGE = 200, ERR_NO_BINARY = 209, ERR_NOT_FOUND = 500,
        ERR_LAUNCH = 719 };
-/* The simulated target: its name and EF_AMDGPU_MACH. */
-struct target { const char *name; unsigned mach; };
+/* The simulated target: its name, EF_AMDGPU_MACH and whether its MFMA flushes 16-bit subnormals. */
+struct target { const char *name; unsigned mach; int mfma_ftz; };
 target sim_target()
 {
+    static const target known[] = {{"gfx90a", 0x3f, 1}, {"gfx942", 0x4c, 0}, {"gfx1100", 0x41, 0}};
     const char *e = getenv("PA_FAKEHIP_ARCH");
-    if (e && !strcmp(e, "gfx1100")) return {"gfx1100", 0x41};
-    return {"gfx90a", 0x3f};
+    for (const target &t : known)
+        if (e && !strcmp(e, t.name)) return t;
+    return known[0];
 }
 
 std::mutex g_mu;
@@ -62,6 +65,8 @@ void run_thread(void *p)
     l->body(*l->a);
 }
 } // namespace
+
+int pa_sim_mfma_ftz = 1; /* PA_EMU_MFMA_FTZ of the kernels compiled into this runtime (shim/pre.h) */
 
 /* glibc declares __log2f but does not export it: the kernel's LSE calls it (a device intrinsic). */
 extern "C" __attribute__((visibility("hidden"))) float __log2f(float x) noexcept { return log2f(x); }
@@ -145,6 +150,7 @@ int hipModuleLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsig
         return fail(ERR_INVALID_VALUE); /* what the backend must pass for this kernel */
     launch l = {(const pa_fwd_args *)params[0], e->body};
     std::lock_guard<std::mutex> g(g_mu); /* one simulated device: launches run one at a time */
+    pa_sim_mfma_ftz = sim_target().mfma_ftz;
     return sim_launch({gx, gy, gz}, bx, e->wave, run_thread, &l) ? fail(ERR_LAUNCH) : OK;
 }
 }

@@ -18,6 +18,7 @@ std::barrier<> *sim_block_bar;
 std::barrier<> *sim_wave_bar[16];
 int sim_bar_calls_bad;
 int sim_wave_threads = 64;
+int pa_sim_mfma_ftz; // the emulated MFMA flushes 16-bit subnormals (gfx90a); set by the CDNA test
 
 struct SimKernel {
     const char *name;
@@ -43,7 +44,29 @@ struct Case {
     int max_sq_override = 0; // 0: true max
     int pad = 8; // extra elements in head stride
     bool nanq = false, nanv = false, ninfk = false;
+    int sinks = 0; // dominant keys per sequence over a tail 8-12 nats below (shape_sinks)
 };
+
+// Attention-sink inputs (as tests/harness.c): keys i sk / sinks score -0.5 i, every other key 8-12
+// below, through head-dim element 0 (q = 4, k = score / (4 scale)); V in [0.5, 1.5), so dropping the
+// tail's small weights (gfx90a's MFMA flush of f16 P) moves every output by the tail's share.
+static void shape_sinks(const Case &c, std::vector<uint16_t> &q, std::vector<uint16_t> &k, std::vector<uint16_t> &v,
+                        int64_t ssq, int64_t hsq, int64_t ssk, int64_t hsk, int64_t bsq, int64_t bsk, std::mt19937 &rng) {
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for (int b = 0; b < c.B; ++b) {
+        for (int i = 0; i < c.sq; ++i)
+            for (int h = 0; h < c.H; ++h) q[b * bsq + i * ssq + h * hsq] = f2h(4.f, c.bf);
+        for (int j = 0; j < c.sk; ++j) {
+            double score = -(10.0 + 2.0 * u(rng));
+            for (int s = 0; s < c.sinks; ++s)
+                if (j == (int64_t)s * c.sk / c.sinks) score = -0.5 * s;
+            for (int h = 0; h < c.Hk; ++h) {
+                k[b * bsk + j * ssk + h * hsk] = f2h((float)(score / (4.0 * c.scale)), c.bf);
+                for (int d = 0; d < c.D; ++d) v[b * bsk + j * ssk + h * hsk + d] = f2h((float)(1.0 + 0.5 * u(rng)), c.bf);
+            }
+        }
+    }
+}
 
 static int run_case(const Case &c, unsigned seed, const SimKernel &kern) {
     std::mt19937 rng(seed);
@@ -62,6 +85,7 @@ static int run_case(const Case &c, unsigned seed, const SimKernel &kern) {
     for (auto &x : q) x = f2h(nd(rng), c.bf);
     for (auto &x : k) x = f2h(nd(rng), c.bf);
     for (auto &x : v) x = f2h(nd(rng), c.bf);
+    if (c.sinks) shape_sinks(c, q, k, v, ssq, hsq, ssk, hsk, bsq, bsk, rng);
     if (c.nanq) q[0] = c.bf ? 0x7fc0 : 0x7e00;
     if (c.nanv) v[5 * ssk + 0 * hsk + 5] = c.bf ? 0x7fc0 : 0x7e00;
     if (c.ninfk) { for (auto &x : q) x &= 0x7fff; for (int j = 0; j < totk; ++j) for (int d = 0; d < D; ++d) k[j * ssk + d] = c.bf ? 0xff80 : 0xfc00; }
@@ -221,6 +245,9 @@ static std::vector<Case> sim_cases() {
     { Case c = C("d64 bf16 causal 24x24 NaN in V[5][5] head0", 1, 4, 2, 24, 24, 64, true, true, -1, -1, 0.125f, 0); c.nanv = true; cs.push_back(c); }
     { Case c = C("d128 f16 K=-inf head0 -> O=0 LSE=-inf", 1, 4, 2, 24, 24, 128, false, true, -1, -1, 0.125f, 0); c.ninfk = true; cs.push_back(c); }
     { Case c = C("d64 f16 big 3 tiles x 300 window(100,50)", 2, 2, 1, 300, 333, 64, false, false, 100, 50, 0.125f, 0); cs.push_back(c); }
+    { Case c = C("d128 f16 sink + 1500-key tail", 1, 2, 1, 40, 1500, 128, false, false, -1, -1, 0.0883883f, 0); c.sinks = 1; cs.push_back(c); }
+    { Case c = C("d64 f16 3 sinks causal", 1, 2, 2, 70, 900, 64, false, true, -1, -1, 0.125f, 0); c.sinks = 3; cs.push_back(c); }
+    { Case c = C("d64 bf16 sink + 900-key tail", 1, 1, 1, 40, 900, 64, true, false, -1, -1, 0.125f, 0); c.sinks = 1; cs.push_back(c); }
     return cs;
 }
 

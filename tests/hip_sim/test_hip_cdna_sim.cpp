@@ -19,5 +19,6 @@ static void run_cdna(const pa_fwd_args &a, bool bf, int d) {
 
 int main(int argc, char **argv) {
     const SimKernel k = {"hip-cdna", PA_CDNA_BM, PA_CDNA_WAVES * PA_WAVE, PA_WAVE, run_cdna};
+    pa_sim_mfma_ftz = 1; /* as gfx90a (MI200), the CDNA target whose MFMA flushes 16-bit subnormals */
     return sim_main(argc, argv, k);
 }

@@ -5,3 +5,7 @@
  * it becomes sim_sync_wave(), a barrier of the calling fiber's 64-thread wave. */
 #define asm
 #define volatile(...) sim_sync_wave()
+/* Whether the simulated target's MFMA flushes 16-bit subnormals (hip_wave.h): set per launch by the
+ * runtime (fake_hip.cpp) from the target it simulates. */
+extern int pa_sim_mfma_ftz;
+#define PA_EMU_MFMA_FTZ pa_sim_mfma_ftz

@@ -16,3 +16,7 @@
  * sim_wave_threads). */
 #define asm
 #define volatile(...) sim_named_bar()
+/* Whether the emulated MFMA flushes 16-bit subnormals as gfx90a's does (hip_wave.h); sim_common.h
+ * defines it, each test sets it. */
+extern int pa_sim_mfma_ftz;
+#define PA_EMU_MFMA_FTZ pa_sim_mfma_ftz
