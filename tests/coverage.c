@@ -20,8 +20,10 @@
 static const char *const none[] = {NULL};
 static const char *const sm80[] = {ODD_SHAPE_CASES, NULL};
 /* cuda-sm90 and cuda-sm100: no decode shapes (16 query tokens or fewer), no KV cache, no d96 */
-static const char *const sm90[] = {ODD_SHAPE_CASES, "d96", "single", "sq7_sk17", "sk0_masked", KV_CACHE_CASES, NULL};
-static const char *const sm100[] = {ODD_SHAPE_CASES, "d96", "single", "sq7_sk17", "sk0_masked", KV_CACHE_CASES,
+static const char *const sm90[] = {ODD_SHAPE_CASES, "d96", "single", "sq7_sk17", "sk0_masked", "sink1_decode_gqa4",
+                                   KV_CACHE_CASES, NULL};
+static const char *const sm100[] = {ODD_SHAPE_CASES, "d96", "single", "sq7_sk17", "sk0_masked", "sink1_decode_gqa4",
+                                    KV_CACHE_CASES,
                                     "d256", "d256_causal", "varlen_softcap_d256", NULL};
 static const char *const hip[] = {ODD_SHAPE_CASES, "d96", KV_CACHE_CASES, NULL};
 

@@ -96,6 +96,19 @@ static double ref_error(const scen *s, const portattn_fwd_params_t *gp, bufs *m,
     return sqrt(se / (sr > 0 ? sr : 1));
 }
 
+/* After a mismatch: the same data through cuda-generic, uncaptured, to tell whether the backend
+ * under test or the reference is off. */
+static void blame(const scen *s, const portattn_fwd_params_t *pref, bufs *m, int r)
+{
+    portattn_fwd_params_t g = *pref;
+    g.backend = PORTATTN_BACKEND_CUDA_GENERIC, g.workspace = NULL, g.workspace_size = 0;
+    if (portattn_forward(&g, NULL) || dm_sync(DM_CUDA) || dm_download(DM_CUDA, m->ho, m->o_ref, m->no * 2)) {
+        printf("     (cuda-generic on the same data failed: %s)\n", portattn_last_error());
+        return;
+    }
+    printf("     cuda-generic on the same data: rel-L2 %.2e against the CPU reference\n", ref_error(s, pref, m, r));
+}
+
 static int alloc_all(const scen *s, bufs *m)
 {
     memset(m, 0, sizeof *m);
@@ -176,6 +189,7 @@ static int run(const scen *s, portattn_backend_t be, uint64_t seed)
         worst = err > worst ? err : worst;
         if (!(err <= 2e-2)) {
             printf("FAIL %-16s replay %d: rel-L2 %.2e against the CPU reference\n", s->name, r, err);
+            blame(s, &pref, &m, r);
             goto done;
         }
     }
