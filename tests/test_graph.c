@@ -139,7 +139,7 @@ static int run(const scen *s, portattn_backend_t be, uint64_t seed)
     uint64_t rng = seed;
     if (!alloc_all(s, &m)) { printf("FAIL %s: allocation\n", s->name); goto done; }
     if (fill(m.q, m.hq, m.nq, &rng) || fill(m.k, m.hk, m.nk, &rng) || fill(m.v, m.hv, m.nk, &rng) ||
-        new_lengths(s, &m, 0)) {
+        new_lengths(s, &m, 0) || dm_sync(DM_CUDA)) {
         printf("FAIL %s: upload\n", s->name);
         goto done;
     }
@@ -170,8 +170,10 @@ static int run(const scen *s, portattn_backend_t be, uint64_t seed)
     double worst = 0;
     for (int r = 0; r < REPLAYS; r++) {
         /* New data and lengths in the captured buffers, then the graph and an uncaptured call. */
+        /* The sync: a copy from pageable memory may return before its DMA lands, and the capture
+         * stream is non-blocking, so nothing else orders it after the copies. */
         if (r && (fill(m.q, m.hq, m.nq, &rng) || fill(m.k, m.hk, m.nk, &rng) || fill(m.v, m.hv, m.nk, &rng) ||
-                  new_lengths(s, &m, r))) {
+                  new_lengths(s, &m, r) || dm_sync(DM_CUDA))) {
             printf("FAIL %s: upload\n", s->name);
             goto done;
         }
