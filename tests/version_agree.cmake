@@ -1,6 +1,7 @@
 # Every place the version appears agrees with project(VERSION): the header macros and the library
 # (test_version), the shared library's file name and SONAME, the Python package, the .pc file, the
-# CMake package version file, the CPack configuration and the CHANGELOG's newest entry.
+# CMake package version file, the CPack configuration, the CHANGELOG's newest entry and the version
+# examples/consumer asks for.
 # cmake -DVERSION=.. -DSOVERSION=.. -DTEST_VERSION=exe -DLIBRARY=file -DBUILD_DIR=.. -DSOURCE_DIR=..
 #       [-DPYTHON=python3] [-DREADELF=readelf] -P version_agree.cmake
 set(failures 0)
@@ -71,6 +72,15 @@ first_match(v "set\\(CPACK_PACKAGE_VERSION \"([^\"]*)\"\\)" ${BUILD_DIR}/CPackCo
 expect("CPackConfig.cmake" "${v}")
 first_match(v "^## ([0-9][^ ]*)" ${SOURCE_DIR}/CHANGELOG.md)
 expect("CHANGELOG.md newest entry" "${v}")
+# The example asks for the package's major.minor (0.x minors are not compatible with each other).
+first_match(v "^.*find_package\\(portattn ([0-9.]+).*$" ${SOURCE_DIR}/examples/consumer/CMakeLists.txt)
+string(REGEX MATCH "^[0-9]+\\.[0-9]+" minor "${VERSION}")
+if(v STREQUAL minor)
+  message("ok   examples/consumer find_package: ${v}")
+else()
+  message("FAIL examples/consumer find_package: '${v}', expected '${minor}'")
+  math(EXPR failures "${failures} + 1")
+endif()
 
 if(failures GREATER 0)
   message(FATAL_ERROR "${failures} version mismatches")
