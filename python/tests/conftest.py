@@ -10,6 +10,8 @@ CTest (SKIP_RETURN_CODE 77) reports it as skipped, never as passed.
 import os
 import sys
 
+import pytest
+
 REPO_PYTHON = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _outcomes = {"passed": 0, "failed": 0, "skipped": 0}
 
@@ -40,3 +42,19 @@ def pytest_sessionfinish(session, exitstatus):
     code = session.config.getoption("--skipped-exit-code")
     if code is not None and exitstatus == 0 and _outcomes["skipped"] and not _outcomes["passed"]:
         session.exitstatus = code
+
+
+@pytest.fixture(scope="module", autouse=True)
+def library():
+    """Every test needs the library: skip them all without one (a sanitizer build cannot be
+    loaded into a plain Python), fail them all if PORTATTN_LIBRARY names one that does not load."""
+    import portattn
+    os.environ.pop("PORTATTN_BACKEND", None)  # the tests force backends explicitly
+    try:
+        portattn.load()
+    except portattn.PortattnLoadError as e:
+        if os.environ.get("PORTATTN_LIBRARY") and "sanitizer" not in str(e):
+            pytest.fail(str(e))
+        pytest.skip(str(e))
+    print("portattn %s from %s, library %s (version %s)" % (portattn.__version__, portattn.__file__,
+                                                            portattn.library_path(), portattn.version()))

@@ -18,18 +18,6 @@ import portattn
 torch = pytest.importorskip("torch")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def library():
-    """Skip without a loadable library (fail where PORTATTN_LIBRARY names one that does not load)."""
-    os.environ.pop("PORTATTN_BACKEND", None)
-    try:
-        portattn.load()
-    except portattn.PortattnLoadError as e:
-        if os.environ.get("PORTATTN_LIBRARY") and "sanitizer" not in str(e):
-            pytest.fail(str(e))
-        pytest.skip(str(e))
-
-
 @pytest.fixture(autouse=True)
 def seed():
     """Fresh random inputs for every test, the seed printed so that a failure can be repeated."""

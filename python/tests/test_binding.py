@@ -131,21 +131,6 @@ def flat(x):
 
 # ---- library, structs, backends --------------------------------------------------------------
 
-@pytest.fixture(scope="module", autouse=True)
-def library():
-    """Every test needs the library: skip them all without one (a sanitizer build cannot be
-    loaded into a plain Python), fail them all if PORTATTN_LIBRARY names one that does not load."""
-    os.environ.pop("PORTATTN_BACKEND", None)  # the tests force backends explicitly
-    try:
-        portattn.load()
-    except portattn.PortattnLoadError as e:
-        if os.environ.get("PORTATTN_LIBRARY") and "sanitizer" not in str(e):
-            pytest.fail(str(e))
-        pytest.skip(str(e))
-    print("portattn %s from %s, library %s (version %s)" % (portattn.__version__, portattn.__file__,
-                                                            portattn.library_path(), portattn.version()))
-
-
 def test_struct_layout():
     lib = portattn.load()
     p = portattn.FwdParams()
