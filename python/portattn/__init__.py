@@ -24,6 +24,19 @@ from ._torch import (flash_attn_func, flash_attn_kvpacked_func, flash_attn_qkvpa
 from ._kvcache import flash_attn_with_kvcache
 from ._version import __version__
 
+
+def _define_ops():
+    """The torch.compile operators, defined at import where PyTorch is already loaded (not while a
+    compilation traces the first call)."""
+    import sys
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        from . import _ops
+        _ops.available(torch)
+
+
+_define_ops()
+
 __all__ = ["flash_attn_func", "flash_attn_varlen_func", "flash_attn_with_kvcache", "flash_attn_qkvpacked_func", "flash_attn_kvpacked_func",
            "flash_attn_varlen_qkvpacked_func", "flash_attn_varlen_kvpacked_func", "which", "backends", "version",
            "forward_raw", "query_raw", "make_params", "forward", "query", "load", "library_path", "last_error",

@@ -1,8 +1,9 @@
 """flash_attn_with_kvcache: decode and chunked prefill against a KV cache, contiguous or paged, with
 new tokens appended in place, as FlashAttention-2's function of that name (on PyTorch tensors)."""
 
+from . import _ops
 from ._core import make_params
-from ._torch import _check_tensors, _launch, _output, _torch
+from ._torch import _check_tensors, _launch, _output, _torch, _traced
 
 __all__ = ["flash_attn_with_kvcache"]
 
@@ -54,6 +55,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     lse float32 (B, H, Sq). Rotary embedding, cache_batch_idx, cache_leftpad and ALiBi raise
     NotImplementedError; there is no backward pass for this call."""
     torch = _torch()
+    if _traced(backend=backend, out=out) and rotary_cos is None and rotary_sin is None and cache_batch_idx is None \
+            and cache_leftpad is None and alibi_slopes is None:
+        return _ops.kvcache(torch, q, k_cache, v_cache, k, v, cache_seqlens, block_table, softmax_scale, causal,
+                            window_size, softcap, num_splits, return_softmax_lse)
     _refuse(rotary_cos=rotary_cos, rotary_sin=rotary_sin, cache_batch_idx=cache_batch_idx,
             cache_leftpad=cache_leftpad, alibi_slopes=alibi_slopes)
     news = {} if k is None and v is None else {"k": k, "v": v}

@@ -1,7 +1,7 @@
 """FlashAttention-style entry points on PyTorch tensors: no copies (data_ptr and element strides),
 launched on the current CUDA stream (CPU tensors run synchronously on the CPU backend)."""
 
-from . import _autograd, _plan
+from . import _autograd, _ops, _plan
 from ._core import _check, backends, forward, make_params, query
 from ._lib import DType, PortattnError, Status, library_path
 
@@ -281,6 +281,14 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dro
     return (out, lse) if return_lse else out
 
 
+def _traced(dropout_p=0.0, alibi_slopes=None, backend=None, out=None):
+    """Under torch.compile, calls the custom operator takes (no out=, no forced backend, the
+    defaults flash_attn_func refuses left alone) go through torch.ops.portattn; others graph-break."""
+    torch = _torch()
+    return (_ops.compiling(torch) and out is None and backend is None and alibi_slopes is None and not dropout_p
+            and _ops.available(torch))
+
+
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
                     *, alibi_slopes=None, deterministic=False, return_attn_probs=False, return_lse=False,
                     backend=None, out=None):
@@ -297,6 +305,10 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     (B, H, Sq) as flash_attn's softmax_lse, or (out, lse, None) with return_attn_probs as
     flash_attn returns (out, softmax_lse, S_dmask) (S_dmask exists only with dropout). Raises
     PortattnError when portattn refuses the call."""
+    if _traced(dropout_p, alibi_slopes, backend, out):
+        res = _ops.dense(_torch(), q, k, v, softmax_scale, causal, window_size, softcap,
+                         return_lse or return_attn_probs)
+        return _with_probs(res, return_attn_probs)
     res = _dense(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes=alibi_slopes,
                  deterministic=deterministic, return_lse=return_lse or return_attn_probs, backend=backend, out=out)
     return _with_probs(res, return_attn_probs)
