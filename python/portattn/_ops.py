@@ -9,6 +9,7 @@ formula, so a compiled call whose inputs require grad raises.
 __all__ = ["available", "compiling", "dense", "kvcache"]
 
 _ops = {}
+_ready = False  # the operators exist (a plain bool: what dynamo reads while it traces)
 
 
 def _define(torch):
@@ -53,13 +54,15 @@ def _define(torch):
 def available(torch):
     """True when this PyTorch has torch.library.custom_op (the operators are then defined once; a
     second copy of this package in the process uses the operators the first one defined)."""
-    if not _ops and hasattr(torch, "library") and hasattr(torch.library, "custom_op"):
+    global _ready
+    if not _ready and hasattr(torch, "library") and hasattr(torch.library, "custom_op"):
         try:
             _define(torch)
         except RuntimeError:
             if hasattr(torch.ops, "portattn") and hasattr(torch.ops.portattn, "fwd"):
                 _ops.update(fwd=torch.ops.portattn.fwd, fwd_kvcache=torch.ops.portattn.fwd_kvcache)
-    return bool(_ops)
+        _ready = "fwd" in _ops
+    return _ready
 
 
 def compiling(torch):
