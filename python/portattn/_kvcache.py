@@ -2,8 +2,7 @@
 new tokens appended in place, as FlashAttention-2's function of that name (on PyTorch tensors)."""
 
 from . import _ops
-from ._core import make_params
-from ._torch import _check_tensors, _launch, _output, _torch, _traced
+from ._torch import _bshd_call, _check_tensors, _launch, _torch, _traced
 
 __all__ = ["flash_attn_with_kvcache"]
 
@@ -68,7 +67,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     if torch.is_grad_enabled() and any(t.requires_grad for t in [q, k_cache, v_cache] + list(news.values())):
         raise NotImplementedError("flash_attn_with_kvcache has no backward pass: call it under torch.no_grad() "
                                   "or torch.inference_mode()")
-    B, Sq, H, D = q.shape
+    B, D = q.shape[0], q.shape[3]
     Dv = v_cache.shape[3]
     if k_cache.shape[3] != D or tuple(v_cache.shape[:3]) != tuple(k_cache.shape[:3]):
         raise ValueError("k_cache %s and v_cache %s do not fit q %s: (.., .., Hk, D) and (.., .., Hk, Dv)"
@@ -90,14 +89,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     if news and (tuple(k.shape) != (B, k.shape[1], Hk, D) or tuple(v.shape) != (B, k.shape[1], Hk, Dv)):
         raise ValueError("k %s and v %s must be (B, Snew, Hk, D) and (B, Snew, Hk, Dv) with B=%d Hk=%d D=%d Dv=%d"
                          % (tuple(k.shape), tuple(v.shape), B, Hk, D, Dv))
-    out = _output(torch, out, (B, Sq, H, Dv), q)
-    lse = torch.empty((B, H, Sq), dtype=torch.float32, device=device) if return_softmax_lse else None
-    p = make_params(
-        q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), out.data_ptr(), dtype=dtype, batch=B, seqlen_q=Sq,
-        seqlen_k=capacity, heads_q=H, heads_kv=Hk, head_dim_qk=D, head_dim_v=Dv, q_stride=q.stride(),
-        k_stride=k_cache.stride(), v_stride=v_cache.stride(), o_stride=out.stride(),
-        lse=lse.data_ptr() if lse is not None else None, lse_stride=lse.stride() if lse is not None else None,
-        softmax_scale=softmax_scale, softcap=softcap, causal=causal, window_size=window_size, backend=backend)
+    out, lse, p = _bshd_call(torch, dtype, q, k_cache, v_cache, out, return_softmax_lse, capacity, softmax_scale,
+                             softcap, causal, window_size, backend)
     p.seqused_k = used.data_ptr()
     if table is not None:
         p.block_table, p.block_table_stride = table.data_ptr(), table.stride(0)

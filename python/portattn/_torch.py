@@ -160,6 +160,23 @@ def _lookup(key):
         return None
 
 
+def _bshd_call(torch, dtype, q, k, v, out, return_lse, seqlen_k, softmax_scale, softcap, causal, window_size,
+               backend):
+    """out (B, Sq, H, Dv), the optional LSE (B, H, Sq) and the params of a call on (B, S, H, D) q and
+    k/v whose key count is seqlen_k (a KV cache passes its capacity)."""
+    B, Sq, H, D = q.shape
+    Hk, Dv = k.shape[2], v.shape[3]
+    out = _output(torch, out, (B, Sq, H, Dv), q)
+    lse = torch.empty((B, H, Sq), dtype=torch.float32, device=q.device) if return_lse else None
+    params = make_params(
+        q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), dtype=dtype, batch=B, seqlen_q=Sq,
+        seqlen_k=seqlen_k, heads_q=H, heads_kv=Hk, head_dim_qk=D, head_dim_v=Dv, q_stride=q.stride(),
+        k_stride=k.stride(), v_stride=v.stride(), o_stride=out.stride(),
+        lse=lse.data_ptr() if lse is not None else None, lse_stride=lse.stride() if lse is not None else None,
+        softmax_scale=softmax_scale, softcap=softcap, causal=causal, window_size=window_size, backend=backend)
+    return out, lse, params
+
+
 def _dense(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, *,
            alibi_slopes=None, deterministic=False, return_attn_probs=False, return_lse=False, backend=None,
            out=None, _query=False):
@@ -190,20 +207,12 @@ def _dense(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size
         return _autograd.attention(torch, run, q, k, v, softmax_scale=softmax_scale, causal=causal,
                                    window_size=window_size, softcap=softcap, deterministic=deterministic,
                                    backend=backend, return_lse=return_lse, out=out)
-    B, Sq, H, D = q.shape
-    _, Sk, Hk, _ = k.shape
-    Dv = v.shape[3]
+    B, D, Sk = q.shape[0], q.shape[3], k.shape[1]
     if k.shape[0] != B or k.shape[3] != D or tuple(v.shape[:3]) != tuple(k.shape[:3]):
         raise ValueError("shapes q %s, k %s, v %s do not fit q (B, Sq, H, D), k (B, Sk, Hk, D), v (B, Sk, Hk, Dv)"
                          % (tuple(q.shape), tuple(k.shape), tuple(v.shape)))
-    out = _output(torch, out, (B, Sq, H, Dv), q)
-    lse = torch.empty((B, H, Sq), dtype=torch.float32, device=device) if return_lse else None
-    params = make_params(
-        q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), dtype=dtype, batch=B, seqlen_q=Sq,
-        seqlen_k=Sk, heads_q=H, heads_kv=Hk, head_dim_qk=D, head_dim_v=Dv, q_stride=q.stride(),
-        k_stride=k.stride(), v_stride=v.stride(), o_stride=out.stride(),
-        lse=lse.data_ptr() if lse is not None else None, lse_stride=lse.stride() if lse is not None else None,
-        softmax_scale=softmax_scale, softcap=softcap, causal=causal, window_size=window_size, backend=backend)
+    out, lse, params = _bshd_call(torch, dtype, q, k, v, out, return_lse, Sk, softmax_scale, softcap, causal,
+                                  window_size, backend)
     sel = _launch(torch, params, device, _query)
     if _query:
         return sel
