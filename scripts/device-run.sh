@@ -20,7 +20,7 @@
 #   REPORT=1  also the decode sweep + peers, tools/report.py over everything, python/peer_bench.py;
 #             JSON/CSV/report go into one report.tgz (the device returns at most 8 files)
 #   HIP_EMU=1 also build hip-cdna's kernel under the nvcc wave emulation (-DPORTATTN_HIP_EMULATION=ON)
-#             and run the case table and test_numerics on it (T3 of issue 5)
+#             and run the case table and test_numerics on it (T3)
 #   NCU="args"  profile one forward call with Nsight Compute: stall reasons, shared-memory bank
 #             conflicts, tensor pipe use (args: portattn-bench shape flags; the first backend)
 set -uo pipefail
@@ -96,7 +96,7 @@ rm -f "$OUT/peers_f16.tmp"
 cat "$OUT/summary.md"
 fi
 
-if [ -n "${DECODE:-}" ]; then # issue 7: decode latency beside sdpa.py --decode, cold and warm, contiguous and paged
+if [ -n "${DECODE:-}" ]; then # decode latency beside sdpa.py --decode, cold and warm, contiguous and paged
   echo "== decode sweeps and peers $(t)"
   be=${BACKENDS%% *}
   for v in "cold:" "warm:--kv-copies 1" "bhsd:--layout bhsd" "nows:--no-workspace" "paged64:--page-size 64" \

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The repository stands on its own: no file in it names a file that lives outside it (the early
 # design brief and its reference notes) or one that was renamed away, and every "docs/design.md
-# section N" it cites exists.
+# section N" it cites exists; and source comments do not cite tracker issues.
 # Plain grep over the source folders, so it works the same in a git checkout and in a tarball.
 # usage: self_contained.sh SOURCE_DIR
 set -u
@@ -29,6 +29,16 @@ for name in "DESIGN"".md" "amd-anchors"".md" "cdna_backend"".c" "fwd_args"".c"; 
         fail=1
     fi
 done
+
+# Source comments speak about the code: which issue asked for it belongs in the history, not here.
+code=""
+for p in include common backends cmake tests tools scripts python examples; do [ -e "$p" ] && code="$code $p"; done
+hits=$(grep -rnIE --exclude-dir=__pycache__ --exclude-dir=corpus --exclude="*.md" "[Ii]ssue"" [0-9]+" $code)
+if [ -n "$hits" ]; then
+    echo "FAIL: source comments name tracker issues:"
+    echo "$hits"
+    fail=1
+fi
 
 cited=$(grep -rhoIE --exclude-dir=__pycache__ 'design\.md\)? section [0-9]+' $paths | sed 's/.* //' | sort -un)
 for n in $cited; do

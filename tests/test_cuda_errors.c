@@ -1,4 +1,4 @@
-/* GPU errors come back as statuses with messages (issue 9):
+/* GPU errors come back as statuses with messages:
  *   test_cuda_errors <GPU backend>      exit 0 pass, 1 fail, 77 no GPU
  * 1. Out of memory: the device is filled with the test's own allocations, then a split-KV decode
  *    call without a workspace (the library would allocate its split scratch) must either succeed

@@ -1,4 +1,4 @@
-/* The lane layouts of backends/hip/hip_mfma_layout.h (issue 5): each map is a bijection of the matrix
+/* The lane layouts of backends/hip/hip_mfma_layout.h: each map is a bijection of the matrix
  * onto (lane, item) slots, and matches the documented examples (docs/design.md section 9 and the
  * AMD lab notes' 32x32x8 walk-through: "the first 32 lanes of a[0..3] hold columns 0-3 of A and the
  * last 32 lanes hold columns 4-7; d[0:3] holds rows 0-7"...). It also checks the two facts the

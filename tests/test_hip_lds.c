@@ -1,4 +1,4 @@
-/* Bank-conflict proof of the HIP kernels' LDS layout (issue 5), on the host: for every target's bank
+/* Bank-conflict proof of the HIP kernels' LDS layout, on the host: for every target's bank
  * model, every head dim and every LDS access of the tile loops (backends/hip/hip_lds.h: tile stores,
  * MFMA 32x32 and 16x16 operand reads, the u16 gathers of V for P.V; for RDNA3 the WMMA kernel's
  * accesses under both a 32- and a 64-bank model), enumerate

@@ -1,4 +1,4 @@
-/* Tensors past 2^31 elements on a GPU backend (issue 9): every offset must be 64-bit.
+/* Tensors past 2^31 elements on a GPU backend: every offset must be 64-bit.
  *   test_large <backend>      exit 0 pass, 1 fail (also when the prefill case is declined), 77 no
  *                             GPU for the backend (harness.h) or not enough device memory
  * Each case allocates a K and a V of more than 2^31 elements (4.3 GB each in bf16) but fills only

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A static performance model of the HIP kernels for porting studies (issue 5): from the assembly
+"""A static performance model of the HIP kernels for porting studies: from the assembly
 hipcc or clang writes (--save-temps, -S), per kernel, the body of its key-tile loop (the backward branch whose
 region holds the most matrix instructions) is counted: MFMAs (CDNA) or WMMAs (RDNA3), other vector
 ALU instructions, LDS bytes. With the per-architecture matrix-instruction cycles and peaks of

@@ -1,4 +1,4 @@
-/* LDS (shared memory) layout of the HIP kernels, derived from one bank model per target (issue 5).
+/* LDS (shared memory) layout of the HIP kernels, derived from one bank model per target.
  * Plain C, for the host tests and for HIP device code alike; the kernels take every LDS address from
  * the functions below, so the bank-conflict proof (tests/test_hip_lds.c) checks the addresses the
  * kernels use, not a copy of them.

@@ -1,4 +1,4 @@
-/* Element <-> (lane, register item) maps of the AMD matrix instructions the HIP kernels use (issue 5),
+/* Element <-> (lane, register item) maps of the AMD matrix instructions the HIP kernels use,
  * from docs/design.md section 9 (checked element by element against AMD's matrix instruction
  * calculator). A is M x K, B is K x N, C/D is M x N; "item" is the element's index in the lane's
  * operand vector (half4: items 0..3; float16: regs 0..15). Plain C for host tests and device code;

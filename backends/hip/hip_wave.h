@@ -1,4 +1,4 @@
-/* The wave primitives of the HIP kernels (issue 5), in one place: the real AMD builtins under hipcc,
+/* The wave primitives of the HIP kernels, in one place: the real AMD builtins under hipcc,
  * and an exact emulation under nvcc or on the CPU (T3: the same kernel source runs on an NVIDIA GPU
  * or as CPU fibers, tests/hip_fake; a 64-lane wave as 64 consecutive threads, MFMA computed from the lane maps of hip_mfma_layout.h, cross-lane
  * exchanges through shared memory). The kernels use nothing wave-level outside this header, so the

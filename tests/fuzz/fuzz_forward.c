@@ -1,4 +1,4 @@
-/* libFuzzer target over the public API on the CPU backend (issue 9). The input bytes choose shapes,
+/* libFuzzer target over the public API on the CPU backend. The input bytes choose shapes,
  * strides, dtypes, flags, windows, cu_seqlens contents (monotone or not), KV-cache lengths and page
  * tables, appends, workspaces, NULL / aliased / misaligned pointers, K and V sharing memory, index
  * arrays sharing memory with each other or with the tensors, struct_size, and the backend: forced
