@@ -112,8 +112,22 @@ def _launch(torch, params, device, query_only):
     return size
 
 
-def _planned(torch, plan, pointers, device):
-    """A later call of a planned shape: this call's pointers into the plan's struct, then launch."""
+def _needs_autograd_planned(torch, q, k, v):
+    """_needs_autograd on a planned call, asked only when an input requires grad (the common
+    inference call pays one attribute read per tensor): True sends the call down the full path."""
+    return (q.requires_grad or k.requires_grad or v.requires_grad) and _needs_autograd(torch, q.device, q=q, k=k, v=v)
+
+
+def _planned(torch, plan, q, k, v, out, return_lse, pointers):
+    """A later call of a planned shape: the outputs, this call's pointers into the plan's struct,
+    the launch. `pointers` holds the call's other addresses (varlen offsets)."""
+    device = q.device
+    out = out if out is not None else torch.empty(plan.out_shape, dtype=q.dtype, device=device)
+    pointers.update(q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=out.data_ptr())
+    lse = None
+    if return_lse:
+        lse = torch.empty(plan.lse_shape, dtype=torch.float32, device=device)
+        pointers["lse"] = lse.data_ptr()
     idx = plan.device_index
     if idx is None:
         st = _plan.launch(plan, pointers, None, None)
@@ -126,6 +140,7 @@ def _planned(torch, plan, pointers, device):
                 st = _plan.launch(plan, pointers, ws, _plan.current_stream(torch, idx))
     if st:
         _check(st)
+    return (out, lse) if return_lse else out
 
 
 def _remember(key, params, out, lse, device, workspace):
@@ -186,19 +201,8 @@ def _dense(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size
         key = _call_key("dense", q, k, v, out, dropout_p, alibi_slopes is None, return_attn_probs, softmax_scale,
                         causal, window_size, softcap, return_lse, backend)
         plan = _lookup(key)
-        if plan is not None and (q.requires_grad or k.requires_grad or v.requires_grad):
-            plan = None if _needs_autograd(torch, q.device, q=q, k=k, v=v) else plan  # autograd: the full path
-        if plan is not None:
-            device = q.device
-            out = out if out is not None else torch.empty(plan.out_shape, dtype=q.dtype, device=device)
-            ptrs = {"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": out.data_ptr()}
-            if not return_lse:
-                _planned(torch, plan, ptrs, device)
-                return out
-            lse = torch.empty(plan.lse_shape, dtype=torch.float32, device=device)
-            ptrs["lse"] = lse.data_ptr()
-            _planned(torch, plan, ptrs, device)
-            return out, lse
+        if plan is not None and not _needs_autograd_planned(torch, q, k, v):
+            return _planned(torch, plan, q, k, v, out, return_lse, {})
     _check_flash_args(dropout_p, alibi_slopes, return_attn_probs)
     dtype, device = _check_tensors(torch, 4, q=q, k=k, v=v)
     if not _query and _needs_autograd(torch, device, q=q, k=k, v=v):
@@ -230,19 +234,9 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dro
                         max_seqlen_k, dropout_p, alibi_slopes is None, return_attn_probs, softmax_scale, causal,
                         window_size, softcap, return_lse, backend)
         plan = _lookup(key)
-        if plan is not None and (q.requires_grad or k.requires_grad or v.requires_grad):
-            plan = None if _needs_autograd(torch, q.device, q=q, k=k, v=v) else plan  # autograd: the full path
-        if plan is not None:
-            device = q.device
-            out = out if out is not None else torch.empty(plan.out_shape, dtype=q.dtype, device=device)
-            ptrs = {"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": out.data_ptr(),
-                    "cu_seqlens_q": cu_seqlens_q.data_ptr(), "cu_seqlens_k": cu_seqlens_k.data_ptr()}
-            lse = None
-            if return_lse:
-                lse = torch.empty(plan.lse_shape, dtype=torch.float32, device=device)
-                ptrs["lse"] = lse.data_ptr()
-            _planned(torch, plan, ptrs, device)
-            return (out, lse) if return_lse else out
+        if plan is not None and not _needs_autograd_planned(torch, q, k, v):
+            return _planned(torch, plan, q, k, v, out, return_lse,
+                            {"cu_seqlens_q": cu_seqlens_q.data_ptr(), "cu_seqlens_k": cu_seqlens_k.data_ptr()})
     _check_flash_args(dropout_p, alibi_slopes, return_attn_probs)
     if block_table is not None:
         raise NotImplementedError("portattn has no paged KV cache yet: block_table must be None")
