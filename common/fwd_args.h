@@ -14,6 +14,7 @@ typedef struct pa_fwd_args {
     const int32_t *cu_q, *cu_k; /* varlen when non-NULL (packed [1, total, H, D]) */
     int64_t qs[3], ks[3], vs[3], os[3], ls[3]; /* element strides (batch, seq, head); dim stride is 1 */
     int batch, heads, group;
+    int dqk, dv;            /* the call's head dims; an instance's D may be larger (columns past them read as 0, never written) */
     int seqlen_q, seqlen_k; /* per sequence, or the packed totals with varlen */
     int wl, wr;             /* window sides, -1 = unbounded (causal folded into wr = 0) */
     int transform;          /* 0: log2 score = raw * mult; 1: scores rewritten first (softcap or scale < 0) */

@@ -46,6 +46,7 @@ portattn_status_t pa_fwd_fill_args(const pa_problem *pb, pa_fwd_args *a, char *e
         a->ls[i] = p->lse_stride[i];
     }
     a->batch = (int)p->batch, a->heads = (int)p->heads_q, a->group = (int)pb->group;
+    a->dqk = (int)p->head_dim_qk, a->dv = (int)p->head_dim_v;
     a->seqlen_q = (int)p->seqlen_q, a->seqlen_k = (int)p->seqlen_k;
     a->wl = fwd_window(pb->window_left, p->seqlen_q, p->seqlen_k);
     a->wr = fwd_window(pb->window_right, p->seqlen_q, p->seqlen_k);
