@@ -2,6 +2,7 @@
  * the checks every tiled kernel shares. Vendor-neutral (CUDA and HIP backends call it alike). */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "backend.h"
@@ -75,4 +76,41 @@ int pa_fwd_layouts_ok(const pa_problem *pb, char *why, size_t why_len)
     return fwd_layout_ok(&p->q, "q", pb->varlen, why, why_len) && fwd_layout_ok(&p->o, "o", pb->varlen, why, why_len) &&
            (!needs_kv || (fwd_layout_ok(&p->k, "k", pb->varlen, why, why_len) &&
                           fwd_layout_ok(&p->v, "v", pb->varlen, why, why_len)));
+}
+
+int pa_fwd_instance_dim(const int *dims, int n, int64_t dqk, int64_t dv)
+{
+    if (dqk <= 0 || dv <= 0 || dqk % 8 || dv % 8) return 0;
+    const int64_t need = dqk > dv ? dqk : dv;
+    for (int i = 0; i < n; ++i)
+        if (dims[i] >= need) return dims[i];
+    return 0;
+}
+
+/* supports()' form: 1, or 0 and why, naming the family's instances. */
+int pa_fwd_dims_ok(const int *dims, int n, const pa_problem *pb, const char *who, char *why, size_t why_len)
+{
+    const int64_t dqk = pb->p.head_dim_qk, dv = pb->p.head_dim_v;
+    if (pa_fwd_instance_dim(dims, n, dqk, dv)) return 1;
+    char list[64] = "";
+    size_t used = 0;
+    for (int i = 0; i < n && used < sizeof list; ++i)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%d", i ? "/" : "", dims[i]);
+    if (dqk % 8 || dv % 8)
+        pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, "%s: head dims %lld/%lld are not multiples of 8 (16-byte rows)",
+               who, (long long)dqk, (long long)dv);
+    else
+        pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, "%s: head dims %lld/%lld over its largest instance (%s)", who,
+               (long long)dqk, (long long)dv, list);
+    return 0;
+}
+
+void pa_kernel_name(char *buf, size_t len, const char *family, const char *dtype, int d, const pa_problem *pb, int bm,
+                    int bn)
+{
+    const long long dqk = (long long)pb->p.head_dim_qk, dv = (long long)pb->p.head_dim_v;
+    if (dqk == d && dv == d)
+        pa_fmt(buf, len, PORTATTN_SUCCESS, "%s<%s,d%d,%dx%d>", family, dtype, d, bm, bn);
+    else
+        pa_fmt(buf, len, PORTATTN_SUCCESS, "%s<%s,d%d(%lld/%lld),%dx%d>", family, dtype, d, dqk, dv, bm, bn);
 }

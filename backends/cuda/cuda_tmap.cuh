@@ -88,12 +88,16 @@ static inline portattn_status_t pa_tmap_fwd(const pa_problem *pb, const char *wh
         return pa_cuda_status(e, what, err, err_len);
     }
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
-    const int64_t nb = pb->varlen ? 1 : p->batch, d = p->head_dim_qk;
-    CUresult r = pa_tmap_bshd(enc, tq, p->q.data, bf16, nb, p->seqlen_q, p->heads_q, d, p->q.stride, q_rows);
-    if (r == CUDA_SUCCESS) r = pa_tmap_bshd(enc, tk, p->k.data, bf16, nb, p->seqlen_k, p->heads_kv, d, p->k.stride, kv_rows);
-    if (r == CUDA_SUCCESS) r = pa_tmap_bshd(enc, tv, p->v.data, bf16, nb, p->seqlen_k, p->heads_kv, d, p->v.stride, kv_rows);
+    /* Each map spans the call's own head dim: the columns of a kernel instance's wider boxes past it
+     * are zero-filled by the TMA (loads) or dropped (stores). */
+    const int64_t nb = pb->varlen ? 1 : p->batch, dqk = p->head_dim_qk, dv = p->head_dim_v;
+    CUresult r = pa_tmap_bshd(enc, tq, p->q.data, bf16, nb, p->seqlen_q, p->heads_q, dqk, p->q.stride, q_rows);
+    if (r == CUDA_SUCCESS)
+        r = pa_tmap_bshd(enc, tk, p->k.data, bf16, nb, p->seqlen_k, p->heads_kv, dqk, p->k.stride, kv_rows);
+    if (r == CUDA_SUCCESS)
+        r = pa_tmap_bshd(enc, tv, p->v.data, bf16, nb, p->seqlen_k, p->heads_kv, dv, p->v.stride, kv_rows);
     if (r == CUDA_SUCCESS && to)
-        r = pa_tmap_bshd(enc, to, p->o.data, bf16, nb, p->seqlen_q, p->heads_q, d, p->o.stride, q_rows);
+        r = pa_tmap_bshd(enc, to, p->o.data, bf16, nb, p->seqlen_q, p->heads_q, dv, p->o.stride, q_rows);
     /* CUresult and cudaError_t share their numbers (a dead context: 719 in both), so the runtime
      * names the error; supports() keeps the arguments inside the encoder's limits. */
     if (r != CUDA_SUCCESS) {

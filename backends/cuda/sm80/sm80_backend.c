@@ -2,6 +2,7 @@
  * kernel. This file is the backend table: which kernel takes a call, and why not otherwise (the selector then falls back to
  * cuda-generic and shows the reason in the "which kernel" query). */
 #include <stdint.h>
+#include <stdio.h>
 
 #include "backend.h"
 #include "cuda_host.h"
@@ -76,6 +77,15 @@ static int sm80_decode_ok(const pa_problem *pb, char *why, size_t why_len)
 
 static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len);
 
+/* "(Dqk/Dv)" after an instance's D that is wider than the call's head dims, else "". */
+static const char *sm80_dims_note(const pa_problem *pb, int d)
+{
+    static _Thread_local char note[48];
+    if (pb->p.head_dim_qk == d && pb->p.head_dim_v == d) return "";
+    snprintf(note, sizeof note, "(%lld/%lld)", (long long)pb->p.head_dim_qk, (long long)pb->p.head_dim_v);
+    return note;
+}
+
 static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     if (!sm80_device_ok(why, why_len)) return 0;
@@ -85,8 +95,8 @@ static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
         char dwhy[256];
         if (sm80_decode_ok(pb, dwhy, sizeof dwhy)) {
             if (kernel && kernel_len)
-                pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80-decode<%s,d%lld,splits=%d>", pa_dtype_name(pb->p.dtype),
-                       (long long)pb->p.head_dim_qk, pa_sm80_decode_splits(pb));
+                pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80-decode<%s,d%d%s,splits=%d>", pa_dtype_name(pb->p.dtype),
+                       pa_sm80_decode_dim(pb), sm80_dims_note(pb, pa_sm80_decode_dim(pb)), pa_sm80_decode_splits(pb));
             return 1;
         }
         if (pb->kv_cache) return REFUSE("KV cache needs the decode kernel: %s", dwhy);
@@ -129,10 +139,13 @@ static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kern
     const portattn_fwd_params_t *p = &pb->p; /* the device was checked by sm80_supports */
     const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
     if (!dt) return REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
-    const int64_t d = p->head_dim_qk;
-    if (p->head_dim_v != d)
-        return REFUSE("head dims %lld/%lld: no instance with Dqk != Dv", (long long)d, (long long)p->head_dim_v);
-    if (!PA_SM80_HAS_DIM(d)) return REFUSE("head dim %lld has no instance (64, 96, 128, 256)", (long long)d);
+    static const int dims[] = {
+#define PA_X(d) d,
+        PA_SM80_DIMS(PA_X)
+#undef PA_X
+    };
+    if (!pa_fwd_dims_ok(dims, (int)(sizeof dims / sizeof dims[0]), pb, "cuda-sm80", why, why_len)) return 0;
+    const int d = pa_sm80_dim(pb);
     if (p->seqlen_q > PA_SM80_MAX_SEQ || p->seqlen_k > PA_SM80_MAX_SEQ)
         return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
     if (p->heads_q > INT32_MAX || p->batch > INT32_MAX || p->batch * p->heads_q > PA_SM80_MAX_BH)
@@ -141,18 +154,17 @@ static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kern
 
     int optin = 0;
     if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");
-    if (optin < PA_SM80_MIN_SMEM_BYTES((int)d))
-        return REFUSE("d%lld instance needs %d bytes of shared memory, device allows %d per block", (long long)d,
-                      PA_SM80_MIN_SMEM_BYTES((int)d), optin);
-    const int bm = pa_sm80_block_rows((int)d);
+    if (optin < PA_SM80_MIN_SMEM_BYTES(d))
+        return REFUSE("d%d instance needs %d bytes of shared memory, device allows %d per block", d,
+                      PA_SM80_MIN_SMEM_BYTES(d), optin);
+    const int bm = pa_sm80_block_rows(d);
     if (bm == 0) return REFUSE("cannot read the device's shared memory per SM");
 
     if (p->batch > 0 && pb->max_seqlen_q > 0 &&
         (!pa_fwd_layouts_ok(pb, why, why_len) || !pa_sm80_prefill_ptrs_ok(pb, why, why_len)))
         return 0;
     if (kernel && kernel_len)
-        pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80<%s,d%lld,%dx%d>", dt, (long long)d,
-               bm, PA_SM80_BN((int)d));
+        pa_kernel_name(kernel, kernel_len, "sm80", dt, d, pb, bm, PA_SM80_BN(d));
     return 1;
 }
 

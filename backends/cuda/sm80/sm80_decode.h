@@ -18,7 +18,10 @@
 #include "backend.h"
 
 #define PA_SM80_DEC_MAX_SQ 16      /* query tokens per sequence the decode kernel takes */
-#define PA_SM80_DEC_HAS_DIM(d) ((d) == 64 || (d) == 128 || (d) == 256)
+/* Instances (head dim D); a call runs on the smallest that holds both of its head dims, the columns
+ * past them zero-filled (pa_fwd_instance_dim): the loads skip them, so the bandwidth-bound kernel
+ * keeps its speed on any multiple of 8. */
+#define PA_SM80_DEC_DIMS(X) X(64) X(128) X(256)
 #define PA_SM80_DEC_WARPS 4
 #define PA_SM80_DEC_KT 16          /* keys per warp tile (one page never splits a tile: page >= 16) */
 #define PA_SM80_DEC_MIN_PAGE 16
@@ -41,6 +44,7 @@ typedef struct sm80_dec_args {
     int64_t bt_stride, num_pages;
     int64_t qs[3], ks[3], vs[3], os[3], ls[3]; /* element strides (batch, seq, head); dim stride 1 */
     int batch, heads_kv, group, seqlen_q, seqlen_k, seqlen_new;
+    int dqk, dv;                /* the call's head dims (the instance's D may be wider) */
     int page_shift;             /* log2(page_size) when paged */
     int rows;                   /* seqlen_q * group: packed rows per (sequence, KV head) */
     int mtiles;                 /* ceil(rows / 16) */
@@ -57,6 +61,8 @@ extern "C" {
 
 /* 1 if the decode path takes this (validated) problem; else 0 and why. */
 int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t why_len);
+/* The instance a call runs on (0: none holds its head dims). */
+int pa_sm80_decode_dim(const pa_problem *pb);
 /* Splits the launch would use (device SM count and the work; params->num_splits caps it). */
 int pa_sm80_decode_splits(const pa_problem *pb);
 /* Workspace bytes for those splits (0 with one split). */

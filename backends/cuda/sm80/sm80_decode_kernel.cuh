@@ -78,6 +78,8 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
     /* Row pointers of a tile's first key: contiguous, or through the page table (a tile never
      * straddles pages: page_size >= 16). Garbage page entries are clamped into the pool. */
     const int c = lane % CH, r0 = lane / CH;
+    /* Chunks past the call's head dims (the instance's D may be wider) load as zeros, no traffic. */
+    const bool ck = c * 8 < a.dqk, cv = c * 8 < a.dv;
     auto load = [&](int slot, int t) {
         const int64_t key0 = (int64_t)t * KT;
         const T *kp, *vp;
@@ -95,8 +97,8 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
         for (int p = 0; p < KT / RPP; ++p) {
             const int r = r0 + p * RPP;
             const bool ok = key0 + r < sk; /* zero rows past the end: never NaN garbage */
-            sm80_cp_async16(kd + sm80_swz<CH>(r, c), ok ? kp + r * a.ks[1] + c * 8 : kg, ok);
-            sm80_cp_async16(vd + sm80_swz<CH>(r, c), ok ? vp + r * a.vs[1] + c * 8 : vg, ok);
+            sm80_cp_async16(kd + sm80_swz<CH>(r, c), ok && ck ? kp + r * a.ks[1] + c * 8 : kg, ok && ck);
+            sm80_cp_async16(vd + sm80_swz<CH>(r, c), ok && cv ? vp + r * a.vs[1] + c * 8 : vg, ok && cv);
         }
     };
 
@@ -111,7 +113,7 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
     for (int i = tid; i < 16 * CH; i += NW * 32) {
         const int r = i / CH, ch = i % CH, pr = mt * 16 + r;
         uint4 v = make_uint4(0, 0, 0, 0);
-        if (pr < a.rows) {
+        if (pr < a.rows && ch * 8 < a.dqk) {
             const int qi = pr / a.group, hq = hk * a.group + pr % a.group;
             v = *(const uint4 *)(qg + b * a.qs[0] + qi * a.qs[1] + hq * a.qs[2] + ch * 8);
         }
@@ -258,7 +260,7 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
         }
         if (a.splits > 1) {
             *(float4 *)(a.part_o + (split * R + grow0 + r) * D + c4 * 4) = v;
-        } else {
+        } else if (c4 * 4 < a.dv) {
             const int qi = pr / a.group, hq = hk * a.group + pr % a.group;
             T *o = (T *)a.o + b * a.os[0] + qi * a.os[1] + hq * a.os[2] + c4 * 4;
             *(uint2 *)o = make_uint2(sm80_pack(v.x, v.y, tag), sm80_pack(v.z, v.w, tag));
@@ -328,7 +330,8 @@ __global__ void __launch_bounds__(128) sm80_decode_combine(const sm80_dec_args a
     const T tag = T();
 #pragma unroll
     for (int e = 0; e < E; e += 2)
-        *(uint32_t *)(o + e) = tot == 0.f ? 0u : sm80_pack(acc[e] * inv, acc[e + 1] * inv, tag);
+        if (lane * E + e < a.dv)
+            *(uint32_t *)(o + e) = tot == 0.f ? 0u : sm80_pack(acc[e] * inv, acc[e + 1] * inv, tag);
     if (lane == 0 && a.lse)
         a.lse[b * a.ls[0] + hq * a.ls[1] + qi * a.ls[2]] =
             tot > 0.f ? (mx + __log2f(tot)) * 0.69314718055994531f : tot == 0.f ? -INFINITY : NAN;
@@ -368,8 +371,8 @@ static cudaError_t sm80_decode_instance(const sm80_dec_args *a, cudaStream_t str
                     : sm80_decode_instance<__half, D>(a, stream);                                \
     }
 
-cudaError_t sm80_decode_d64(const sm80_dec_args *a, int bf16, cudaStream_t stream);
-cudaError_t sm80_decode_d128(const sm80_dec_args *a, int bf16, cudaStream_t stream);
-cudaError_t sm80_decode_d256(const sm80_dec_args *a, int bf16, cudaStream_t stream);
+#define PA_X(D) cudaError_t sm80_decode_d##D(const sm80_dec_args *a, int bf16, cudaStream_t stream);
+PA_SM80_DEC_DIMS(PA_X)
+#undef PA_X
 
 #endif

@@ -11,17 +11,28 @@
 
 #define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
 
+static const int dec_dims[] = {
+#define PA_X(d) d,
+    PA_SM80_DEC_DIMS(PA_X)
+#undef PA_X
+};
+
+extern "C" int pa_sm80_decode_dim(const pa_problem *pb)
+{
+    return pa_fwd_instance_dim(dec_dims, (int)(sizeof dec_dims / sizeof dec_dims[0]), pb->p.head_dim_qk,
+                               pb->p.head_dim_v);
+}
+
 extern "C" int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    const int64_t d = p->head_dim_qk;
     if (pb->varlen) return REFUSE("decode kernel: no varlen queries");
     if (p->seqlen_q > PA_SM80_DEC_MAX_SQ)
         return REFUSE("decode kernel: %lld query tokens per sequence (takes <= %d)", (long long)p->seqlen_q,
                       PA_SM80_DEC_MAX_SQ);
-    if (p->head_dim_v != d || !PA_SM80_DEC_HAS_DIM(d))
-        return REFUSE("decode kernel: head dims %lld/%lld (takes 64, 128, 256 with Dqk == Dv)", (long long)d,
-                      (long long)p->head_dim_v);
+    if (!pa_fwd_dims_ok(dec_dims, (int)(sizeof dec_dims / sizeof dec_dims[0]), pb, "decode kernel", why, why_len))
+        return 0;
+    const int d = pa_sm80_decode_dim(pb);
     if (p->block_table && p->page_size < PA_SM80_DEC_MIN_PAGE)
         return REFUSE("decode kernel: page_size %lld (takes >= %d)", (long long)p->page_size, PA_SM80_DEC_MIN_PAGE);
     const int64_t rows = p->seqlen_q * pb->group, mtiles = (rows + 15) / 16;
@@ -33,10 +44,9 @@ extern "C" int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t w
     if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
     int optin = 0;
     if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");
-    const int need = PA_SM80_DEC_SMEM((int)d) + PA_SM80_DEC_STATIC_SMEM;
+    const int need = PA_SM80_DEC_SMEM(d) + PA_SM80_DEC_STATIC_SMEM;
     if (optin < need)
-        return REFUSE("decode d%lld needs %d bytes of shared memory, device allows %d per block", (long long)d, need,
-                      optin);
+        return REFUSE("decode d%d needs %d bytes of shared memory, device allows %d per block", d, need, optin);
     if (p->batch * p->heads_kv * rows > INT32_MAX)
         return REFUSE("decode kernel: %lld packed rows over the combine grid", (long long)(p->batch * p->heads_kv * rows));
     return 1;
@@ -53,7 +63,7 @@ extern "C" int pa_sm80_decode_splits(const pa_problem *pb)
     if (p->num_splits > 0) return p->num_splits < PA_SM80_DEC_MAX_SPLITS ? p->num_splits : PA_SM80_DEC_MAX_SPLITS;
     int sms = 0, per_sm = 0;
     if (!pa_cuda_device_info(NULL, NULL, &sms, NULL, 0) || sms < 1 || !pa_cuda_device_smem(NULL, &per_sm)) return 1;
-    const int smem = PA_SM80_DEC_SMEM((int)p->head_dim_qk) + 1024; /* + the runtime's reserve */
+    const int smem = PA_SM80_DEC_SMEM(pa_sm80_decode_dim(pb)) + 1024; /* + the runtime's reserve */
     int per = per_sm / smem;
     per = per < 1 ? 1 : (per > 4 ? 4 : per);
     const int64_t slots = (int64_t)sms * per;
@@ -80,7 +90,7 @@ static size_t decode_ws_bytes(const pa_problem *pb, int splits, size_t *lse_offs
 {
     const portattn_fwd_params_t *p = &pb->p;
     const size_t rows = (size_t)p->batch * (size_t)p->heads_kv * (size_t)(p->seqlen_q * pb->group);
-    const size_t o_bytes = align256((size_t)splits * rows * (size_t)p->head_dim_v * 4);
+    const size_t o_bytes = align256((size_t)splits * rows * (size_t)pa_sm80_decode_dim(pb) * 4); /* rows of D */
     if (lse_offset) *lse_offset = o_bytes;
     return splits <= 1 ? 0 : o_bytes + align256((size_t)splits * rows * 4);
 }
@@ -133,6 +143,7 @@ extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *s
     }
     a.batch = (int)p->batch, a.heads_kv = (int)p->heads_kv, a.group = (int)pb->group;
     a.seqlen_q = (int)p->seqlen_q, a.seqlen_k = (int)p->seqlen_k, a.seqlen_new = (int)pb->seqlen_new;
+    a.dqk = (int)p->head_dim_qk, a.dv = (int)p->head_dim_v;
     for (a.page_shift = 0; p->block_table && ((int64_t)1 << a.page_shift) < p->page_size;) a.page_shift++;
     a.rows = (int)(p->seqlen_q * pb->group), a.mtiles = (a.rows + 15) / 16;
     a.wl = pb->window_left, a.wr = pb->window_right;
@@ -140,9 +151,13 @@ extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *s
     a.pdl = pa_cuda_device_info(&major, NULL, NULL, NULL, 0) && major >= 9;
 
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
-    cudaError_t e = p->head_dim_qk == 64 ? sm80_decode_d64(&a, bf16, st)
-                    : p->head_dim_qk == 128 ? sm80_decode_d128(&a, bf16, st)
-                                            : sm80_decode_d256(&a, bf16, st);
+    cudaError_t e = cudaErrorInvalidValue; /* no instance: supports() refused it first */
+    switch (pa_sm80_decode_dim(pb)) {
+#define PA_X(D)                                                                                                  \
+    case D: e = sm80_decode_d##D(&a, bf16, st); break;
+        PA_SM80_DEC_DIMS(PA_X)
+#undef PA_X
+    }
     if (own) {
         cudaError_t f = cudaFreeAsync(own, st);
         if (e == cudaSuccess) e = f;

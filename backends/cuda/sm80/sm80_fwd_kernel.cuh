@@ -23,26 +23,51 @@
 
 typedef pa_fwd_args sm80_args; /* fwd_args.h (filled by pa_fwd_fill_args): shared with cuda-sm90 and the HIP kernel */
 
-/* ROWS x D tile from global rows [row0, row0 + ROWS) (zeros from row `limit` on) into shared.
- * Each thread keeps one column chunk and steps down the rows with a pointer increment (far fewer
- * registers than per-chunk index math); with padded rows (d96) the pad chunks' threads idle. A
- * pass of RS rows keeps the swizzle phase when RS % 8 == 0; with RS % 8 == 4 (d256, 4 warps) odd
- * passes take the other phase, one precomputed address each. */
+/* ROWS x D tile from global rows [row0, row0 + ROWS) into shared: zeros from row `limit` on and in
+ * the column chunks from `nch` on (the call's head dim is under the instance's D; those chunks cost
+ * no memory traffic). Each thread keeps one column chunk and steps down the rows with a pointer
+ * increment (far fewer registers than per-chunk index math); with padded rows (d96) the pad chunks'
+ * threads idle. A pass of RS rows keeps the swizzle phase when RS % 8 == 0; with RS % 8 == 4 (d256,
+ * 4 warps) odd passes take the other phase, one precomputed address each. Rows of 24 chunks (d160,
+ * d192), which no thread count divides, go as three 8-chunk column blocks per thread instead. */
 template <typename T, int ROWS, int D, int NT>
 __device__ __forceinline__ void sm80_load_tile(uint32_t sdst, const T *g, int64_t rstride, int row0, int limit,
-                                               int tid)
+                                               int nch, int tid)
 {
-    constexpr int CH = D / 8, PITCH = (CH + 7) / 8 * 8, RS = NT / PITCH; /* rows per pass */
-    static_assert(NT % PITCH == 0 && RS % 4 == 0 && ROWS % RS == 0, "load shape");
-    const int r = tid / PITCH, c = tid % PITCH;
-    if (CH == PITCH || c < CH) {
-        const T *src = g + (int64_t)(row0 + r) * rstride + c * 8;
-        const uint32_t dst0 = sdst + sm80_swz<PITCH>(r, c);
-        const uint32_t dst1 = RS % 8 == 0 ? dst0 : sdst + sm80_swz<PITCH>(r + RS, c) - RS * PITCH * 16;
+    constexpr int CH = D / 8, PITCH = (CH + 7) / 8 * 8;
+    if constexpr (NT % PITCH == 0) {
+        constexpr int RS = NT / PITCH; /* rows per pass */
+        static_assert(RS % 4 == 0 && ROWS % RS == 0, "load shape");
+        const int r = tid / PITCH, c = tid % PITCH;
+        if (CH == PITCH || c < CH) {
+            const bool cok = c < nch;
+            const T *src = g + (int64_t)(row0 + r) * rstride + c * 8;
+            const uint32_t dst0 = sdst + sm80_swz<PITCH>(r, c);
+            const uint32_t dst1 = RS % 8 == 0 ? dst0 : sdst + sm80_swz<PITCH>(r + RS, c) - RS * PITCH * 16;
+#pragma unroll
+            for (int k = 0; k < ROWS / RS; ++k) {
+                const bool ok = cok && row0 + r + k * RS < limit;
+                sm80_cp_async16(((k & 1) ? dst1 : dst0) + k * RS * PITCH * 16, ok ? src : g, ok);
+                src += RS * rstride;
+            }
+        }
+    } else {
+        constexpr int RS = NT / 8; /* rows per pass; a thread's chunks c8, c8 + 8, ... of each row */
+        static_assert(NT % 8 == 0 && RS % 8 == 0 && ROWS % RS == 0, "load shape");
+        const int r = tid / 8, c8 = tid % 8;
+        /* Chunk cb * 8 + c8 of row r sits at swz(r, c8) + cb * 128 (the swizzle only permutes the low
+         * three bits), so one row pointer and immediate offsets address all of them. */
+        const T *src = g + (int64_t)(row0 + r) * rstride + c8 * 8;
+        const uint32_t dst = sdst + sm80_swz<PITCH>(r, c8);
 #pragma unroll
         for (int k = 0; k < ROWS / RS; ++k) {
-            const bool ok = row0 + r + k * RS < limit;
-            sm80_cp_async16(((k & 1) ? dst1 : dst0) + k * RS * PITCH * 16, ok ? src : g, ok);
+            const bool rok = row0 + r + k * RS < limit;
+#pragma unroll
+            for (int cb = 0; cb < PITCH / 8; ++cb) {
+                if (cb * 8 + c8 >= CH) continue;
+                const bool ok = rok && cb * 8 + c8 < nch;
+                sm80_cp_async16(dst + k * RS * PITCH * 16 + cb * 128, ok ? src + cb * 64 : g, ok);
+            }
             src += RS * rstride;
         }
     }
@@ -125,6 +150,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a)
     const T *kh = kg + kb + hk * a.ks[2];
     const T *vh = vg + vb + hk * a.vs[2];
     T *oh = og + ob + h * a.os[2];
+    const int nch_qk = a.dqk / 8, nch_v = a.dv / 8; /* the call's column chunks (the instance has CH) */
 
     /* Bound by this sequence's own length, so a low max_seqlen still covers every row. With a
      * right-bounded mask later row blocks see more keys: hand those out first. */
@@ -143,16 +169,16 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a)
 
         /* Prologue: Q, then K_0, V_0, ..., K_{STAGES-1}; one commit group each, empty ones too, so
          * that the wait counts below are the same on every path. */
-        sm80_load_tile<T, BM, D, NT>(sq_base, qh, a.qs[1], m0, sq, tid);
+        sm80_load_tile<T, BM, D, NT>(sq_base, qh, a.qs[1], m0, sq, nch_qk, tid);
         sm80_cp_async_commit();
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             if (n_lo + s < n_hi)
-                sm80_load_tile<T, BN, D, NT>(sk_base + s * KVB, kh, a.ks[1], (n_lo + s) * BN, sk, tid);
+                sm80_load_tile<T, BN, D, NT>(sk_base + s * KVB, kh, a.ks[1], (n_lo + s) * BN, sk, nch_qk, tid);
             sm80_cp_async_commit();
             if (s < STAGES - 1) {
                 if (n_lo + s < n_hi)
-                    sm80_load_tile<T, BN, D, NT>(sv_base + s * KVB, vh, a.vs[1], (n_lo + s) * BN, sk, tid);
+                    sm80_load_tile<T, BN, D, NT>(sv_base + s * KVB, vh, a.vs[1], (n_lo + s) * BN, sk, nch_v, tid);
                 sm80_cp_async_commit();
             }
         }
@@ -181,7 +207,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a)
             __syncthreads();                      /* ... for all threads; P V_{n-1} done */
             if (n + STAGES - 1 < n_hi)
                 sm80_load_tile<T, BN, D, NT>(sv_base + ((it + STAGES - 1) % STAGES) * KVB, vh, a.vs[1],
-                                             (n + STAGES - 1) * BN, sk, tid);
+                                             (n + STAGES - 1) * BN, sk, nch_v, tid);
             sm80_cp_async_commit();
 
             /* S = Q K_n^T: Q fragments by ldmatrix from the warp's rows, K as the col-major B operand;
@@ -282,7 +308,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a)
 
             sm80_cp_async_wait<2 * STAGES - 2>(); /* V_n landed for this thread */
             __syncthreads();                      /* ... for all; every warp is done with K_n */
-            if (n + STAGES < n_hi) sm80_load_tile<T, BN, D, NT>(kt, kh, a.ks[1], (n + STAGES) * BN, sk, tid);
+            if (n + STAGES < n_hi) sm80_load_tile<T, BN, D, NT>(kt, kh, a.ks[1], (n + STAGES) * BN, sk, nch_qk, tid);
             sm80_cp_async_commit();
 
             /* O += P V_n: V is row-major [key][dim], so ldmatrix.trans yields its B fragments. */
@@ -329,7 +355,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a)
 #pragma unroll
         for (int i = lane; i < WR * CH; i += 32) {
             const int r = i / CH, c = i % CH, row = m0 + warp * WR + r;
-            if (row < sq)
+            if (row < sq && c < nch_v)
                 *(uint4 *)(oh + (int64_t)row * a.os[1] + c * 8) = *(const uint4 *)(smem + sm80_swz<PITCH>(warp * WR + r, c));
         }
         if (a.lse && (lane & 3) == 0) {
@@ -377,10 +403,9 @@ static cudaError_t sm80_launch_instance(const sm80_args *a, int64_t max_sq, cuda
                     : sm80_launch_instance<__half, D>(a, max_sq, stream);                                    \
     }
 
-cudaError_t sm80_launch_d64(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);
-cudaError_t sm80_launch_d96(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);
-cudaError_t sm80_launch_d128(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);
-cudaError_t sm80_launch_d256(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);
+#define PA_X(D) cudaError_t sm80_launch_d##D(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);
+PA_SM80_DIMS(PA_X)
+#undef PA_X
 cudaError_t sm80_launch_d256_small(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);
 
 #endif

@@ -19,12 +19,21 @@ extern "C" int pa_sm80_block_rows(int d)
                                                                                              : PA_SM80_BM(256);
 }
 
+extern "C" int pa_sm80_dim(const pa_problem *pb)
+{
+    static const int dims[] = {
+#define PA_X(d) d,
+        PA_SM80_DIMS(PA_X)
+#undef PA_X
+    };
+    return pa_fwd_instance_dim(dims, (int)(sizeof dims / sizeof dims[0]), pb->p.head_dim_qk, pb->p.head_dim_v);
+}
+
 extern "C" portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    const int64_t d = p->head_dim_qk;
-    if (p->head_dim_v != d || !PA_SM80_HAS_DIM(d) ||
-        (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16) || p->seqlen_q > PA_SM80_MAX_SEQ ||
+    const int d = pa_sm80_dim(pb);
+    if (!d || (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16) || p->seqlen_q > PA_SM80_MAX_SEQ ||
         p->seqlen_k > PA_SM80_MAX_SEQ || p->heads_q > INT32_MAX || p->batch > INT32_MAX ||
         p->batch * p->heads_q > PA_SM80_MAX_BH)
         return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm80: call outside the instances");
@@ -36,18 +45,18 @@ extern "C" portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *str
 
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
     cudaStream_t st = (cudaStream_t)stream;
+    const int64_t msq = pb->max_seqlen_q;
     cudaError_t e;
-    switch (d) {
-    case 64: e = sm80_launch_d64(&a, bf16, pb->max_seqlen_q, st); break;
-    case 96: e = sm80_launch_d96(&a, bf16, pb->max_seqlen_q, st); break;
-    case 128: e = sm80_launch_d128(&a, bf16, pb->max_seqlen_q, st); break;
-    default: {
-        const int bm = pa_sm80_block_rows(256);
-        if (bm == 0) return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm80: cannot read the device");
-        e = bm == PA_SM80_BM(256) ? sm80_launch_d256(&a, bf16, pb->max_seqlen_q, st)
-                                  : sm80_launch_d256_small(&a, bf16, pb->max_seqlen_q, st);
-        break;
-    }
+    if (d == 256 && pa_sm80_block_rows(256) != PA_SM80_BM(256)) {
+        e = sm80_launch_d256_small(&a, bf16, msq, st);
+    } else {
+        switch (d) {
+#define PA_X(D)                                                                                                  \
+    case D: e = sm80_launch_d##D(&a, bf16, msq, st); break;
+            PA_SM80_DIMS(PA_X)
+#undef PA_X
+        default: return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm80: no d%d instance", d);
+        }
     }
     if (e != cudaSuccess) {
         (void)cudaGetLastError(); /* clear the runtime's slot; the status carries the error */

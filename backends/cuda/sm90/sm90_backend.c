@@ -32,10 +32,13 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (!sm90_device(why, why_len)) return 0;
     const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
     if (!dt) return REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
-    const int64_t d = p->head_dim_qk;
-    if (p->head_dim_v != d || !PA_SM90_HAS_DIM(d))
-        return REFUSE("head dims %lld/%lld: instances take 64, 128 and 256 with Dqk == Dv", (long long)d,
-                      (long long)p->head_dim_v);
+    static const int dims[] = {
+#define PA_X(d) d,
+        PA_SM90_DIMS(PA_X)
+#undef PA_X
+    };
+    if (!pa_fwd_dims_ok(dims, (int)(sizeof dims / sizeof dims[0]), pb, "cuda-sm90", why, why_len)) return 0;
+    const int d = pa_sm90_dim(pb);
     if (pb->kv_cache) return REFUSE("KV cache: not in this kernel (cuda-sm80's decode kernel takes it)");
     /* Varlen: seqlen_q/k are the packed totals (the tensor maps' rows, int32 row arithmetic); the
      * grid and the decode-shape test go by the longest sequence, max_seqlen_q. */
@@ -50,22 +53,21 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (p->seqlen_k < 1) return REFUSE("no keys (a TMA map needs a row)");
     if (p->seqlen_q > PA_SM90_MAX_SEQ || p->seqlen_k > PA_SM90_MAX_SEQ)
         return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
-    const int64_t blocks = (msq + PA_SM90_BM((int)d) - 1) / PA_SM90_BM((int)d);
+    const int64_t blocks = (msq + PA_SM90_BM(d) - 1) / PA_SM90_BM(d);
     if (p->batch > INT32_MAX || p->heads_q > INT32_MAX || blocks * p->batch * p->heads_q > INT32_MAX)
         return REFUSE("batch %lld x heads %lld x row blocks over the grid's 2^31-1", (long long)p->batch,
                       (long long)p->heads_q);
     if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
     int optin = 0;
     if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");
-    if (optin < PA_SM90_SMEM((int)d))
-        return REFUSE("d%lld needs %d bytes of shared memory, device allows %d per block", (long long)d,
-                      PA_SM90_SMEM((int)d), optin);
+    if (optin < PA_SM90_SMEM(d))
+        return REFUSE("d%d needs %d bytes of shared memory, device allows %d per block", d,
+                      PA_SM90_SMEM(d), optin);
     if (!pa_fwd_layouts_ok(pb, why, why_len) || !pa_tma_strides_ok(pb, 0, why, why_len) ||
         !pa_sm80_prefill_ptrs_ok(pb, why, why_len))
         return 0;
     if (kernel && kernel_len)
-        pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm90<%s,d%lld,%dx%d>", dt, (long long)d, PA_SM90_BM((int)d),
-               PA_SM90_BN((int)d));
+        pa_kernel_name(kernel, kernel_len, "sm90", dt, d, pb, PA_SM90_BM(d), PA_SM90_BN(d));
     return 1;
 }
 

@@ -357,8 +357,9 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
             T *orow = oh + (int64_t)row * a.os[1] + (lane & 3) * 2;
 #pragma unroll
             for (int j = 0; j < NO; ++j)
-                *(uint32_t *)(orow + j * 8) = l == 0.f ? 0u /* no visible key: 0, not 0 x NaN */
-                                                        : sm80_pack(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv, tag);
+                if (j * 8 < a.dv) /* the instance's columns past the call's Dv are not the caller's */
+                    *(uint32_t *)(orow + j * 8) = l == 0.f ? 0u /* no visible key: 0, not 0 x NaN */
+                                                            : sm80_pack(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv, tag);
             if (a.lse && (lane & 3) == 0)
                 a.lse[lse0 + (int64_t)row * a.ls[2]] =
                     l > 0.f ? (mrow[r] * a.mult + __log2f(l)) * 0.69314718055994531f : l == 0.f ? -INFINITY : NAN;

@@ -11,19 +11,28 @@
 #include "sm90_fwd_kernel.cuh"
 #include "sm90_launch.h"
 
-cudaError_t sm90_launch_d64(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const sm80_args *, int,
-                            int64_t, cudaStream_t);
-cudaError_t sm90_launch_d128(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const sm80_args *, int,
-                             int64_t, cudaStream_t);
-cudaError_t sm90_launch_d256(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const sm80_args *, int,
-                             int64_t, cudaStream_t);
+#define PA_X(D)                                                                                                  \
+    cudaError_t sm90_launch_d##D(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const sm80_args *, int, \
+                                 int64_t, cudaStream_t);
+PA_SM90_DIMS(PA_X)
+#undef PA_X
 
 extern "C" int pa_sm90_compiled(void) { return 1; }
+
+extern "C" int pa_sm90_dim(const pa_problem *pb)
+{
+    static const int dims[] = {
+#define PA_X(d) d,
+        PA_SM90_DIMS(PA_X)
+#undef PA_X
+    };
+    return pa_fwd_instance_dim(dims, (int)(sizeof dims / sizeof dims[0]), pb->p.head_dim_qk, pb->p.head_dim_v);
+}
 
 extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    const int64_t d = p->head_dim_qk;
+    const int d = pa_sm90_dim(pb);
     if (p->batch <= 0 || pb->max_seqlen_q <= 0) return PORTATTN_SUCCESS; /* nothing to write */
     sm80_args a;
     portattn_status_t s = pa_fwd_fill_args(pb, &a, err, err_len);
@@ -34,9 +43,13 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *str
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
     cudaStream_t st = (cudaStream_t)stream;
     const int64_t msq = pb->max_seqlen_q; /* row blocks per (batch, head): the longest sequence's */
-    const cudaError_t e = d == 64 ? sm90_launch_d64(&tq, &tk, &tv, &a, bf16, msq, st)
-                    : d == 128 ? sm90_launch_d128(&tq, &tk, &tv, &a, bf16, msq, st)
-                               : sm90_launch_d256(&tq, &tk, &tv, &a, bf16, msq, st);
+    cudaError_t e = cudaErrorInvalidValue; /* no instance: supports() refused it first */
+    switch (d) {
+#define PA_X(D)                                                                                                  \
+    case D: e = sm90_launch_d##D(&tq, &tk, &tv, &a, bf16, msq, st); break;
+        PA_SM90_DIMS(PA_X)
+#undef PA_X
+    }
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return pa_cuda_status(e, "cuda-sm90: kernel launch", err, err_len);

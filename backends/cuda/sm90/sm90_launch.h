@@ -14,11 +14,14 @@
 #define PA_SM90_THREADS(d) (128 * (PA_SM90_NC(d) + 1))
 #define PA_SM90_PRODUCER_REGS(d) (PA_SM90_NC(d) == 3 ? 24 : 40)
 #define PA_SM90_CONSUMER_REGS(d) (PA_SM90_NC(d) == 3 ? 160 : 232)
-/* Instances (Dqk == Dv, f16/bf16): 128-key tiles for d64 (3 K/V slots) and d128 (2), 64-key tiles
- * for d256 (2; its O accumulator alone is 128 registers a thread). Shared memory (PA_SM90_SMEM):
- * about 121, 161 and 193 KB of the H100/H200's 227 KB per block. */
-#define PA_SM90_HAS_DIM(d) ((d) == 64 || (d) == 128 || (d) == 256)
-#define PA_SM90_BN(d) ((d) == 256 ? 64 : 128)
+/* Instances (head dim D, f16/bf16); a call runs on the smallest that holds both of its head dims
+ * (pa_fwd_instance_dim): the tensor maps span the call's columns, so the TMA zero-fills the rest of
+ * each 64-column box without reading it. 128-key tiles for d64 (3 K/V slots) and d128 (2), 112 for
+ * d192 (2; FlashAttention-3's d192 tile: the largest multiple of 16 whose two slots fit beside Q),
+ * 64 for d256 (2; its O accumulator alone is 128 registers a thread). Shared memory
+ * (PA_SM90_SMEM): about 121, 161, 217 and 193 KB of the H100/H200's 227 KB per block. */
+#define PA_SM90_DIMS(X) X(64) X(128) X(192) X(256)
+#define PA_SM90_BN(d) ((d) == 256 ? 64 : (d) == 192 ? 112 : 128)
 #define PA_SM90_STAGES(d) ((d) == 64 ? 3 : 2)
 /* Dynamic shared memory: the Q tile, ST K and V slots, the barriers, and 1 KB to align the tiles. */
 #define PA_SM90_SMEM_SHAPE(d, bn, st) (PA_SM90_BM(d) * (d) * 2 + 2 * (st) * (bn) * (d) * 2 + 8 * (1 + 4 * (st)) + 1024)
@@ -31,6 +34,8 @@ extern "C" {
 #endif
 
 portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *stream, char *err, size_t err_len);
+/* The instance a call runs on (0: none holds its head dims). */
+int pa_sm90_dim(const pa_problem *pb);
 /* 1 if this build holds the sm_90a kernels (nvcc new enough for sm_90a). */
 int pa_sm90_compiled(void);
 
