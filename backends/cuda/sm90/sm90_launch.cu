@@ -37,9 +37,6 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *str
     const cudaError_t e = d == 64 ? sm90_launch_d64(&tq, &tk, &tv, &a, bf16, msq, st)
                     : d == 128 ? sm90_launch_d128(&tq, &tk, &tv, &a, bf16, msq, st)
                                : sm90_launch_d256(&tq, &tk, &tv, &a, bf16, msq, st);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return pa_cuda_status(e, "cuda-sm90: kernel launch", err, err_len);
-    }
+    if (e != cudaSuccess) return pa_cuda_status(e, "cuda-sm90: kernel launch", err, err_len);
     return PORTATTN_SUCCESS;
 }
