@@ -85,18 +85,9 @@ static void reset_between(const tcase *c, portattn_backend_t be, const char *nam
 
 int main(void)
 {
-    int n = 0, dev = 0, major = 0, minor = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0 || cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-        printf("SKIP no CUDA device\n");
-        return 77;
-    }
-    const int cc = major * 10 + minor;
-    if (cc < 80) {
-        printf("SKIP compute capability %d.%d: no fast backend runs there\n", major, minor);
-        return 77;
-    }
+    const int cc = cuda_compute_capability(), major = cc / 10, minor = cc % 10;
+    if (!cc) return printf("SKIP no CUDA device\n"), 77;
+    if (cc < 80) return printf("SKIP compute capability %d.%d: no fast backend runs there\n", major, minor), 77;
     const uint64_t seed = test_seed();
     runtime_note();
     /* test_backend_present fails (1) when the runtime's answer says the backend must be there */
