@@ -419,9 +419,7 @@ done:
     return res;
 }
 
-/* The compute capability of the current CUDA device (major * 10 + minor), asked of the CUDA runtime
- * directly and not of the library; 0 when there is none or the tests are built without CUDA. */
-static int cuda_compute_capability(void)
+int cuda_compute_capability(void)
 {
 #ifdef PORTATTN_HAVE_CUDA
     int n = 0, dev = 0, major = 0, minor = 0;

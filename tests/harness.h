@@ -56,6 +56,10 @@ run_result run_case_bwd(const tcase *c, portattn_dtype_t dtype, portattn_backend
  * in or a probe regression must not pass as a skip. */
 int test_backend_present(portattn_backend_t be);
 
+/* The compute capability of the current CUDA device (major * 10 + minor), asked of the CUDA runtime
+ * directly and not of the library; 0 when there is none or the tests are built without CUDA. */
+int cuda_compute_capability(void);
+
 /* The GPU backend a GPU-only test is run for (argv[1]): 0 and *be; 2 with the usage printed when
  * argv[1] names no CUDA-memory backend; else test_backend_present()'s 77 or 1. */
 int gpu_test_backend(int argc, char **argv, portattn_backend_t *be);

@@ -3,7 +3,10 @@
  * 1. Out of memory: the device is filled with the test's own allocations, then a split-KV decode
  *    call without a workspace (the library would allocate its split scratch) must either succeed
  *    with the right answer (it falls back to one split) or return OUT_OF_MEMORY/DEVICE with a
- *    message; a prefill call likewise. Nothing may abort.
+ *    message; a prefill call likewise. Nothing may abort. Each call is made with an error of the
+ *    caller pending (a failed cudaSetDevice), which must still be pending after it, whatever the
+ *    outcome: the library may not clear it, not even after its own failed allocation (a static
+ *    libportattn only: a shared one has its own copy of the runtime, and of its last error).
  * 2. A dead context: a kernel traps (the sticky state a faulting kernel or a lost device leaves),
  *    then forward on the GPU backend (forced and automatic) must return PORTATTN_ERROR_DEVICE naming
  *    the CUDA error, forward_query and workspace_size (which launch nothing) must answer or report
@@ -12,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cuda_runtime_api.h>
 
 #include "devmem.h"
 #include "half.h"
@@ -29,6 +34,16 @@ typedef struct prob {
 } prob;
 
 static int fails;
+
+/* Which runtime's last error a pending-error check can see (tests/CMakeLists.txt). */
+static void runtime_note(void)
+{
+    printf(PA_TEST_SHARES_RUNTIME ? "note the library shares this program's CUDA runtime (static build): the pending-error "
+                                    "checks see its effect\n"
+                                  : "note the library has its own copy of the CUDA runtime (shared build): it cannot "
+                                    "touch this program's last error; build with -DBUILD_SHARED_LIBS=OFF to test that "
+                                    "it leaves it alone\n");
+}
 #define CHECK(cond, ...) do { if (!(cond)) { printf("FAIL " __VA_ARGS__); printf("\n"); fails++; } } while (0)
 
 static void params(portattn_fwd_params_t *p, const prob *t, portattn_dtype_t dt, void *q, void *k, void *v, void *o)
@@ -105,16 +120,25 @@ static void out_of_memory(portattn_backend_t be, const char *name, const prob *t
     printf("device filled: %d chunks, %.1f GB\n", n, gb);
     portattn_status_t st[4];
     char msg[4][256];
+    cudaError_t mine[4], after[4];
     for (int i = 0; i < ntests; i++) {
         portattn_fwd_params_t p;
         params(&p, &tests[i], PORTATTN_DTYPE_BF16, tests[i].dq, tests[i].dk, tests[i].dv, tests[i].dout);
         p.backend = be;
+        (void)cudaGetLastError();
+        mine[i] = cudaSetDevice(-1); /* the caller's pending error */
         st[i] = portattn_forward(&p, NULL);
+        after[i] = cudaGetLastError();
         snprintf(msg[i], sizeof msg[i], "%s", portattn_last_error());
         dm_sync(DM_CUDA);
     }
     for (int i = 0; i < n; i++) dm_free(DM_CUDA, chunks[i]);
     for (int i = 0; i < ntests; i++) {
+        /* The runtime may hold the library's error in place of the caller's (it keeps the newer one). */
+        const int kept = mine[i] != cudaSuccess && after[i] != cudaSuccess;
+        printf("%-4s %s oom sq=%lld: caller's pending %s, after the call %s\n", kept ? "ok" : "FAIL", name,
+               (long long)tests[i].sq, cudaGetErrorName(mine[i]), cudaGetErrorName(after[i]));
+        fails += !kept;
         if (st[i] == PORTATTN_ERROR_NOT_SUPPORTED && strstr(msg[i], "query tokens")) {
             printf("n/a  %s oom sq=%lld: the backend does not take this shape: %s\n", name, (long long)tests[i].sq, msg[i]);
         } else if (st[i] == PORTATTN_SUCCESS) {
@@ -173,6 +197,7 @@ int main(int argc, char **argv)
     const int rc = gpu_test_backend(argc, argv, &be);
     if (rc) return rc;
     uint64_t seed = test_seed();
+    runtime_note();
     prob t[2]; /* a decode (split-KV on cuda-sm80, which wants scratch) and a prefill */
     if (!setup(&t[0], 1, seed) || !setup(&t[1], 256, seed + 1)) {
         printf("FAIL setup (allocation, upload or oracle)\n");

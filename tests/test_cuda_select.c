@@ -16,7 +16,7 @@ int main(void)
     if (present) return present;
     /* what AUTO must pick comes from the hardware (compute capability 9.0: cuda-sm90), never from the
      * library's own availability answer */
-    const int sm90_device = test_backend_present(PORTATTN_BACKEND_CUDA_SM90) != 77;
+    const int sm90_device = cuda_compute_capability() == 90;
     enum { S = 64, H = 2, D = 300 };
     size_t bytes = (size_t)S * H * D * 2;
     void *dev[4], *host[4];

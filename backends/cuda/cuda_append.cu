@@ -70,14 +70,11 @@ extern "C" portattn_status_t pa_cuda_append(const pa_problem *pb, void *stream, 
     const int64_t rows = p->batch * pb->seqlen_new * p->heads_kv;
     const int64_t blocks = rows / APP_WARPS + 1; /* no rounding overflow near INT64_MAX */
     const dim3 grid((unsigned)(blocks < APP_MAX_BLOCKS ? blocks : APP_MAX_BLOCKS));
-    /* cudaLaunchKernel's own status, so that a stale error left in the runtime is not ours; the
-     * slot is still cleared on failure. */
+    /* cudaLaunchKernel's own status, so that an error the caller left pending in the runtime is not
+     * reported as ours (nor cleared: cuda_host.h, pa_cuda_drop_error). */
     pa_problem arg = *pb;
     void *args[] = { &arg };
     cudaError_t e = cudaLaunchKernel(fn, grid, dim3(APP_THREADS), args, 0, (cudaStream_t)stream);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return pa_cuda_status(e, "cuda append: kernel launch", err, err_len);
-    }
+    if (e != cudaSuccess) return pa_cuda_status(e, "cuda append: kernel launch", err, err_len);
     return PORTATTN_SUCCESS;
 }

@@ -1,6 +1,8 @@
 #include "cuda_host.h"
 
+#include <cuda.h> /* cuCtxGetId's types, for the entry point found at run time */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define PA_CUDA_MAX_DEVICES 64
@@ -35,10 +37,11 @@ static int pa_cuda_absent(void)
     return atomic_load_explicit(&g_absent_state, memory_order_acquire) == 2;
 }
 
-/* Records why a query failed, clears the runtime's last-error slot, writes the reason. */
+/* Records why a query failed and writes the reason. The runtime's last error is left as the failed
+ * query set it (cuda_host.h: pa_cuda_drop_error): "no device" and a sticky device error come back
+ * from every later runtime call anyway. */
 static void pa_cuda_fail(cudaError_t e, char *why, size_t len)
 {
-    (void)cudaGetLastError();
     if (pa_cuda_is_absence(e)) {
         int expect = 0;
         if (atomic_compare_exchange_strong(&g_absent_state, &expect, 1)) {
@@ -126,6 +129,39 @@ static int pa_cuda_record(pa_dev_info *out, char *name, size_t name_len)
     return 1;
 }
 
+typedef CUresult (*pa_ctx_id_fn)(CUcontext, unsigned long long *);
+
+/* cuCtxGetId from the driver, looked up once (CUDA 12.0 drivers have it); NULL when it is missing.
+ * A failed lookup is carried on past, so its runtime error is cleared unless one was pending. */
+static pa_ctx_id_fn pa_ctx_id_lookup(void)
+{
+    static atomic_uintptr_t fn;  /* racing first lookups store the same pointer */
+    static atomic_int missing;
+    const uintptr_t f = atomic_load_explicit(&fn, memory_order_acquire);
+    if (f) return (pa_ctx_id_fn)f;
+    if (atomic_load_explicit(&missing, memory_order_relaxed)) return NULL;
+    const cudaError_t pending = cudaPeekAtLastError();
+    enum cudaDriverEntryPointQueryResult q;
+    void *found = NULL;
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetId", &found, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || !found) {
+        pa_cuda_drop_error(pending);
+        atomic_store_explicit(&missing, 1, memory_order_relaxed);
+        return NULL;
+    }
+    atomic_store_explicit(&fn, (uintptr_t)found, memory_order_release);
+    return (pa_ctx_id_fn)(uintptr_t)found;
+}
+
+int pa_cuda_context_key(void)
+{
+    const pa_ctx_id_fn get = pa_ctx_id_lookup();
+    unsigned long long id = 0;
+    if (!get || get(NULL, &id) != CUDA_SUCCESS) return 0; /* a driver call: the runtime's slot is untouched */
+    /* Two contexts share a key only 2^31 context creations apart; an id with low bits 0 is not cached. */
+    return (int)(id & 0x7fffffffu);
+}
+
 int pa_cuda_probe(char *detail, size_t detail_len)
 {
     int major = 0, minor = 0, sms = 0;
@@ -156,9 +192,10 @@ static pa_cuda_mem pa_cuda_where(const void *ptr, int *device, int *mapped)
     struct cudaPointerAttributes a;
     cudaError_t e = cudaPointerGetAttributes(&a, ptr);
     if (e != cudaSuccess) {
-        /* A pointer the runtime has never seen is not an error (cudaErrorInvalidValue on old
-         * drivers); anything else means the device itself is in trouble. */
-        if (e == cudaErrorInvalidValue) { (void)cudaGetLastError(); return PA_MEM_HOST; }
+        /* A pointer the runtime has never seen is not an error (cudaErrorInvalidValue from runtimes
+         * before 11.0, older than the one linked in: a guard); anything else means the device itself
+         * is in trouble. */
+        if (e == cudaErrorInvalidValue) return PA_MEM_HOST;
         pa_cuda_fail(e, NULL, 0);
         return PA_MEM_UNKNOWN;
     }
@@ -177,7 +214,7 @@ static pa_cuda_mem pa_cuda_where(const void *ptr, int *device, int *mapped)
 static int pa_cuda_current(void)
 {
     int dev = -1;
-    if (cudaGetDevice(&dev) != cudaSuccess) { (void)cudaGetLastError(); return -1; }
+    if (cudaGetDevice(&dev) != cudaSuccess) return -1;
     return dev;
 }
 

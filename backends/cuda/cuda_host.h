@@ -40,6 +40,25 @@ int pa_cuda_take_device_error(char *buf, size_t len);
  * more than one index. 1 if so; else 0 with the reason (NOT_SUPPORTED) in why. */
 int pa_tma_strides_ok(const pa_problem *pb, int with_o, char *why, size_t why_len);
 
+/* The runtime's last error (cudaGetLastError) is one slot per thread and runtime copy. A shared
+ * libportattn carries its own copy of the static runtime (whose symbols are hidden), a slot the
+ * caller never sees; a static libportattn.a shares the program's runtime, and so the caller's slot.
+ * The rule: the library never clears an error it did not raise. A library call that fails leaves
+ * its runtime error there, as a failed runtime call does (the status carries it too): knowing
+ * whether the slot was clean before would cost a runtime call on every launch. Only where the
+ * library carries on past a failed runtime call of its own (an allocation or a driver entry point
+ * it can do without) does it clear that error, and only if the slot was clean before: `pending` is
+ * cudaPeekAtLastError() from just before the call that may fail. */
+static inline void pa_cuda_drop_error(cudaError_t pending)
+{
+    if (pending == cudaSuccess) (void)cudaGetLastError();
+}
+
+/* The current context's unique id (cuCtxGetId) folded to a positive int; 0 when none is current, the
+ * current one was destroyed (a primary context not created again since a cudaDeviceReset), or the
+ * driver lacks cuCtxGetId. Keys caches of per-context state (sm80_attr.cuh): one driver call. */
+int pa_cuda_context_key(void);
+
 /* cudaSuccess -> PORTATTN_SUCCESS (err untouched); cudaErrorMemoryAllocation -> OUT_OF_MEMORY;
  * anything else -> DEVICE. Message "what: <cudaGetErrorString> (<cudaGetErrorName>)". */
 portattn_status_t pa_cuda_status(cudaError_t e, const char *what, char *err, size_t err_len);

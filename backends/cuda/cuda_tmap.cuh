@@ -21,10 +21,8 @@ static inline void *pa_driver_fn(const char *name, void **slot)
     if (f) return f;
     cudaDriverEntryPointQueryResult q;
     if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess || !f) {
-        (void)cudaGetLastError();
-        return NULL;
-    }
+        q != cudaDriverEntryPointSuccess || !f)
+        return NULL; /* the call fails: its runtime error stays (cuda_host.h, pa_cuda_drop_error) */
     __atomic_store_n(slot, f, __ATOMIC_RELEASE);
     return f;
 }
@@ -83,7 +81,6 @@ static inline portattn_status_t pa_tmap_fwd(const pa_problem *pb, const char *wh
     char what[64];
     cudaError_t e = pa_tmap_ensure_context();
     if (e != cudaSuccess) {
-        (void)cudaGetLastError();
         snprintf(what, sizeof what, "%s: making the device's context current", who);
         return pa_cuda_status(e, what, err, err_len);
     }

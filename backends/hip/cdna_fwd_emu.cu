@@ -36,10 +36,7 @@ extern "C" portattn_status_t pa_hip_cdna_emu_run(const pa_problem *pb, void *str
     if (st) return st;
     cudaError_t e = pa_hip_cdna_emu_launch(&a, p->dtype == PORTATTN_DTYPE_BF16, (int)p->head_dim_qk, pb->max_seqlen_q,
                                            (cudaStream_t)stream);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return pa_cuda_status(e, "hip-cdna (emulated): kernel launch", err, err_len);
-    }
+    if (e != cudaSuccess) return pa_cuda_status(e, "hip-cdna (emulated): kernel launch", err, err_len);
     return PORTATTN_SUCCESS;
 }
 #endif

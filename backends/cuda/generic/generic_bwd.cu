@@ -28,10 +28,7 @@ static portattn_status_t gb_launch(const pa_bwd_problem *bp, cudaStream_t stream
     if (e == cudaSuccess && pb->max_seqlen_k > 0)
         e = cudaLaunchKernel((const void *)gen_bwd_dkdv<T>, gb_grid(pb->max_seqlen_k, pb->p.heads_kv, pb->p.batch),
                              dim3(GB_THREADS), args, 0, stream);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return pa_cuda_status(e, "cuda-generic backward: kernel launch", err, err_len);
-    }
+    if (e != cudaSuccess) return pa_cuda_status(e, "cuda-generic backward: kernel launch", err, err_len);
     return PORTATTN_SUCCESS;
 }
 

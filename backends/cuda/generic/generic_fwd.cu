@@ -186,10 +186,7 @@ static portattn_status_t gen_smem_limit(const pa_problem *pb, char *err, size_t 
 {
     if (gen_smem(pb) <= 48 * 1024) return PORTATTN_SUCCESS;
     cudaError_t e = cudaFuncSetAttribute(gen_fwd<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)GEN_SMEM_MAX_BYTES);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return pa_cuda_status(e, "cuda-generic: raising the shared memory limit", err, err_len);
-    }
+    if (e != cudaSuccess) return pa_cuda_status(e, "cuda-generic: raising the shared memory limit", err, err_len);
     return PORTATTN_SUCCESS;
 }
 
@@ -202,16 +199,13 @@ static portattn_status_t gen_launch(const pa_problem *pb, cudaStream_t stream, c
     const dim3 grid((unsigned)(row_blocks < INT_MAX ? row_blocks : INT_MAX),
                     (unsigned)(pb->p.heads_q < 65535 ? pb->p.heads_q : 65535),
                     (unsigned)(pb->p.batch < 65535 ? pb->p.batch : 65535));
-    /* cudaLaunchKernel's own status, not cudaGetLastError alone: a stale error the caller left in
-     * the runtime must not be reported as ours. The slot is still cleared on failure. */
+    /* cudaLaunchKernel's own status, not cudaGetLastError: an error the caller left pending in the
+     * runtime must not be reported as ours (nor cleared: cuda_host.h, pa_cuda_drop_error). */
     pa_problem arg = *pb;
     float inv_cap = pb->p.softcap > 0.f ? 1.f / pb->p.softcap : 0.f;
     void *args[] = { &arg, &inv_cap };
     e = cudaLaunchKernel((const void *)gen_fwd<T>, grid, dim3(GEN_THREADS), args, smem, stream);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return pa_cuda_status(e, "cuda-generic: kernel launch", err, err_len);
-    }
+    if (e != cudaSuccess) return pa_cuda_status(e, "cuda-generic: kernel launch", err, err_len);
     return PORTATTN_SUCCESS;
 }
 

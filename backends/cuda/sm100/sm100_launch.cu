@@ -35,10 +35,7 @@ extern "C" portattn_status_t pa_cuda_sm100_launch(const pa_problem *pb, void *st
     /* the emulated TMEM: 256 KB of global memory per CTA, stream-ordered (supports() bounds the grid) */
     const int64_t rows = PA_SM100_QT * PA_SM100_BM, ctas = (pb->max_seqlen_q + rows - 1) / rows * p->batch * p->heads_q;
     e = cudaMallocAsync((void **)&emu_tmem, (size_t)ctas * PA_SM100_EMU_TMEM_BYTES, st);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return pa_cuda_status(e, "cuda-sm100 (emulated): TMEM pool", err, err_len);
-    }
+    if (e != cudaSuccess) return pa_cuda_status(e, "cuda-sm100 (emulated): TMEM pool", err, err_len);
 #endif
     e = d == 64 ? sm100_launch_d64(&tq, &tk, &tv, &to, &a, bf16, pb->max_seqlen_q, emu_tmem, st)
                 : sm100_launch_d128(&tq, &tk, &tv, &to, &a, bf16, pb->max_seqlen_q, emu_tmem, st);
@@ -46,9 +43,6 @@ extern "C" portattn_status_t pa_cuda_sm100_launch(const pa_problem *pb, void *st
     const cudaError_t ef = cudaFreeAsync(emu_tmem, st);
     if (e == cudaSuccess) e = ef;
 #endif
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return pa_cuda_status(e, "cuda-sm100: kernel launch", err, err_len);
-    }
+    if (e != cudaSuccess) return pa_cuda_status(e, "cuda-sm100: kernel launch", err, err_len);
     return PORTATTN_SUCCESS;
 }

@@ -120,10 +120,11 @@ extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *s
                       "workspace_size = %zu, this call needs %zu (portattn_forward_workspace_size; it grows with "
                       "batch, heads and query tokens)", p->workspace_size, need);
     if (need && !ws) {
+        const cudaError_t pending = cudaPeekAtLastError(); /* the call carries on: clear only our error */
         if (cudaMallocAsync(&own, need, st) == cudaSuccess) {
             ws = own;
         } else {
-            (void)cudaGetLastError();
+            pa_cuda_drop_error(pending);
             a.splits = 1, need = 0;
         }
     }
@@ -162,9 +163,6 @@ extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *s
         cudaError_t f = cudaFreeAsync(own, st);
         if (e == cudaSuccess) e = f;
     }
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return pa_cuda_status(e, "cuda-sm80 decode: kernel launch", err, err_len);
-    }
+    if (e != cudaSuccess) return pa_cuda_status(e, "cuda-sm80 decode: kernel launch", err, err_len);
     return PORTATTN_SUCCESS;
 }

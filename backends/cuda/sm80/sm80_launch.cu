@@ -58,9 +58,6 @@ extern "C" portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *str
         default: return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm80: no d%d instance", d);
         }
     }
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError(); /* clear the runtime's slot; the status carries the error */
-        return pa_cuda_status(e, "cuda-sm80: kernel launch", err, err_len);
-    }
+    if (e != cudaSuccess) return pa_cuda_status(e, "cuda-sm80: kernel launch", err, err_len);
     return PORTATTN_SUCCESS;
 }

@@ -50,9 +50,6 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *str
         PA_SM90_DIMS(PA_X)
 #undef PA_X
     }
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return pa_cuda_status(e, "cuda-sm90: kernel launch", err, err_len);
-    }
+    if (e != cudaSuccess) return pa_cuda_status(e, "cuda-sm90: kernel launch", err, err_len);
     return PORTATTN_SUCCESS;
 }
