@@ -305,7 +305,7 @@ def rule_check(label, got, ref, naive, dtype):
     """FlashAttention's rule for one gradient: max error against the float64 reference at most 3x that
     of the same-precision PyTorch math attention, with a floor for the rounding of the gradient to the
     dtype (2 units of the largest reference value; f32: 1e-5 relative). Returns the error line."""
-    ref = ref.to(got.device)
+    ref, naive = ref.to(got.device), naive.to(got.device)
     err = (got.double() - ref).abs().max().item()
     base = (naive.double() - ref).abs().max().item()
     mag = ref.abs().max().item()
