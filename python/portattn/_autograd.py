@@ -51,7 +51,8 @@ def _backward_params(spec, q, k, v, out, lse, dout, dq, dk, dv):
 
 
 # Whether a call shape has a backward: key -> None (it has) or the library's reason (it has not).
-# The answer depends on shapes, strides, dtypes, device and options, never on the data.
+# The answer depends on shapes, strides, dtypes, device, options and how the inputs are aligned (a
+# vectorised kernel may need 16 bytes), never on the data.
 _verdicts = {}
 _MAX_VERDICTS = 4096
 
@@ -61,7 +62,7 @@ def _verdict_key(spec, q, k, v):
     try:
         key = (_state["lib"], q.device, q.dtype, q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(),
                spec["softmax_scale"], spec["softcap"], bool(spec["causal"]), tuple(spec["window_size"]),
-               bool(spec["deterministic"]), spec["backend"],
+               bool(spec["deterministic"]), spec["backend"], q.data_ptr() % 16, k.data_ptr() % 16, v.data_ptr() % 16,
                None if cu is None else (cu[0].shape, cu[1].shape, tuple(int(m) for m in spec["max_seqlen"])))
         hash(key)
         return key
