@@ -1,8 +1,8 @@
-/* Several host threads calling portattn_forward, then portattn_backward (deterministic) where the
- * backend has a backward pass, at once give the same bits as the same calls made one after another,
- * and repeated runs are bitwise identical (determinism). Each thread has its own buffers and its own
- * problem, and sees only its own last-error messages, forward and backward.
- * test_concurrency <backend>: exit 77 when the backend is absent. */
+/* Several host threads calling portattn_forward, then portattn_backward (deterministic; the GQA jobs'
+ * dK/dV sum over query heads) where the backend has a backward pass, at once give the same bits as
+ * the same calls made one after another, and repeated runs are bitwise identical (determinism). Each
+ * thread has its own buffers and its own problem, and sees only its own last-error messages, forward
+ * and backward. test_concurrency <backend>: exit 77 when the backend is absent. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -19,7 +19,7 @@ typedef struct job {
     portattn_backend_t backend;
     dm_kind kind;
     int id;
-    int64_t sq, sk, h, d;
+    int64_t sq, sk, h, hkv, d; /* h query heads onto hkv KV heads */
     void *q, *k, *v, *o; /* memory of `kind` */
     float *lse;
     void *dout, *dq, *dk, *dv; /* the backward's (when it runs) */
@@ -45,7 +45,7 @@ static void bwd_params_of(const portattn_fwd_params_t *p, const job *j, portattn
     memcpy(b->lse_stride, p->lse_stride, sizeof b->lse_stride);
     b->causal = p->causal, b->window_left = p->window_left, b->window_right = p->window_right;
     b->dout = portattn_tensor_bshd(j->dout, j->sq, j->h, j->d), b->dq = portattn_tensor_bshd(j->dq, j->sq, j->h, j->d);
-    b->dk = portattn_tensor_bshd(j->dk, j->sk, j->h, j->d), b->dv = portattn_tensor_bshd(j->dv, j->sk, j->h, j->d);
+    b->dk = portattn_tensor_bshd(j->dk, j->sk, j->hkv, j->d), b->dv = portattn_tensor_bshd(j->dv, j->sk, j->hkv, j->d);
     b->deterministic = 1;
 }
 
@@ -54,9 +54,10 @@ static void run_job(job *j)
     portattn_fwd_params_t p;
     portattn_fwd_params_init(&p);
     p.dtype = PORTATTN_DTYPE_BF16, p.backend = j->backend;
-    p.batch = 1, p.seqlen_q = j->sq, p.seqlen_k = j->sk, p.heads_q = p.heads_kv = j->h, p.head_dim_qk = p.head_dim_v = j->d;
-    p.q = portattn_tensor_bshd(j->q, j->sq, j->h, j->d), p.k = portattn_tensor_bshd(j->k, j->sk, j->h, j->d);
-    p.v = portattn_tensor_bshd(j->v, j->sk, j->h, j->d), p.o = portattn_tensor_bshd(j->o, j->sq, j->h, j->d);
+    p.batch = 1, p.seqlen_q = j->sq, p.seqlen_k = j->sk, p.heads_q = j->h, p.heads_kv = j->hkv;
+    p.head_dim_qk = p.head_dim_v = j->d;
+    p.q = portattn_tensor_bshd(j->q, j->sq, j->h, j->d), p.k = portattn_tensor_bshd(j->k, j->sk, j->hkv, j->d);
+    p.v = portattn_tensor_bshd(j->v, j->sk, j->hkv, j->d), p.o = portattn_tensor_bshd(j->o, j->sq, j->h, j->d);
     p.lse = j->lse, p.lse_stride[0] = j->h * j->sq, p.lse_stride[1] = j->sq, p.lse_stride[2] = 1;
     p.causal = j->id & 1, p.window_left = j->id % 3 == 0 ? 37 : -1;
     p.workspace = j->ws, p.workspace_size = j->ws_bytes;
@@ -164,7 +165,8 @@ int main(int argc, char **argv)
          * with its own workspace, job 4 with the library's per-call allocation) */
         j->sq = t < 4 ? 150 + 37 * t : t == 4 ? 1 : 4, j->sk = t < 4 ? j->sq : 2500 + 700 * t;
         j->h = 2 + t % 3, j->d = t % 2 ? 64 : 128;
-        j->bytes = (size_t)(j->sq * j->h * j->d) * 2, j->kv_bytes = (size_t)(j->sk * j->h * j->d) * 2;
+        j->hkv = t == 2 ? 2 : t == 3 || t == 5 ? 1 : j->h; /* GQA: the backward sums dK/dV over query heads */
+        j->bytes = (size_t)(j->sq * j->h * j->d) * 2, j->kv_bytes = (size_t)(j->sk * j->hkv * j->d) * 2;
         uint16_t *host = malloc(j->kv_bytes > j->bytes ? j->kv_bytes : j->bytes);
         void **bufs[4] = {&j->q, &j->k, &j->v, &j->dout};
         for (int b = 0; b < 4; b++) {
@@ -183,9 +185,9 @@ int main(int argc, char **argv)
             portattn_fwd_params_t p;
             portattn_fwd_params_init(&p);
             p.dtype = PORTATTN_DTYPE_BF16, p.backend = be, p.batch = 1, p.seqlen_q = j->sq, p.seqlen_k = j->sk;
-            p.heads_q = p.heads_kv = j->h, p.head_dim_qk = p.head_dim_v = j->d, p.causal = 1;
-            p.q = portattn_tensor_bshd(j->q, j->sq, j->h, j->d), p.k = portattn_tensor_bshd(j->k, j->sk, j->h, j->d);
-            p.v = portattn_tensor_bshd(j->v, j->sk, j->h, j->d), p.o = portattn_tensor_bshd(j->o, j->sq, j->h, j->d);
+            p.heads_q = j->h, p.heads_kv = j->hkv, p.head_dim_qk = p.head_dim_v = j->d, p.causal = 1;
+            p.q = portattn_tensor_bshd(j->q, j->sq, j->h, j->d), p.k = portattn_tensor_bshd(j->k, j->sk, j->hkv, j->d);
+            p.v = portattn_tensor_bshd(j->v, j->sk, j->hkv, j->d), p.o = portattn_tensor_bshd(j->o, j->sq, j->h, j->d);
             portattn_status_t st = portattn_forward_workspace_size(&p, &j->ws_bytes);
             if (st && st != PORTATTN_ERROR_NOT_SUPPORTED)
                 return printf("FAIL workspace size: %s\n", portattn_last_error()), 1;
