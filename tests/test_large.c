@@ -5,7 +5,9 @@
  * the rows the call reads, at offsets past 2^31 elements; the oracle is the CPU backend on compact
  * copies of those rows. A kernel that truncates an offset to 32 bits reads unfilled rows (zeros)
  * or faults, and fails. Cases: a paged decode whose pages lie at the far end of the pool, a
- * contiguous decode and a contiguous prefill whose second sequence starts past 2^31 elements. */
+ * contiguous decode and a contiguous prefill whose second sequence starts past 2^31 elements, and
+ * the backward of that prefill (where the backend has one), whose dK and dV are as large as K and V
+ * (17 GB of device memory in all) and are written only in the rows past 2^31 elements. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +133,140 @@ done:
     return rc;
 }
 
+/* rel-L2 of n bf16 values against f32 ones; *nonfinite counts the values that are not finite. */
+static double rel_l2_bf16(const uint16_t *got, const float *want, size_t n, long long *nonfinite)
+{
+    double se = 0, sr = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double g = pa_bf16_to_f32(got[i]), e = g - want[i];
+        *nonfinite += !isfinite(g);
+        se += e * e, sr += (double)want[i] * want[i];
+    }
+    return sqrt(se / (sr > 0 ? sr : 1));
+}
+
+/* Whether `be` has a backward pass, asked with an empty problem (no memory needed): 0 and the
+ * reason printed when it has none. */
+static int has_backward(portattn_backend_t be)
+{
+    portattn_bwd_params_t g;
+    portattn_selection_t sel;
+    portattn_bwd_params_init(&g);
+    g.backend = be, g.seqlen_q = 100, g.seqlen_k = 700, g.heads_q = HQ, g.heads_kv = 1, g.head_dim_qk = g.head_dim_v = D;
+    if (portattn_backward_query(&g, &sel) == PORTATTN_ERROR_NOT_SUPPORTED &&
+        strstr(portattn_last_error(), "has no backward pass")) {
+        printf("n/a  %-22s %s\n", "contiguous_prefill_bwd", portattn_last_error());
+        return 0;
+    }
+    return 1;
+}
+
+/* The backward of the contiguous prefill: K, V, dK and dV of more than 2^31 elements each, the second
+ * sequence's rows past 2^31, dK/dV rows poisoned before the call. The oracle is the CPU backward in
+ * f32 on compact copies from the backend's own O and LSE, so that only the backward is compared.
+ * 0 pass, 1 fail, 77 skipped (no backward pass, or not enough device memory). */
+static int run_bwd(portattn_backend_t be, uint64_t seed)
+{
+    const int64_t B = 2, SQ = 100, SK = 700, bstride = BIG + 4096 * D, elems = bstride + SK * D;
+    const size_t kvb = (size_t)elems * 2, qn = (size_t)(B * SQ * HQ * D), kn = (size_t)(SK * D), nl = (size_t)(B * HQ * SQ);
+    if (!has_backward(be)) return 77;
+    int rc = 1;
+    uint64_t rng = seed;
+    uint16_t *h16 = malloc((3 * qn + 4 * B * kn) * 2); /* q, dO, then O and dQ back; K, V, then dK, dV back */
+    float *f32 = malloc((4 * qn + 4 * B * kn + 2 * B * kn + nl) * 4);
+    void *dq = dm_alloc(DM_CUDA, qn * 2), *ddo = dm_alloc(DM_CUDA, qn * 2), *dout = dm_alloc(DM_CUDA, qn * 2);
+    void *dgq = dm_alloc(DM_CUDA, qn * 2);
+    float *dl = dm_alloc(DM_CUDA, nl * 4);
+    void *big[4] = {dm_alloc(DM_CUDA, kvb), dm_alloc(DM_CUDA, kvb), dm_alloc(DM_CUDA, kvb), dm_alloc(DM_CUDA, kvb)};
+    if (!h16 || !f32 || !dq || !ddo || !dout || !dgq || !dl) {
+        printf("FAIL backward: host or small device allocation failed\n");
+        goto done;
+    }
+    if (!big[0] || !big[1] || !big[2] || !big[3]) {
+        printf("SKIP backward: cannot allocate 4 x %.1f GB of device memory\n", (double)kvb / 1e9);
+        rc = 77;
+        goto done;
+    }
+    uint16_t *hq = h16, *hdo = hq + qn, *hback = hdo + qn, *hk = hback + qn, *hv = hk + B * kn, *hgk = hv + B * kn;
+    uint16_t *hgv = hgk + B * kn;
+    float *fq = f32, *fdo = fq + qn, *fo = fdo + qn, *rq = fo + qn, *fk = rq + qn, *fv = fk + B * kn, *rk = fv + B * kn;
+    float *rv = rk + B * kn, *fl = rv + B * kn;
+    for (size_t i = 0; i < qn; i++) {
+        hq[i] = pa_f32_to_bf16((float)urand(&rng)), fq[i] = pa_bf16_to_f32(hq[i]);
+        hdo[i] = pa_f32_to_bf16((float)urand(&rng)), fdo[i] = pa_bf16_to_f32(hdo[i]);
+    }
+    for (size_t i = 0; i < B * kn; i++) {
+        hk[i] = pa_f32_to_bf16((float)urand(&rng)), fk[i] = pa_bf16_to_f32(hk[i]);
+        hv[i] = pa_f32_to_bf16((float)urand(&rng)), fv[i] = pa_bf16_to_f32(hv[i]);
+    }
+    memset(hgk, 0xFF, 2 * B * kn * 2), memset(hback, 0xFF, qn * 2);
+    int bad = dm_upload(DM_CUDA, dq, hq, qn * 2) || dm_upload(DM_CUDA, ddo, hdo, qn * 2) ||
+              dm_upload(DM_CUDA, dout, hback, qn * 2) || dm_upload(DM_CUDA, dgq, hback, qn * 2);
+    for (int64_t b = 0; b < B && !bad; b++) { /* each sequence's rows are contiguous (one KV head) */
+        const size_t at = (size_t)(b * bstride) * 2, n = kn * 2;
+        bad = dm_upload(DM_CUDA, (char *)big[0] + at, hk + b * kn, n) || dm_upload(DM_CUDA, (char *)big[1] + at, hv + b * kn, n) ||
+              dm_upload(DM_CUDA, (char *)big[2] + at, hgk, n) || dm_upload(DM_CUDA, (char *)big[3] + at, hgv, n);
+    }
+    if (bad) {
+        printf("FAIL backward: upload failed\n");
+        goto done;
+    }
+    portattn_fwd_params_t p;
+    portattn_fwd_params_init(&p);
+    p.dtype = PORTATTN_DTYPE_BF16, p.backend = be, p.batch = B, p.seqlen_q = SQ, p.seqlen_k = SK;
+    p.heads_q = HQ, p.heads_kv = 1, p.head_dim_qk = p.head_dim_v = D, p.causal = 1;
+    p.q = portattn_tensor_bshd(dq, SQ, HQ, D), p.o = portattn_tensor_bshd(dout, SQ, HQ, D);
+    p.k = (portattn_tensor_t){big[0], {bstride, D, D, 1}}, p.v = (portattn_tensor_t){big[1], {bstride, D, D, 1}};
+    p.lse = dl, p.lse_stride[0] = HQ * SQ, p.lse_stride[1] = SQ, p.lse_stride[2] = 1;
+    portattn_bwd_params_t g;
+    portattn_bwd_params_init(&g);
+    g.dtype = p.dtype, g.backend = be, g.batch = B, g.seqlen_q = SQ, g.seqlen_k = SK, g.heads_q = HQ, g.heads_kv = 1;
+    g.head_dim_qk = g.head_dim_v = D, g.causal = 1, g.deterministic = 1;
+    g.q = p.q, g.k = p.k, g.v = p.v, g.o = p.o, g.lse = dl, memcpy(g.lse_stride, p.lse_stride, sizeof g.lse_stride);
+    g.dout = portattn_tensor_bshd(ddo, SQ, HQ, D), g.dq = portattn_tensor_bshd(dgq, SQ, HQ, D);
+    g.dk = (portattn_tensor_t){big[2], {bstride, D, D, 1}}, g.dv = (portattn_tensor_t){big[3], {bstride, D, D, 1}};
+    portattn_selection_t sel;
+    portattn_status_t st = portattn_backward_query(&g, &sel);
+    if (!st && !(st = portattn_forward(&p, NULL))) st = portattn_backward(&g, NULL);
+    if (st || dm_sync(DM_CUDA)) {
+        printf("FAIL backward: %s: %s\n", portattn_status_string(st), portattn_last_error());
+        goto done;
+    }
+    bad = dm_download(DM_CUDA, hback, dout, qn * 2) || dm_download(DM_CUDA, fl, dl, nl * 4);
+    for (size_t i = 0; i < qn; i++) fo[i] = pa_bf16_to_f32(hback[i]);
+    bad = bad || dm_download(DM_CUDA, hback, dgq, qn * 2);
+    for (int64_t b = 0; b < B && !bad; b++) {
+        const size_t at = (size_t)(b * bstride) * 2, n = kn * 2;
+        bad = dm_download(DM_CUDA, hgk + b * kn, (char *)big[2] + at, n) || dm_download(DM_CUDA, hgv + b * kn, (char *)big[3] + at, n);
+    }
+    if (bad) {
+        printf("FAIL backward: download failed\n");
+        goto done;
+    }
+    portattn_bwd_params_t c = g; /* the oracle: CPU, f32, compact K/V and gradients */
+    c.dtype = PORTATTN_DTYPE_F32, c.backend = PORTATTN_BACKEND_CPU;
+    c.q = portattn_tensor_bshd(fq, SQ, HQ, D), c.o = portattn_tensor_bshd(fo, SQ, HQ, D), c.lse = fl;
+    c.k = portattn_tensor_bshd(fk, SK, 1, D), c.v = portattn_tensor_bshd(fv, SK, 1, D);
+    c.dout = portattn_tensor_bshd(fdo, SQ, HQ, D), c.dq = portattn_tensor_bshd(rq, SQ, HQ, D);
+    c.dk = portattn_tensor_bshd(rk, SK, 1, D), c.dv = portattn_tensor_bshd(rv, SK, 1, D);
+    if (portattn_backward(&c, NULL)) {
+        printf("FAIL backward: oracle: %s\n", portattn_last_error());
+        goto done;
+    }
+    long long nonfinite = 0;
+    const double eq = rel_l2_bf16(hback, rq, qn, &nonfinite), ek = rel_l2_bf16(hgk, rk, B * kn, &nonfinite);
+    const double ev = rel_l2_bf16(hgv, rv, B * kn, &nonfinite);
+    const int pass = !nonfinite && eq <= 1e-2 && ek <= 1e-2 && ev <= 1e-2;
+    printf("%-4s %-22s %s  K/V/dK/dV %lld elements each, rel-L2 dQ %.2e dK %.2e dV %.2e%s\n", pass ? "ok" : "FAIL",
+           "contiguous_prefill_bwd", sel.kernel, (long long)elems, eq, ek, ev, nonfinite ? " NON-FINITE/UNWRITTEN" : "");
+    rc = !pass;
+done:
+    for (int i = 0; i < 4; i++) dm_free(DM_CUDA, big[i]);
+    dm_free(DM_CUDA, dq), dm_free(DM_CUDA, ddo), dm_free(DM_CUDA, dout), dm_free(DM_CUDA, dgq), dm_free(DM_CUDA, dl);
+    free(h16), free(f32);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     portattn_backend_t be;
@@ -147,6 +283,8 @@ int main(int argc, char **argv)
         int r = run(&cases[i], be, seed + i);
         failed += r == 1, skipped += r == 77;
     }
-    printf("%d passed, %d failed, %d skipped\n", 3 - failed - skipped, failed, skipped);
+    const int r = run_bwd(be, seed + 3);
+    failed += r == 1, skipped += r == 77;
+    printf("%d passed, %d failed, %d skipped\n", 4 - failed - skipped, failed, skipped);
     return failed ? 1 : 0;
 }

@@ -10,7 +10,8 @@
  *   - softcap: +-inf scores become +-softcap (finite rows); +inf in K or V, and scores past fp32
  *     (infinities(): README "Numerics").
  * f32, bf16 and f16; causal, 24 x 24 (prefill kernels), 4 x 40 (decode kernels) and 40 x 20 (rows that
- * see no key beside rows that do, in one key tile). Exit 0 pass, 1 fail, 77 backend absent. */
+ * see no key beside rows that do, in one key tile). Then the backward's contract (numerics_bwd.c)
+ * where the backend has a backward pass. Exit 0 pass, 1 fail, 77 backend absent. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "devmem.h"
 #include "half.h"
 #include "harness.h"
+#include "numerics_bwd.h"
 #include "problem.h"
 
 /* Three shapes: 24 x 24 and 40 x 20 (the prefill kernels), 4 queries x 40 keys (the decode kernels). */
@@ -331,6 +333,9 @@ int main(int argc, char **argv)
         else check("varlen: NaN/inf in sequence 2 stay out of 1", dn, &clean, &x, expect, 0);
     }
     VARLEN = 0;
+    int bwd_checks = 0;
+    failures += numerics_bwd(be, &rng, &bwd_checks);
+    checks += bwd_checks;
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures || !ran ? 1 : 0;
 }

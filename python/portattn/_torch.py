@@ -52,19 +52,13 @@ def _check_flash_args(dropout_p, alibi_slopes, return_attn_probs):
         raise NotImplementedError("portattn has no ALiBi: alibi_slopes must be None")
 
 
-def _needs_autograd(torch, device, **tensors):
-    """True when grad mode is on, an input requires grad and `device` has a backward pass (the call
-    then goes through _autograd). Without a backward pass it raises: a forward that silently dropped
-    the autograd history would let a model train with no gradient reaching Q, K or V."""
-    needs = [name for name, t in tensors.items() if isinstance(t, torch.Tensor) and t.requires_grad]
-    if not torch.is_grad_enabled() or not needs:
+def _needs_autograd(torch, **tensors):
+    """True when grad mode is on and an input requires grad: the call then goes through _autograd,
+    which refuses (NotImplementedError) a call that no backend can differentiate, never returning a
+    result without autograd history."""
+    if not torch.is_grad_enabled():
         return False
-    if _autograd.has_backward(device):
-        return True
-    raise NotImplementedError(
-        "portattn has no backward pass for %s tensors yet, and %s require%s grad: the result would carry no "
-        "gradient. Run under torch.no_grad() / torch.inference_mode(), or pass detached tensors, for inference"
-        % (device.type, ", ".join(needs), "s" if len(needs) == 1 else ""))
+    return any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors.values())
 
 
 def _output(torch, out, shape, like, name="out"):
@@ -115,7 +109,7 @@ def _launch(torch, params, device, query_only):
 def _needs_autograd_planned(torch, q, k, v):
     """_needs_autograd on a planned call, asked only when an input requires grad (the common
     inference call pays one attribute read per tensor): True sends the call down the full path."""
-    return (q.requires_grad or k.requires_grad or v.requires_grad) and _needs_autograd(torch, q.device, q=q, k=k, v=v)
+    return (q.requires_grad or k.requires_grad or v.requires_grad) and torch.is_grad_enabled()
 
 
 def _planned(torch, plan, q, k, v, out, return_lse, pointers):
@@ -205,7 +199,7 @@ def _dense(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size
             return _planned(torch, plan, q, k, v, out, return_lse, {})
     _check_flash_args(dropout_p, alibi_slopes, return_attn_probs)
     dtype, device = _check_tensors(torch, 4, q=q, k=k, v=v)
-    if not _query and _needs_autograd(torch, device, q=q, k=k, v=v):
+    if not _query and _needs_autograd(torch, q=q, k=k, v=v):
         def run(*qkv):
             return _dense(*qkv, 0.0, softmax_scale, causal, window_size, softcap, backend=backend, return_lse=True)
         return _autograd.attention(torch, run, q, k, v, softmax_scale=softmax_scale, causal=causal,
@@ -241,7 +235,7 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dro
     if block_table is not None:
         raise NotImplementedError("portattn has no paged KV cache yet: block_table must be None")
     dtype, device = _check_tensors(torch, 3, q=q, k=k, v=v)
-    if not _query and _needs_autograd(torch, device, q=q, k=k, v=v):
+    if not _query and _needs_autograd(torch, q=q, k=k, v=v):
         def run(*qkv):
             return _varlen(*qkv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, 0.0, softmax_scale, causal,
                            window_size, softcap, backend=backend, return_lse=True)
@@ -300,8 +294,9 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     multiple of Hk (GQA/MQA). Causal and windows are aligned bottom-right; window_size (-1 =
     unbounded); softcap 0 = off. dropout_p must be 0 (portattn has no dropout) and alibi_slopes
     None; deterministic asks for a bitwise reproducible backward (the forward always is). Differentiable
-    on CPU tensors (portattn_backward on the CPU backend); on GPU tensors, inputs that require grad in
-    grad mode raise NotImplementedError until a GPU backward exists (no silent loss of gradients).
+    (portattn_backward on the backend the library picks: cpu for CPU tensors, cuda-generic for CUDA
+    tensors today); a call that no backend can differentiate raises NotImplementedError when an input
+    requires grad in grad mode (no silent loss of gradients).
 
     backend: None/"auto", or a name ("cpu", "cuda-generic", ...) to force one. out: optional
     (B, Sq, H, Dv) tensor to write into. Returns out, or (out, lse) with return_lse, lse float32
