@@ -76,3 +76,10 @@ int pa_fwd_layouts_ok(const pa_problem *pb, char *why, size_t why_len)
            (!needs_kv || (fwd_layout_ok(&p->k, "k", pb->varlen, why, why_len) &&
                           fwd_layout_ok(&p->v, "v", pb->varlen, why, why_len)));
 }
+
+int pa_fwd_not_serving(const pa_problem *pb, char *why, size_t why_len)
+{
+    if (!pa_serving(pb)) return 1;
+    return REFUSE("packed queries over a KV cache (cu_seqlens_q with seqused_k/block_table): no tiled kernel takes "
+                  "them yet (cuda-generic does)");
+}

@@ -23,6 +23,10 @@ portattn_status_t pa_fwd_fill_args(const struct pa_problem *pb, pa_fwd_args *a, 
 /* The tiled kernels' layout: unit innermost stride, 16-byte base pointers and row strides (Q and O,
  * and K and V when there are keys; varlen ignores the batch stride): 1, or 0 and why. */
 int pa_fwd_layouts_ok(const struct pa_problem *pb, char *why, size_t why_len);
+/* The tiled kernels' refusal of packed queries over a KV cache (pa_serving): 1 when the call is not
+ * one, else 0 and why. One place, so that every fast backend says the same and selection falls to
+ * cuda-generic (and the CPU). */
+int pa_fwd_not_serving(const struct pa_problem *pb, char *why, size_t why_len);
 #ifdef __cplusplus
 }
 #endif

@@ -36,6 +36,7 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (p->head_dim_v != d || !PA_SM90_HAS_DIM(d))
         return REFUSE("head dims %lld/%lld: instances take 64, 128 and 256 with Dqk == Dv", (long long)d,
                       (long long)p->head_dim_v);
+    if (!pa_fwd_not_serving(pb, why, why_len)) return 0;
     if (pb->kv_cache) return REFUSE("KV cache: not in this kernel (cuda-sm80's decode kernel takes it)");
     /* Varlen: seqlen_q/k are the packed totals (the tensor maps' rows, int32 row arithmetic); the
      * grid and the decode-shape test go by the longest sequence, max_seqlen_q. */
