@@ -13,22 +13,28 @@
         "decode_sq8_gqa4_bhsd_paged32", "decode_padded_append3_nolse", "decode_splits7_negscale",                \
         "decode_splits128_short", "decode_nosplit_long"
 
+/* Packed queries over a KV cache: cuda-generic and the CPU only (pa_fwd_not_serving refuses the rest). */
+#define SERVE_CASES                                                                                           \
+    "serve_mix_paged16_gqa4_causal", "serve_mix_paged64_causal_window", "serve_mix_paged256_mqa_softcap",        \
+        "serve_paged16_full_d256", "serve_used_padded_gqa8_nolse", "serve_decodes_paged64_splits3",              \
+        "serve_mix_paged16_bhsd_window", "serve_mix_paged256_d59_v37"
+
 /* head dims without an instance in any tiled kernel (64/128/256 everywhere, 96 on cuda-sm80), Dqk != Dv,
  * and a non-unit innermost stride */
 #define ODD_SHAPE_CASES "d32", "d80", "d160", "d192_v128", "d59_v37_odd", "layout_strided_d"
 
 static const char *const none[] = {NULL};
-static const char *const sm80[] = {ODD_SHAPE_CASES, NULL};
+static const char *const sm80[] = {ODD_SHAPE_CASES, SERVE_CASES, NULL};
 /* cuda-sm90 and cuda-sm100: no decode shapes (16 query tokens or fewer), no KV cache, no d96 */
 static const char *const sm90[] = {ODD_SHAPE_CASES, "d96", "single", "sq7_sk17", "sk0_masked", "sink1_decode_gqa4",
-                                   KV_CACHE_CASES, NULL};
+                                   KV_CACHE_CASES, SERVE_CASES, NULL};
 static const char *const sm100[] = {ODD_SHAPE_CASES, "d96", "single", "sq7_sk17", "sk0_masked", "sink1_decode_gqa4",
-                                    KV_CACHE_CASES,
+                                    KV_CACHE_CASES, SERVE_CASES,
                                     "d256", "d256_causal", "varlen_softcap_d256", NULL};
-static const char *const hip[] = {ODD_SHAPE_CASES, "d96", KV_CACHE_CASES, NULL};
+static const char *const hip[] = {ODD_SHAPE_CASES, "d96", KV_CACHE_CASES, SERVE_CASES, NULL};
 
-/* The backward (cpu and cuda-generic): every case but the KV-cache ones, which have no backward. */
-static const char *const bwd[] = {KV_CACHE_CASES, NULL};
+/* The backward (cpu and cuda-generic): every case but the KV-cache and serving ones, which have no backward. */
+static const char *const bwd[] = {KV_CACHE_CASES, SERVE_CASES, NULL};
 
 int coverage_expects_decline(portattn_backend_t backend, const char *name, portattn_dtype_t dtype, int backward)
 {
