@@ -115,12 +115,12 @@ typedef struct portattn_fwd_params {
 
     /* Variable length (FlashAttention's varlen API): int32, batch + 1 entries, non-decreasing,
      * starting at 0, last <= seqlen_q / seqlen_k. Same memory as the tensors. Tensors are then packed
-     * [1, total, H, D]: stride[0] is ignored. max_seqlen_* bound the per-sequence lengths (0 = use the
-     * totals). Both, or cu_seqlens_q alone over a KV cache (seqused_k and/or block_table below, the
-     * serving call): then only Q, O and the LSE are packed. cu_seqlens in host-readable memory are checked
-     * against them (INVALID_ARGUMENT); in device memory they cannot be, and a sequence longer than
-     * max_seqlen_q gets its rows past max_seqlen_q left unwritten by the kernels that size their
-     * grid by it (cuda-sm90, cuda-sm100), as in FlashAttention. */
+     * [1, total, H, D]: stride[0] is ignored. max_seqlen_* bound the per-sequence lengths (0 = use
+     * the totals). Both, or cu_seqlens_q alone over a KV cache (seqused_k and/or block_table below,
+     * the serving call): then only Q, O and the LSE are packed. cu_seqlens in host-readable memory
+     * are checked against them (INVALID_ARGUMENT); in device memory they cannot be, and a sequence
+     * longer than max_seqlen_q gets its rows past max_seqlen_q left unwritten by the kernels that
+     * size their grid by it (cuda-sm90, cuda-sm100), as in FlashAttention. */
     const int32_t *cu_seqlens_q;
     const int32_t *cu_seqlens_k;
     int64_t max_seqlen_q, max_seqlen_k;
