@@ -22,12 +22,12 @@ typedef struct job {
     atomic_int slot;      /* next worker's scratch */
 } job;
 
-/* Element offset of key/value row j of sequence b (k0: packed start for varlen): contiguous, or
- * through the page table. */
+/* Element offset of key/value row j of sequence b (k0: packed start when the keys are packed):
+ * contiguous, or through the page table. */
 static int64_t kv_row(const pa_problem *pb, const portattn_tensor_t *t, int64_t b, int64_t k0, int64_t j)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    if (!p->block_table) return (pb->varlen ? 0 : b * t->stride[0]) + (k0 + j) * t->stride[1];
+    if (!p->block_table) return (pb->varlen_k ? 0 : b * t->stride[0]) + (k0 + j) * t->stride[1];
     int64_t page = p->block_table[b * p->block_table_stride + j / p->page_size];
     return page * t->stride[0] + (j % p->page_size) * t->stride[1];
 }
@@ -88,10 +88,9 @@ static void *worker(void *arg)
         if (it >= jb->items) break;
         int64_t blk = it % jb->qblocks, h = (it / jb->qblocks) % p->heads_q, b = it / jb->qblocks / p->heads_q;
         int64_t sq = p->seqlen_q, sk = p->seqlen_k, q0 = 0, k0 = 0;
-        if (pb->varlen) { /* validated by the front end: monotone and within the totals */
+        if (pb->varlen) /* validated by the front end: monotone and within the totals */
             q0 = p->cu_seqlens_q[b], sq = p->cu_seqlens_q[b + 1] - q0;
-            k0 = p->cu_seqlens_k[b], sk = p->cu_seqlens_k[b + 1] - k0;
-        }
+        if (pb->varlen_k) k0 = p->cu_seqlens_k[b], sk = p->cu_seqlens_k[b + 1] - k0;
         if (p->seqused_k) sk = pa_cache_len(pb, p->seqused_k[b]); /* validated: within the capacity */
         for (int64_t i = blk * ROWS_PER_ITEM; i < sq && i < (blk + 1) * ROWS_PER_ITEM; i++)
             row(pb, b, h, i, sq, sk, q0, k0, s, acc);
@@ -134,7 +133,7 @@ int pa_cpu_thread_count(void)
 static int64_t keys_per_row(const pa_problem *pb)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    int64_t n = pb->max_seqlen_k;
+    int64_t n = pb->varlen_k ? pb->max_seqlen_k : p->seqlen_k; /* over a KV cache: the capacity */
     if (p->seqused_k) {
         n = 0;
         for (int64_t b = 0; b < p->batch; b++)

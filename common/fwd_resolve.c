@@ -114,3 +114,10 @@ void pa_kernel_name(char *buf, size_t len, const char *family, const char *dtype
     else
         pa_fmt(buf, len, PORTATTN_SUCCESS, "%s<%s,d%d(%lld/%lld),%dx%d>", family, dtype, d, dqk, dv, bm, bn);
 }
+
+int pa_fwd_not_serving(const pa_problem *pb, char *why, size_t why_len)
+{
+    if (!pa_serving(pb)) return 1;
+    return REFUSE("packed queries over a KV cache (cu_seqlens_q with seqused_k/block_table): no tiled kernel takes "
+                  "them yet (cuda-generic does)");
+}

@@ -28,13 +28,17 @@ int pa_fwd_layouts_ok(const struct pa_problem *pb, char *why, size_t why_len);
  * that holds both head dims. Both must be positive multiples of 8, because the kernels load and
  * store 16-byte column chunks: the chunks past Dqk (Q, K) and past Dv (V) are zero-filled on load
  * and O's are never written, so S, the LSE and O's first Dv columns are exact. 0 when none fits;
- * pa_fwd_dims_why says why in words. */
+ * pa_fwd_dims_ok is the same with the reason in words. */
 int pa_fwd_instance_dim(const int *dims, int n, int64_t dqk, int64_t dv);
 /* The kernel's name in the "which kernel" answer: family<dtype,dD,BMxBN>, and the call's head dims
  * after D where the instance is wider than them (family<bf16,d128(80/80),128x128>). */
 void pa_kernel_name(char *buf, size_t len, const char *family, const char *dtype, int d, const struct pa_problem *pb,
                     int bm, int bn);
 int pa_fwd_dims_ok(const int *dims, int n, const struct pa_problem *pb, const char *who, char *why, size_t why_len);
+/* The tiled kernels' refusal of packed queries over a KV cache (pa_serving): 1 when the call is not
+ * one, else 0 and why. One place, so that every fast backend says the same and selection falls to
+ * cuda-generic (and the CPU). */
+int pa_fwd_not_serving(const struct pa_problem *pb, char *why, size_t why_len);
 #ifdef __cplusplus
 }
 #endif

@@ -16,13 +16,19 @@ typedef struct pa_problem {
     float scale;             /* resolved softmax scale */
     int64_t window_left;     /* resolved: -1 = unbounded */
     int64_t window_right;    /* resolved, causal folded in: -1 = unbounded */
-    int varlen;              /* cu_seqlens given */
+    int varlen;              /* cu_seqlens_q given: Q, O and the LSE are packed [1, total, H, D] */
+    int varlen_k;            /* cu_seqlens_k given too: K and V are packed (else per-sequence or paged,
+                                the queries then run over a KV cache: pa_serving) */
     int64_t max_seqlen_q;    /* bound on any sequence's query length (grid sizing) */
     int64_t max_seqlen_k;    /* bound on any sequence's key length */
     int64_t group;           /* heads_q / heads_kv */
     int64_t seqlen_new;      /* tokens appended to the KV cache per sequence (0 = no append) */
     int kv_cache;            /* seqused_k or block_table given */
 } pa_problem;
+
+/* Packed queries over a KV cache (cu_seqlens_q with seqused_k and/or block_table, cu_seqlens_k
+ * NULL): the serving call, in which sequence b's queries are the last tokens of its cached keys. */
+PA_HD int pa_serving(const pa_problem *pb) { return pb->varlen && !pb->varlen_k; }
 
 /* Cache length of a sequence as the attention sees it: seqused_k[b] (+ appended tokens), clamped
  * to [0, capacity] so that garbage lengths in device memory never address outside K/V. The kernels

@@ -247,6 +247,10 @@ static portattn_status_t check_kv_cache(const portattn_fwd_params_t *p, int64_t 
                 return INVALID("seqused_k[%lld] = %lld is outside [0, seqlen_k - seqlen_new = %lld]", (long long)b,
                                (long long)used, (long long)(p->seqlen_k - new_tokens));
             used += new_tokens;
+            /* packed queries over the cache: max_seqlen_k, when given, bounds every cache length */
+            if (p->cu_seqlens_q && p->max_seqlen_k && used > p->max_seqlen_k)
+                return INVALID("seqused_k[%lld] = %lld exceeds max_seqlen_k = %lld", (long long)b, (long long)used,
+                               (long long)p->max_seqlen_k);
         }
         if (!p->block_table || !pa_host_accessible(p->block_table)) continue;
         for (int64_t g = 0; g < pages_per_seq && g * p->page_size < used; g++) {
@@ -295,11 +299,20 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
     if (!isfinite(p->softcap) || p->softcap < 0)
         return INVALID("softcap = %g must be finite and >= 0 (0 = off)", (double)p->softcap);
 
-    int varlen = p->cu_seqlens_q || p->cu_seqlens_k;
-    if (varlen && !(p->cu_seqlens_q && p->cu_seqlens_k))
-        return INVALID("cu_seqlens_q and cu_seqlens_k must be given together (%s is NULL)",
-                       p->cu_seqlens_q ? "cu_seqlens_k" : "cu_seqlens_q");
+    /* Varlen: packed queries with packed keys (cu_seqlens_q and cu_seqlens_k), or packed queries over
+     * a KV cache (cu_seqlens_q with seqused_k and/or block_table: the keys stay per sequence). */
+    const int paged = p->block_table != NULL, cache = paged || p->seqused_k;
+    const int varlen = p->cu_seqlens_q != NULL, varlen_k = p->cu_seqlens_k != NULL;
+    if (varlen_k && !varlen)
+        return INVALID("cu_seqlens_k is set but cu_seqlens_q is NULL (packed keys need packed queries)");
+    if (varlen_k && cache)
+        return INVALID("%s with cu_seqlens_k: over a KV cache the key lengths come from seqused_k (or the capacity "
+                       "seqlen_k); pass cu_seqlens_k = NULL", p->seqused_k ? "seqused_k" : "block_table");
+    if (varlen && !varlen_k && !cache)
+        return INVALID("cu_seqlens_q is set but cu_seqlens_k is NULL: give cu_seqlens_k (packed keys), or seqused_k "
+                       "and/or block_table (queries over a KV cache)");
     pb->varlen = varlen;
+    pb->varlen_k = varlen_k;
     pb->max_seqlen_q = p->seqlen_q;
     pb->max_seqlen_k = p->seqlen_k;
     if (varlen) {
@@ -308,18 +321,19 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
                            (long long)p->seqlen_q, (long long)p->seqlen_k);
         if (p->batch >= INT32_MAX) return INVALID("batch = %lld too large for varlen", (long long)p->batch);
         if (p->max_seqlen_q < 0 || p->max_seqlen_q > p->seqlen_q || p->max_seqlen_k < 0 || p->max_seqlen_k > p->seqlen_k)
-            return INVALID("max_seqlen (%lld, %lld) must be within [0, totals (%lld, %lld)]",
-                           (long long)p->max_seqlen_q, (long long)p->max_seqlen_k, (long long)p->seqlen_q,
+            return INVALID("max_seqlen (%lld, %lld) must be within [0, %s (%lld, %lld)]",
+                           (long long)p->max_seqlen_q, (long long)p->max_seqlen_k,
+                           varlen_k ? "totals" : "the query total and the cache capacity", (long long)p->seqlen_q,
                            (long long)p->seqlen_k);
+        if (!varlen_k && !p->seqused_k && p->max_seqlen_k && p->max_seqlen_k != p->seqlen_k)
+            return INVALID("max_seqlen_k = %lld, but without seqused_k every sequence holds seqlen_k = %lld keys",
+                           (long long)p->max_seqlen_k, (long long)p->seqlen_k);
         if (p->max_seqlen_q) pb->max_seqlen_q = p->max_seqlen_q;
         if (p->max_seqlen_k) pb->max_seqlen_k = p->max_seqlen_k;
     }
 
-    /* KV cache: seqused_k and/or a page table, with per-sequence (not packed) queries. */
-    int paged = p->block_table != NULL;
+    /* KV cache: seqused_k and/or a page table; per-sequence or packed (serving) queries. */
     int64_t pages_per_seq = 0;
-    if ((paged || p->seqused_k) && varlen)
-        return INVALID("seqused_k/block_table cannot be combined with cu_seqlens (key lengths come from seqused_k)");
     if (paged) {
         if (p->page_size < 1 || p->page_size > (1 << 20) || (p->page_size & (p->page_size - 1)))
             return INVALID("page_size = %lld is not a power of two in [1, 2^20]", (long long)p->page_size);
@@ -331,7 +345,7 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
     } else if (p->page_size || p->num_pages || p->block_table_stride) {
         return INVALID("page_size/num_pages/block_table_stride are set but block_table is NULL");
     }
-    pb->kv_cache = paged || p->seqused_k;
+    pb->kv_cache = cache;
 
     /* Append: new K/V tokens written into the cache at seqused_k. */
     const int append = p->k_new.data || p->v_new.data;
@@ -340,6 +354,10 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
         if (!p->k_new.data || !p->v_new.data)
             return INVALID("k_new and v_new must be given together (%s.data is NULL)", p->k_new.data ? "v_new" : "k_new");
         if (!p->seqused_k) return INVALID("appending k_new/v_new needs seqused_k (where the new tokens go)");
+        if (varlen)
+            return INVALID("appending k_new/v_new with cu_seqlens_q: k_new holds seqlen_new tokens for every sequence, "
+                           "but packed queries give each sequence its own count; write the new tokens into the cache "
+                           "first and count them in seqused_k");
         if (p->seqlen_new > p->seqlen_k)
             return INVALID("seqlen_new = %lld exceeds the cache capacity seqlen_k = %lld", (long long)p->seqlen_new,
                            (long long)p->seqlen_k);
@@ -359,11 +377,11 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
                        p->workspace_size, p->workspace);
 
     /* The tensors. Varlen tensors are packed [1, total, H, D]; paged K/V are page pools. */
-    int64_t nb = varlen ? (p->batch ? 1 : 0) : p->batch;
+    int64_t nb = varlen ? (p->batch ? 1 : 0) : p->batch, nbk = varlen_k ? nb : p->batch;
     view q = make_view("q", &p->q, nb, p->seqlen_q, p->heads_q, p->head_dim_qk, elem, varlen);
-    int64_t kv_n = paged ? p->num_pages : nb, kv_s = paged ? p->page_size : p->seqlen_k;
-    view k = make_view("k", &p->k, kv_n, kv_s, p->heads_kv, p->head_dim_qk, elem, varlen);
-    view v = make_view("v", &p->v, kv_n, kv_s, p->heads_kv, p->head_dim_v, elem, varlen);
+    int64_t kv_n = paged ? p->num_pages : nbk, kv_s = paged ? p->page_size : p->seqlen_k;
+    view k = make_view("k", &p->k, kv_n, kv_s, p->heads_kv, p->head_dim_qk, elem, varlen_k);
+    view v = make_view("v", &p->v, kv_n, kv_s, p->heads_kv, p->head_dim_v, elem, varlen_k);
     view o = make_view("o", &p->o, nb, p->seqlen_q, p->heads_q, p->head_dim_v, elem, varlen);
     portattn_tensor_t lse_t = {p->lse, {p->lse_stride[0], p->lse_stride[2], p->lse_stride[1], 0}};
     view lse = make_view("lse", &lse_t, p->lse ? nb : 0, p->seqlen_q, p->heads_q, 1, 4, varlen);
@@ -389,8 +407,9 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
     for (int i = 0; i < 4; i++)
         if (!views[i]->count) memset(tens[i]->stride, 0, sizeof tens[i]->stride);
     if (!lse.count) memset(pb->p.lse_stride, 0, sizeof pb->p.lse_stride);
-    if (varlen) { /* ignored stride[0]s, likewise never used */
-        for (int i = 0; i < 4; i++) tens[i]->stride[0] = 0;
+    if (varlen) { /* ignored stride[0]s, likewise never used (K and V keep theirs over a KV cache) */
+        for (int i = 0; i < 4; i++)
+            if (varlen_k || tens[i] == &pb->p.q || tens[i] == &pb->p.o) tens[i]->stride[0] = 0;
         pb->p.lse_stride[0] = 0;
     }
 
@@ -429,15 +448,15 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
     }
     if (varlen && p->batch > 0) {
         view cq = {"cu_seqlens_q", p->cu_seqlens_q, {p->batch + 1, 1, 1, 1}, {1, 0, 0, 0}, 4, 0, 0, 0};
-        view ck = {"cu_seqlens_k", p->cu_seqlens_k, {p->batch + 1, 1, 1, 1}, {1, 0, 0, 0}, 4, 0, 0, 0};
+        view ck = {"cu_seqlens_k", p->cu_seqlens_k, {varlen_k ? p->batch + 1 : 0, 1, 1, 1}, {1, 0, 0, 0}, 4, 0, 0, 0};
         if ((st = check_view(&cq, 0, why, why_len)) || (st = check_view(&ck, 0, why, why_len))) return st;
         if (views_overlap(&cq, &o) || views_overlap(&ck, &o) || views_overlap(&cq, &lse) || views_overlap(&ck, &lse) ||
             views_overlap(&cq, &ws) || views_overlap(&ck, &ws))
             return INVALID("cu_seqlens overlap an output (o, lse or workspace)");
         if ((st = check_cu_seqlens("cu_seqlens_q", p->cu_seqlens_q, p->batch, p->seqlen_q, &pb->max_seqlen_q,
                                    why, why_len)) ||
-            (st = check_cu_seqlens("cu_seqlens_k", p->cu_seqlens_k, p->batch, p->seqlen_k, &pb->max_seqlen_k,
-                                   why, why_len)))
+            (varlen_k && (st = check_cu_seqlens("cu_seqlens_k", p->cu_seqlens_k, p->batch, p->seqlen_k,
+                                                &pb->max_seqlen_k, why, why_len))))
             return st;
     }
 

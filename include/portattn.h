@@ -113,13 +113,14 @@ typedef struct portattn_fwd_params {
     float *lse;
     int64_t lse_stride[3];
 
-    /* Variable length (FlashAttention's varlen API): both or neither, int32, batch + 1 entries,
-     * non-decreasing, starting at 0, last <= seqlen_q / seqlen_k. Same memory as the tensors.
-     * Tensors are then packed [1, total, H, D]: stride[0] is ignored. max_seqlen_* bound the
-     * per-sequence lengths (0 = use the totals). cu_seqlens in host-readable memory are checked
-     * against them (INVALID_ARGUMENT); in device memory they cannot be, and a sequence longer than
-     * max_seqlen_q gets its rows past max_seqlen_q left unwritten by the kernels that size their
-     * grid by it (cuda-sm90, cuda-sm100), as in FlashAttention. */
+    /* Variable length (FlashAttention's varlen API): int32, batch + 1 entries, non-decreasing,
+     * starting at 0, last <= seqlen_q / seqlen_k. Same memory as the tensors. Tensors are then packed
+     * [1, total, H, D]: stride[0] is ignored. max_seqlen_* bound the per-sequence lengths (0 = use
+     * the totals). Both, or cu_seqlens_q alone over a KV cache (seqused_k and/or block_table below,
+     * the serving call): then only Q, O and the LSE are packed. cu_seqlens in host-readable memory
+     * are checked against them (INVALID_ARGUMENT); in device memory they cannot be, and a sequence
+     * longer than max_seqlen_q gets its rows past max_seqlen_q left unwritten by the kernels that
+     * size their grid by it (cuda-sm90, cuda-sm100), as in FlashAttention. */
     const int32_t *cu_seqlens_q;
     const int32_t *cu_seqlens_k;
     int64_t max_seqlen_q, max_seqlen_k;
@@ -132,9 +133,15 @@ typedef struct portattn_fwd_params {
 
     portattn_backend_t backend; /* AUTO = best available; anything else forces that backend */
 
-    /* KV cache (decode). Optional, all zero/NULL = contiguous K/V as above.
+    /* KV cache (decode, serving). Optional, all zero/NULL = contiguous K/V as above.
      * seqused_k: int32 [batch], keys actually present per sequence (the cache length, <= seqlen_k,
      *   which is then the capacity); queries align bottom-right with it. Not with cu_seqlens_k.
+     * Queries per sequence: seqlen_q each, or packed by cu_seqlens_q (cu_seqlens_k NULL): sequence b's
+     *   cu_seqlens_q[b + 1] - cu_seqlens_q[b] queries (0, 1 or many) are the last tokens of its
+     *   seqused_k[b] keys (of seqlen_k without seqused_k), so query i sees keys up to
+     *   seqused_k[b] - sq_b + i when causal: one call for a batch of decodes and prompt chunks.
+     *   max_seqlen_k then bounds the cache lengths (0 = seqlen_k). No append in this form (below).
+     *   The tiled kernels refuse it (NOT_SUPPORTED): cuda-generic and the CPU run it.
      * block_table: int32 [batch, >= ceil(seqlen_k / page_size)] with row stride block_table_stride:
      *   K and V are then page pools [num_pages, page_size, Hkv, D] (stride[0] between pages,
      *   stride[1] between tokens of a page) and key j of sequence b is row j % page_size of page
@@ -159,7 +166,9 @@ typedef struct portattn_fwd_params {
      * seqused_k[b] + seqlen_new <= seqlen_k (checked when the host can read seqused_k; on the device
      * rows past the capacity are dropped, never written out of bounds). A page an append writes must
      * not be read as other keys, by another sequence or at a second position of the same table
-     * (checked when the host can read the table). k_new.data NULL = none. */
+     * (checked when the host can read the table). k_new.data NULL = none. Not with cu_seqlens_q
+     * (INVALID_ARGUMENT): k_new gives every sequence seqlen_new tokens, packed queries give each its
+     * own count; write a serving step's new tokens into the cache first and count them in seqused_k. */
     portattn_tensor_t k_new, v_new;
     int64_t seqlen_new;
 

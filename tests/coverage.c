@@ -13,29 +13,34 @@
         "decode_sq8_gqa4_bhsd_paged32", "decode_padded_append3_nolse", "decode_splits7_negscale",                \
         "decode_splits128_short", "decode_nosplit_long"
 
+/* Packed queries over a KV cache: cuda-generic and the CPU only (pa_fwd_not_serving refuses the rest). */
+#define SERVE_CASES                                                                                           \
+    "serve_mix_paged16_gqa4_causal", "serve_mix_paged64_causal_window", "serve_mix_paged256_mqa_softcap",        \
+        "serve_paged16_full_d256", "serve_used_padded_gqa8_nolse", "serve_decodes_paged64_splits3",              \
+        "serve_mix_paged16_bhsd_window", "serve_mix_paged256_d59_v37"
+
 /* head dims that are not multiples of 8, and a non-unit innermost stride */
 #define ODD_SHAPE_CASES "d59_v37_odd", "layout_strided_d"
 /* cuda-sm100's instances take d64 and d128 with Dqk == Dv only */
 #define SM100_DIM_CASES                                                                                      \
     "d32", "d80", "d160", "d192_v128", "d96", "d40", "d48_causal_gqa2", "d112_varlen", "d224_causal",          \
         "d136_v72_window", "d64_v128_varlen_causal", "d256", "d256_causal", "varlen_softcap_d256"
+/* The KV-cache cases with head dims between the decode kernel's instances */
+#define DECODE_DIM_CASES "d80_decode_paged16_gqa4", "d200_decode_split_causal", "d32_v96_decode_append2"
 
 static const char *const none[] = {NULL};
-static const char *const sm80[] = {ODD_SHAPE_CASES, NULL};
+static const char *const sm80[] = {ODD_SHAPE_CASES, SERVE_CASES, NULL};
 /* cuda-sm90: no decode shapes (16 query tokens or fewer) and no KV cache: cuda-sm80 takes those */
-#define SM90_DECODE_CASES                                                                                    \
-    "single", "sq7_sk17", "sk0_masked", "sink1_decode_gqa4", "d80_decode_paged16_gqa4", "d200_decode_split_causal", \
-        "d32_v96_decode_append2", KV_CACHE_CASES
+#define SM90_DECODE_CASES \
+    "single", "sq7_sk17", "sk0_masked", "sink1_decode_gqa4", DECODE_DIM_CASES, KV_CACHE_CASES, SERVE_CASES
 static const char *const sm90[] = {ODD_SHAPE_CASES, SM90_DECODE_CASES, NULL};
 static const char *const sm100[] = {ODD_SHAPE_CASES, SM90_DECODE_CASES, SM100_DIM_CASES, NULL};
 static const char *const hip[] = {ODD_SHAPE_CASES, "d32", "d80", "d160", "d192_v128", "d96", "d40", "d48_causal_gqa2",
                                   "d112_varlen", "d224_causal", "d136_v72_window", "d64_v128_varlen_causal",
-                                  "d80_decode_paged16_gqa4", "d200_decode_split_causal", "d32_v96_decode_append2",
-                                  KV_CACHE_CASES, NULL};
+                                  DECODE_DIM_CASES, KV_CACHE_CASES, SERVE_CASES, NULL};
 
-/* The backward (cpu and cuda-generic): every case but the KV-cache ones, which have no backward. */
-static const char *const bwd[] = {KV_CACHE_CASES, "d80_decode_paged16_gqa4", "d200_decode_split_causal",
-                                  "d32_v96_decode_append2", NULL};
+/* The backward (cpu and cuda-generic): every case but the KV-cache and serving ones, which have no backward. */
+static const char *const bwd[] = {KV_CACHE_CASES, DECODE_DIM_CASES, SERVE_CASES, NULL};
 
 int coverage_expects_decline(portattn_backend_t backend, const char *name, portattn_dtype_t dtype, int backward)
 {

@@ -138,8 +138,11 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
     run_result res = RUN_FAIL;
     char note[512] = "";
 
-    /* Sequence lengths: varlen draws them, the first is the longest and some are empty. */
-    int64_t B = c->b, nb = c->varlen ? 1 : B;
+    /* Sequence lengths: varlen draws them, the first is the longest and some are empty. Serving
+     * (packed queries over the cache): sequence 0 a chunk of sq tokens, then a decode (1 token, over
+     * an empty cache), an idle sequence, and decodes and random chunks alternating. */
+    const int serve = c->varlen && (c->page > 0 || c->used);
+    int64_t B = c->b, nb = c->varlen ? 1 : B, nbk = c->varlen && !serve ? 1 : B; /* Q/O/LSE, K/V */
     int32_t *cuq = calloc((size_t)B + 1, 4), *cuk = calloc((size_t)B + 1, 4);
     for (int64_t b = 0; b < B; b++) {
         int64_t lq = c->sq, lk = c->sk;
@@ -148,11 +151,12 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
             lk = (int64_t)((urand(&rng) + 1) * 0.5 * (double)(c->sk + 1)) % (c->sk + 1);
             if (b == 1) lq = 0;  /* an empty query sequence */
             if (b == 2) lk = 0;  /* queries that see no key */
+            if (serve) lq = b == 1 ? 1 : b == 2 ? 0 : b % 2 ? 1 : lq;
         }
         cuq[b + 1] = cuq[b] + (int32_t)lq;
         cuk[b + 1] = cuk[b] + (int32_t)lk;
     }
-    const int64_t SQ = c->varlen ? cuq[B] : c->sq, SK = c->varlen ? cuk[B] : c->sk;
+    const int64_t SQ = c->varlen ? cuq[B] : c->sq, SK = c->varlen && !serve ? cuk[B] : c->sk;
 
     /* KV cache cases: ragged cache lengths (the first full, then 0 and 1) and/or a page pool with
      * the pages of all sequences shuffled (two pages unused). */
@@ -169,10 +173,11 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
         int32_t x = bt[g]; bt[g] = bt[r]; bt[r] = x;
     }
     for (int64_t g = 0; bt && g < npages - 2; g++) bt[g] += bt[g] >= 1; /* page 1 stays unused */
+    for (int64_t b = 1; c->shared && bt && b < B; b += 2) bt[b * pps] = bt[0]; /* its own first page unused */
 
     tens tq = make_tens(c->layout, nb, SQ, c->hq, c->dqk), to = make_tens(c->layout, nb, SQ, c->hq, c->dv);
-    tens tk = c->page ? make_tens(c->layout, npages, c->page, c->hkv, c->dqk) : make_tens(c->layout, nb, SK, c->hkv, c->dqk);
-    tens tv = c->page ? make_tens(c->layout, npages, c->page, c->hkv, c->dv) : make_tens(c->layout, nb, SK, c->hkv, c->dv);
+    tens tk = c->page ? make_tens(c->layout, npages, c->page, c->hkv, c->dqk) : make_tens(c->layout, nbk, SK, c->hkv, c->dqk);
+    tens tv = c->page ? make_tens(c->layout, npages, c->page, c->hkv, c->dv) : make_tens(c->layout, nbk, SK, c->hkv, c->dv);
     /* LSE [B, Hq, Sq] (varlen: [Hq, total]); the padded layout pads its rows too. */
     int64_t lpad = c->layout == LAYOUT_PADDED ? 3 : 0;
     int64_t ls[3] = {c->hq * (SQ + lpad), SQ + lpad, 1};
@@ -183,7 +188,7 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
     void *hv_ = malloc((size_t)(tv.elems * esz + 16)), *ho_ = malloc((size_t)(to.elems * esz + 16));
     float *hl = malloc((size_t)lse_elems * 4);
     /* Logical fp32 copies, contiguous BSHD: the oracle's input (exact: values are dtype values). */
-    int64_t nq = nb * SQ * c->hq, nk = nb * SK * c->hkv;
+    int64_t nq = nb * SQ * c->hq, nk = nbk * SK * c->hkv;
     float *fq = malloc((size_t)(nq * c->dqk + 1) * 4), *fk = malloc((size_t)(nk * c->dqk + 1) * 4);
     float *fv = malloc((size_t)(nk * c->dv + 1) * 4), *fo = malloc((size_t)(nq * c->dv + 1) * 4);
     float *fl = malloc((size_t)(nb * c->hq * SQ + 1) * 4), *no = malloc((size_t)(nq * c->dv + 1) * 4);
@@ -226,7 +231,7 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
             for (int64_t h = 0; h < c->hq; h++)
                 for (int64_t d = 0; d < c->dqk; d++)
                     fq[((b * SQ + s) * c->hq + h) * c->dqk + d] = pa_load_elem(dt, hq_, off(&tq, b, s, h, d));
-    for (int64_t b = 0; b < nb; b++)
+    for (int64_t b = 0; b < nbk; b++)
         for (int64_t s = 0; s < SK; s++)
             for (int64_t h = 0; h < c->hkv; h++) {
                 int64_t pb_ = c->page ? bt[b * pps + s / c->page] : b, ps_ = c->page ? s % c->page : s;
@@ -253,7 +258,7 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
     int32_t *ocq = NULL, *ock = NULL;
     if (kvc) { /* the oracle sees the cache lengths through varlen packing, a different code path */
         pk = malloc((size_t)(nk * c->dqk + 1) * 4), pv = malloc((size_t)(nk * c->dv + 1) * 4);
-        pl = malloc((size_t)(B * c->hq * SQ + 1) * 4);
+        pl = malloc((size_t)(nbk * c->hq * SQ + 1) * 4);
         ocq = calloc((size_t)B + 1, 4), ock = calloc((size_t)B + 1, 4);
         if (!pk || !pv || !pl || !ocq || !ock) {
             snprintf(note, sizeof note, "allocation failed");
@@ -261,21 +266,21 @@ run_result run_case(const tcase *c, portattn_dtype_t dt, portattn_backend_t back
         }
         for (int64_t b = 0; b < B; b++) {
             const int64_t n = used[b] + A;
-            ocq[b + 1] = ocq[b] + (int32_t)SQ, ock[b + 1] = ock[b] + (int32_t)n;
+            ocq[b + 1] = serve ? cuq[b + 1] : ocq[b] + (int32_t)SQ, ock[b + 1] = ock[b] + (int32_t)n;
             memcpy(pk + (int64_t)ock[b] * c->hkv * c->dqk, fk + b * SK * c->hkv * c->dqk, (size_t)(n * c->hkv * c->dqk) * 4);
             memcpy(pv + (int64_t)ock[b] * c->hkv * c->dv, fv + b * SK * c->hkv * c->dv, (size_t)(n * c->hkv * c->dv) * 4);
         }
-        p.seqlen_q = B * SQ, p.seqlen_k = ock[B], p.cu_seqlens_q = ocq, p.cu_seqlens_k = ock;
+        p.seqlen_q = ocq[B], p.seqlen_k = ock[B], p.cu_seqlens_q = ocq, p.cu_seqlens_k = ock;
         p.k = portattn_tensor_bshd(pk, ock[B], c->hkv, c->dqk), p.v = portattn_tensor_bshd(pv, ock[B], c->hkv, c->dv);
         p.q.stride[0] = p.o.stride[0] = 0;
-        p.lse = pl, p.lse_stride[0] = 0, p.lse_stride[1] = B * SQ, p.lse_stride[2] = 1;
+        p.lse = pl, p.lse_stride[0] = 0, p.lse_stride[1] = ocq[B], p.lse_stride[2] = 1;
     }
     portattn_status_t ost = portattn_forward(&p, NULL);
     if (ost != PORTATTN_SUCCESS) snprintf(note, sizeof note, "oracle failed: %s", portattn_last_error());
-    if (kvc && ost == PORTATTN_SUCCESS) /* LSE back to [B, Hq, Sq] */
-        for (int64_t b = 0; b < B; b++)
+    if (kvc && ost == PORTATTN_SUCCESS) /* LSE back to [B, Hq, Sq] (serving: it is [1, Hq, packed] already) */
+        for (int64_t b = 0; b < nb; b++)
             for (int64_t h = 0; h < c->hq; h++)
-                for (int64_t i = 0; i < SQ; i++) fl[(b * c->hq + h) * SQ + i] = pl[h * B * SQ + b * SQ + i];
+                for (int64_t i = 0; i < SQ; i++) fl[(b * c->hq + h) * SQ + i] = pl[h * ocq[B] + b * SQ + i];
 oracle_done:
     free(pk), free(pv), free(pl), free(ocq), free(ock);
     if (note[0]) goto done;
@@ -287,8 +292,8 @@ oracle_done:
     for (int64_t b = 0; b < B; b++) /* f32 too: large logits need the naive fp32 error as a bound */
             for (int64_t h = 0; h < c->hq; h++)
                 naive_lowp(dt, c, fq, fk, fv, no, cuq[b + 1] - cuq[b], kvc ? used[b] + A : cuk[b + 1] - cuk[b], c->varlen ? cuq[b] : 0,
-                           c->varlen ? cuk[b] : 0, h, c->varlen ? 0 : b * SQ, c->varlen ? 0 : b * SK, scale, sbuf, sbuf + SK + 1,
-                           &smax);
+                           nbk == 1 && c->varlen ? cuk[b] : 0, h, c->varlen ? 0 : b * SQ, nbk == 1 && c->varlen ? 0 : b * SK,
+                           scale, sbuf, sbuf + SK + 1, &smax);
 
     /* The backend under test, on poisoned outputs. */
     memset(ho_, POISON, (size_t)to.elems * esz);
@@ -308,7 +313,7 @@ oracle_done:
     p.v = (portattn_tensor_t){dv, {tv.stride[0], tv.stride[1], tv.stride[2], tv.stride[3]}};
     p.o = (portattn_tensor_t){dout, {to.stride[0], to.stride[1], to.stride[2], to.stride[3]}};
     p.lse = c->lse ? dl : NULL, p.lse_stride[0] = ls[0], p.lse_stride[1] = ls[1], p.lse_stride[2] = ls[2];
-    if (c->varlen) p.cu_seqlens_q = dcq, p.cu_seqlens_k = dck, p.max_seqlen_q = c->sq, p.max_seqlen_k = c->sk;
+    if (c->varlen) p.cu_seqlens_q = dcq, p.cu_seqlens_k = serve ? NULL : dck, p.max_seqlen_q = c->sq, p.max_seqlen_k = c->sk;
     if (c->used || A) p.seqused_k = dused;
     if (A) {
         p.k_new = portattn_tensor_bshd(dkn, A, c->hkv, c->dqk), p.v_new = portattn_tensor_bshd(dvn, A, c->hkv, c->dv);

@@ -16,7 +16,9 @@ typedef struct tcase {
     int64_t wl, wr;       /* -1 = unbounded */
     float softcap, scale; /* 0 = off / default */
     enum layout layout;
-    int varlen;           /* random per-sequence lengths in [0, sq] x [0, sk], some empty */
+    int varlen;           /* random per-sequence lengths in [0, sq] x [0, sk], some empty; with page or
+                           * used: packed queries over the cache (serving: chunks of up to sq tokens,
+                           * decodes of 1 and idle sequences mixed, cu_seqlens_k NULL) */
     int lse;
     float amp;            /* amplitude of q and k (0 = 1): large values stress the softmax */
     int64_t page;         /* KV cache: page size of a shuffled page pool (0 = contiguous K/V) */
@@ -25,6 +27,7 @@ typedef struct tcase {
     int splits;           /* params.num_splits (0 = heuristic) */
     int sinks;            /* attention-sink inputs (harness.c shape_sinks): this many dominant keys per
                            * sequence over a tail 8-12 nats below; contiguous K/V, positive scale */
+    int shared;           /* paged: every odd sequence's first page is sequence 0's (a shared prefix) */
 } tcase;
 
 extern const tcase test_cases[];

@@ -17,10 +17,8 @@ int64_t naive_rows(const portattn_fwd_params_t *p)
 static void lengths(const portattn_fwd_params_t *p, int64_t b, int64_t *sq, int64_t *sk, int64_t *q0, int64_t *k0)
 {
     *sq = p->seqlen_q, *sk = p->seqlen_k, *q0 = b * p->seqlen_q, *k0 = 0;
-    if (p->cu_seqlens_q) {
-        *q0 = p->cu_seqlens_q[b], *sq = p->cu_seqlens_q[b + 1] - *q0;
-        *k0 = p->cu_seqlens_k[b], *sk = p->cu_seqlens_k[b + 1] - *k0;
-    }
+    if (p->cu_seqlens_q) *q0 = p->cu_seqlens_q[b], *sq = p->cu_seqlens_q[b + 1] - *q0;
+    if (p->cu_seqlens_k) *k0 = p->cu_seqlens_k[b], *sk = p->cu_seqlens_k[b + 1] - *k0;
     if (p->seqused_k) *sk = p->seqused_k[b] + (p->k_new.data ? p->seqlen_new : 0);
 }
 

@@ -15,7 +15,7 @@
 
 enum { ARENA = 1 << 20, ITERS = 400 };
 static float arena[5][ARENA]; /* q, k, v, o, lse regions: disjoint unless a mutation aliases them */
-static int32_t cuq[64], cuk[64];
+static int32_t cuq[64], cuk[64], su[64];
 static double ref_o[(3 * 40 + 3) * 12 * 40], ref_lse[(3 * 40 + 3) * 12]; /* rows x Hq x Dv at most */
 
 static int64_t pick(uint64_t *r, int64_t lo, int64_t hi) /* uniform in [lo, hi] */
@@ -69,9 +69,15 @@ int main(void)
             p.cu_seqlens_q = cuq, p.cu_seqlens_k = cuk;
             p.seqlen_q = cuq[p.batch] + pick(&r, 0, 3), p.seqlen_k = cuk[p.batch] + pick(&r, 0, 3);
         }
+        const int serving = varlen && pick(&r, 0, 2) == 0; /* packed queries over per-sequence caches */
+        if (serving) {
+            p.cu_seqlens_k = NULL, p.seqused_k = su;
+            for (int64_t b = 0; b < p.batch; b++) su[b] = (int32_t)pick(&r, 0, p.seqlen_k);
+        }
+        const int64_t nbk = serving ? p.batch : nb;
         portattn_tensor_t *t[4] = {&p.q, &p.k, &p.v, &p.o};
-        int64_t dims[4][4] = {{nb, p.seqlen_q, p.heads_q, p.head_dim_qk}, {nb, p.seqlen_k, p.heads_kv, p.head_dim_qk},
-                              {nb, p.seqlen_k, p.heads_kv, p.head_dim_v}, {nb, p.seqlen_q, p.heads_q, p.head_dim_v}};
+        int64_t dims[4][4] = {{nb, p.seqlen_q, p.heads_q, p.head_dim_qk}, {nbk, p.seqlen_k, p.heads_kv, p.head_dim_qk},
+                              {nbk, p.seqlen_k, p.heads_kv, p.head_dim_v}, {nb, p.seqlen_q, p.heads_q, p.head_dim_v}};
         int fits = 1;
         int64_t ext[4];
         for (int j = 0; j < 4; j++) {
@@ -99,9 +105,9 @@ int main(void)
             static const int later[] = {1, 2, 3, 4, 5, 6, 7, 10, 11, 12};
             switch (mutated ? later[pick(&r, 0, 9)] : pick(&r, 0, 13)) {
             case 0: x->data = NULL, p.batch = p.batch ? p.batch : 1, p.seqlen_q = p.seqlen_k = 5, varlen = 0,
-                    p.cu_seqlens_q = p.cu_seqlens_k = NULL; break;
+                    p.cu_seqlens_q = p.cu_seqlens_k = NULL, p.seqused_k = NULL; break;
             case 1: /* a tensor with no elements never has its strides checked: give it one */
-                if (p.batch < 1) p.batch = 1, varlen = 0, p.cu_seqlens_q = p.cu_seqlens_k = NULL;
+                if (p.batch < 1) p.batch = 1, varlen = 0, p.cu_seqlens_q = p.cu_seqlens_k = NULL, p.seqused_k = NULL;
                 x->stride[pick(&r, 1, 3)] = -pick(&r, 1, 100), p.seqlen_q |= 1, p.seqlen_k |= 1; break;
             case 2: p.heads_q = p.heads_kv * 2 + 1, p.heads_kv = 2; break;
             case 3: p.batch = -pick(&r, 1, 1000); break;
@@ -110,21 +116,25 @@ int main(void)
             case 6: p.window_left = -pick(&r, 2, 50); break;
             case 7: p.softcap = -1.0f; break;
             case 8: p.o.data = arena[pick(&r, 0, 2)], p.batch = 1, p.seqlen_q = 3, p.seqlen_k = 3, varlen = 0,
-                    p.cu_seqlens_q = p.cu_seqlens_k = NULL; break;
+                    p.cu_seqlens_q = p.cu_seqlens_k = NULL, p.seqused_k = NULL; break;
             case 9: x->stride[pick(&r, 0, 1)] = INT64_MAX / pick(&r, 1, 3), p.batch = 2, p.seqlen_q = p.seqlen_k = 4,
-                    varlen = 0, p.cu_seqlens_q = p.cu_seqlens_k = NULL; break;
+                    varlen = 0, p.cu_seqlens_q = p.cu_seqlens_k = NULL, p.seqused_k = NULL; break;
             case 10: p.heads_kv = 0; break;
-            case 11: if (varlen && p.batch > 0) cuk[pick(&r, 1, (int)p.batch)] = -5; else p.cu_seqlens_q = cuq; break;
+            case 11: /* a bad offset or cache length, or cu_seqlens_q with neither cu_seqlens_k nor a cache */
+                if (serving) su[pick(&r, 0, (int)p.batch - 1)] = -5;
+                else if (varlen && p.batch > 0) cuk[pick(&r, 1, (int)p.batch)] = -5;
+                else p.cu_seqlens_q = cuq;
+                break;
             case 12: p.struct_size = (size_t)pick(&r, 0, 100); break;
             default: p.o.data = (char *)p.o.data + 2, p.batch = 1, p.seqlen_q = p.seqlen_k = 3, varlen = 0,
-                     p.cu_seqlens_q = p.cu_seqlens_k = NULL, p.dtype = PORTATTN_DTYPE_F32; break;
+                     p.cu_seqlens_q = p.cu_seqlens_k = NULL, p.seqused_k = NULL, p.dtype = PORTATTN_DTYPE_F32; break;
             }
         }
         if (getenv("PORTATTN_FUZZ_VERBOSE")) /* the call about to be made, for a crash report */
-            printf("iter %d: mut %d dt %d b %lld sq %lld sk %lld hq %lld hkv %lld d %lld/%lld varlen %d "
+            printf("iter %d: mut %d dt %d b %lld sq %lld sk %lld hq %lld hkv %lld d %lld/%lld varlen %d serving %d "
                    "o.stride %lld %lld %lld %lld o %p\n", i, mutated, (int)p.dtype, (long long)p.batch,
                    (long long)p.seqlen_q, (long long)p.seqlen_k, (long long)p.heads_q, (long long)p.heads_kv,
-                   (long long)p.head_dim_qk, (long long)p.head_dim_v, varlen, (long long)p.o.stride[0],
+                   (long long)p.head_dim_qk, (long long)p.head_dim_v, varlen, serving, (long long)p.o.stride[0],
                    (long long)p.o.stride[1], (long long)p.o.stride[2], (long long)p.o.stride[3], p.o.data),
                 fflush(stdout);
         portattn_status_t s = portattn_forward(&p, NULL);

@@ -114,7 +114,8 @@ typedef struct kvcase {
     int64_t b, sq, sk, hq, hkv, dqk, dv, wl, wr;
     int causal;
     float softcap;
-    int varlen;        /* random packed lengths, some empty */
+    int varlen;        /* random packed lengths, some empty; with used or page: packed queries over the
+                          cache (cu_seqlens_k NULL, the keys per sequence) */
     int used;          /* seqused_k: random cache lengths (some 0) */
     int64_t page;      /* page size of a shuffled pool (0 = contiguous) */
     int64_t append;    /* tokens appended per sequence */
@@ -138,6 +139,7 @@ static void check_kv(kvcase c, uint64_t *rng)
 {
     const int64_t es = pa_dtype_size(c.dt), pad = 3;
     static int32_t cuq[16], cuk[16], su[16], bt[16 * 64];
+    const int serving = c.varlen && (c.used || c.page);
     portattn_fwd_params_t p;
     portattn_fwd_params_init(&p);
     p.dtype = c.dt, p.backend = PORTATTN_BACKEND_CPU, p.batch = c.b, p.heads_q = c.hq, p.heads_kv = c.hkv;
@@ -149,10 +151,11 @@ static void check_kv(kvcase c, uint64_t *rng)
             cuq[b + 1] = cuq[b] + (b == 1 ? 0 : (int32_t)((urand(rng) + 1) * 0.5 * (double)(c.sq + 1)) % (int32_t)(c.sq + 1));
             cuk[b + 1] = cuk[b] + (b == 1 ? 0 : (int32_t)((urand(rng) + 1) * 0.5 * (double)(c.sk + 1)) % (int32_t)(c.sk + 1));
         }
-        p.cu_seqlens_q = cuq, p.cu_seqlens_k = cuk, p.seqlen_q = cuq[c.b] + 2, p.seqlen_k = cuk[c.b] + 1;
+        p.cu_seqlens_q = cuq, p.seqlen_q = cuq[c.b] + 2;
+        if (!serving) p.cu_seqlens_k = cuk, p.seqlen_k = cuk[c.b] + 1;
     }
     const int64_t nb = c.varlen ? 1 : c.b, pages_per_seq = c.page ? (c.sk + c.page - 1) / c.page : 0;
-    const int64_t kv_n = c.page ? c.b * pages_per_seq + 2 : nb, kv_s = c.page ? c.page : p.seqlen_k;
+    const int64_t kv_n = c.page ? c.b * pages_per_seq + 2 : serving ? c.b : nb, kv_s = c.page ? c.page : p.seqlen_k;
     if (c.used || c.append) {
         for (int64_t b = 0; b < c.b; b++)
             su[b] = b == 0 ? 0 : (int32_t)((urand(rng) + 1) * 0.5 * (double)(c.sk - c.append + 1)) % (int32_t)(c.sk - c.append + 1);
@@ -209,6 +212,82 @@ static void check_kv(kvcase c, uint64_t *rng)
     CHECK(memcmp(snap, kv, (size_t)((kelems + velems) * es)) == 0, "%s: the cache differs from the expected append", c.name);
     printf("%-4s oracle vs naive %-34s %s\n", bad == 0 && !st ? "ok" : "FAIL", c.name, pa_dtype_name(c.dt));
     free(q), free(o), free(lse), free(kv), free(snap), free(kn), free(vn), free(ro), free(rl);
+}
+
+/* The serving call (packed queries over a shuffled page pool with a shared prefix page and unused
+ * pages) against one call per sequence over a contiguous copy of its keys. The CPU backend computes
+ * every row on its own, so the two must agree bit for bit, O and LSE. */
+static void serving_vs_per_sequence(portattn_dtype_t dt, uint64_t *rng)
+{
+    enum { B = 6, HQ = 6, HKV = 2, D = 16, PAGE = 8, CAP = 64, PPS = CAP / PAGE, NPAGES = B * PPS + 3 };
+    static const int32_t nq[B] = {13, 1, 0, 1, 7, 1}; /* chunks, decodes and an idle sequence */
+    const int64_t es = pa_dtype_size(dt);
+    int32_t cuq[B + 1] = {0}, used[B], bt[B * PPS], pool[NPAGES];
+    for (int b = 0; b < B; b++) {
+        cuq[b + 1] = cuq[b] + nq[b]; /* a chunk's tokens are in the cache: at least nq keys, one empty decode */
+        used[b] = b == 5 ? 0 : nq[b] + (int32_t)((urand(rng) + 1) * 0.5 * (CAP - nq[b] + 1)) % (CAP - nq[b] + 1);
+    }
+    for (int i = 0; i < NPAGES; i++) pool[i] = i;
+    for (int i = NPAGES - 1; i > 0; i--) {
+        int j = (int)((urand(rng) + 1) * 0.5 * (i + 1)) % (i + 1), t = pool[i];
+        pool[i] = pool[j], pool[j] = t;
+    }
+    for (int i = 0; i < B * PPS; i++) bt[i] = pool[i]; /* the last 3 pages of the pool stay unused */
+    bt[3 * PPS] = bt[1 * PPS] = bt[0];                 /* a prefix page three sequences share */
+    const int64_t total = cuq[B], qn = total * HQ * D, kn = (int64_t)NPAGES * PAGE * HKV * D;
+    void *q = malloc((size_t)(qn * es)), *k = malloc((size_t)(kn * es)), *v = malloc((size_t)(kn * es));
+    void *o = malloc((size_t)(qn * es)), *o1 = malloc((size_t)(qn * es));
+    void *k1 = malloc((size_t)(CAP * HKV * D * es)), *v1 = malloc((size_t)(CAP * HKV * D * es));
+    float *lse = malloc(sizeof(float) * (size_t)(total * HQ)), *lse1 = malloc(sizeof(float) * (size_t)(total * HQ));
+    if (!q || !k || !v || !o || !o1 || !k1 || !v1 || !lse || !lse1) {
+        CHECK(0, "serving_vs_per_sequence: out of host memory");
+        goto out;
+    }
+    fill(dt, q, qn, rng), fill(dt, k, kn, rng), fill(dt, v, kn, rng);
+    for (int mask = 0; mask < 2; mask++) { /* causal; then a two-sided window with softcap */
+        portattn_fwd_params_t p;
+        portattn_fwd_params_init(&p);
+        p.dtype = dt, p.backend = PORTATTN_BACKEND_CPU, p.batch = B, p.seqlen_q = total, p.seqlen_k = CAP;
+        p.heads_q = HQ, p.heads_kv = HKV, p.head_dim_qk = p.head_dim_v = D;
+        p.causal = !mask, p.window_left = mask ? 9 : -1, p.window_right = mask ? 2 : -1, p.softcap = mask ? 3.0f : 0;
+        p.q = portattn_tensor_bshd(q, total, HQ, D), p.o = portattn_tensor_bshd(o, total, HQ, D);
+        p.k = portattn_tensor_bshd(k, PAGE, HKV, D), p.v = portattn_tensor_bshd(v, PAGE, HKV, D);
+        p.lse = lse, p.lse_stride[1] = total, p.lse_stride[2] = 1;
+        p.cu_seqlens_q = cuq, p.seqused_k = used;
+        p.block_table = bt, p.block_table_stride = PPS, p.page_size = PAGE, p.num_pages = NPAGES;
+        memset(o, 0xff, (size_t)(qn * es)), memset(lse, 0xff, sizeof(float) * (size_t)(total * HQ));
+        portattn_status_t st = portattn_forward(&p, NULL);
+        CHECK(st == PORTATTN_SUCCESS, "serving call: %s", portattn_last_error());
+        int same = st == PORTATTN_SUCCESS;
+        for (int b = 0; b < B && same; b++) {
+            for (int32_t j = 0; j < used[b]; j++) /* sequence b's keys, gathered through its page table row */
+                for (int64_t x = 0; x < HKV * D; x++) {
+                    const int64_t src = ((int64_t)bt[b * PPS + j / PAGE] * PAGE + j % PAGE) * HKV * D + x;
+                    pa_store_elem(dt, k1, j * HKV * D + x, pa_load_elem(dt, k, src));
+                    pa_store_elem(dt, v1, j * HKV * D + x, pa_load_elem(dt, v, src));
+                }
+            portattn_fwd_params_t s = p;
+            s.batch = 1, s.seqlen_q = nq[b], s.seqlen_k = used[b];
+            s.cu_seqlens_q = NULL, s.seqused_k = NULL, s.block_table = NULL;
+            s.block_table_stride = s.page_size = s.num_pages = 0;
+            s.q.data = (char *)q + (int64_t)cuq[b] * HQ * D * es, s.o.data = (char *)o1 + (int64_t)cuq[b] * HQ * D * es;
+            s.q.stride[0] = s.o.stride[0] = nq[b] * HQ * D;
+            s.k = portattn_tensor_bshd(k1, used[b], HKV, D), s.v = portattn_tensor_bshd(v1, used[b], HKV, D);
+            s.lse = lse1, s.lse_stride[0] = HQ * nq[b], s.lse_stride[1] = nq[b], s.lse_stride[2] = 1;
+            st = portattn_forward(&s, NULL);
+            CHECK(st == PORTATTN_SUCCESS, "sequence %d alone: %s", b, portattn_last_error());
+            same = st == PORTATTN_SUCCESS &&
+                   !memcmp((char *)o + (int64_t)cuq[b] * HQ * D * es, (char *)o1 + (int64_t)cuq[b] * HQ * D * es,
+                           (size_t)(nq[b] * HQ * D * es));
+            for (int h = 0; h < HQ && same; h++)
+                same = !memcmp(lse + h * total + cuq[b], lse1 + h * nq[b], sizeof(float) * (size_t)nq[b]);
+            CHECK(same, "%s mask %d: sequence %d differs from its own call", pa_dtype_name(dt), mask, b);
+        }
+        printf("%-4s serving call = per-sequence calls, bitwise (%s, %s)\n", same ? "ok" : "FAIL", pa_dtype_name(dt),
+               mask ? "window 9/2 + softcap" : "causal");
+    }
+out:
+    free(q), free(k), free(v), free(o), free(o1), free(k1), free(v1), free(lse), free(lse1);
 }
 
 /* A 3-key decode in a cache of 2^40 keys' capacity (pages of 2^20 keys): the CPU backend must size
@@ -327,6 +406,12 @@ int main(void)
     check_kv((kvcase){"append_contiguous",   PORTATTN_DTYPE_F32,  3, 2, 24, 4, 2, 8, 8, -1, -1, 1, 0, 0, 1, 0, 3, 0}, &rng);
     check_kv((kvcase){"append_paged4_interleaved", PORTATTN_DTYPE_BF16, 3, 4, 32, 4, 1, 8, 8, -1, -1, 1, 0, 0, 1, 4, 4, 1}, &rng);
     check_kv((kvcase){"append_paged16_interleaved", PORTATTN_DTYPE_F16, 2, 1, 40, 2, 2, 16, 16, -1, -1, 0, 0, 0, 1, 16, 1, 1}, &rng);
+    check_kv((kvcase){"serving_paged4_gqa_causal", PORTATTN_DTYPE_BF16, 5, 9, 37, 4, 2, 8, 8, -1, -1, 1, 0, 1, 1, 4, 0, 0}, &rng);
+    check_kv((kvcase){"serving_used_window_softcap", PORTATTN_DTYPE_F32, 4, 6, 30, 2, 1, 16, 8, 4, 1, 0, 2.5f, 1, 1, 0, 0, 0}, &rng);
+    check_kv((kvcase){"serving_paged8_no_seqused", PORTATTN_DTYPE_F16, 3, 7, 29, 2, 2, 8, 8, -1, -1, 1, 0, 1, 0, 8, 0, 1}, &rng);
+    serving_vs_per_sequence(PORTATTN_DTYPE_F32, &rng);
+    serving_vs_per_sequence(PORTATTN_DTYPE_BF16, &rng);
+    serving_vs_per_sequence(PORTATTN_DTYPE_F16, &rng);
     huge_capacity(&rng);
     closed_forms(&rng);
     conversions();

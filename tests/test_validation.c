@@ -120,7 +120,8 @@ int main(void)
     /* varlen */
     cu[0] = 0, cu[1] = 3, cu[2] = 8;
     CASE("varlen valid", (p.cu_seqlens_q = cu, p.cu_seqlens_k = cu), PORTATTN_SUCCESS, "");
-    CASE("varlen only q", p.cu_seqlens_q = cu, INV, "together");
+    CASE("varlen only q", p.cu_seqlens_q = cu, INV, "cu_seqlens_k is NULL");
+    CASE("varlen only k", p.cu_seqlens_k = cu, INV, "cu_seqlens_q is NULL");
     CASE("varlen max_seqlen too big", (p.cu_seqlens_q = cu, p.cu_seqlens_k = cu, p.max_seqlen_q = 9), INV, "max_seqlen");
     CASE("varlen sequence > max_seqlen", (p.cu_seqlens_q = cu, p.cu_seqlens_k = cu, p.max_seqlen_k = 4), INV,
          "longer than max_seqlen");
@@ -147,6 +148,21 @@ int main(void)
     CASE("pool larger than k", (PAGED, p.num_pages = 1 << 20, p.k.stride[0] = -1), INV, "negative");
     CASE("block_table overlaps o", (PAGED, p.block_table = (const int32_t *)o), INV, "overlaps");
 
+    /* packed queries over the cache (serving): sequences of 3 and 5 query tokens, keys per sequence */
+    CASE("serving seqused_k valid", (p.cu_seqlens_q = cu, p.seqused_k = su), PORTATTN_SUCCESS, "");
+    CASE("serving paged valid", (PAGED, p.cu_seqlens_q = cu, p.seqused_k = su), PORTATTN_SUCCESS, "");
+    CASE("serving paged, no seqused_k, valid", (PAGED, p.cu_seqlens_q = cu), PORTATTN_SUCCESS, "");
+    CASE("serving q stride[0] ignored", (p.cu_seqlens_q = cu, p.seqused_k = su, p.q.stride[0] = -9), PORTATTN_SUCCESS, "");
+    CASE("serving k stride[0] used", (p.cu_seqlens_q = cu, p.seqused_k = su, p.k.stride[0] = -9), INV, "negative");
+    CASE("serving with cu_seqlens_k", (PAGED, p.cu_seqlens_q = cu, p.cu_seqlens_k = cu), INV, "cu_seqlens_k = NULL");
+    CASE("serving cache length over max_seqlen_k", (p.cu_seqlens_q = cu, p.seqused_k = su, p.max_seqlen_k = 6), INV,
+         "exceeds max_seqlen_k");
+    CASE("serving max_seqlen_k without seqused_k", (PAGED, p.cu_seqlens_q = cu, p.max_seqlen_k = 4), INV,
+         "without seqused_k");
+    CASE("serving query sequence over max_seqlen_q", (p.cu_seqlens_q = cu, p.seqused_k = su, p.max_seqlen_q = 4), INV,
+         "longer than max_seqlen");
+    CASE("serving block_table entry out of range", (PAGED, p.cu_seqlens_q = cu, p.block_table = bt_bad), INV, "num_pages");
+
     /* append: two new tokens per sequence into caches holding 5 and 6 of 8 keys */
     static float kn[B * 2 * HKV * D], vn[B * 2 * HKV * D];
     int32_t su_app[2] = {5, 6}, su_full[2] = {7, 6};
@@ -155,6 +171,7 @@ int main(void)
     CASE("append valid", APPEND, PORTATTN_SUCCESS, "");
     CASE("append paged valid", (APPEND, PAGED), PORTATTN_SUCCESS, "");
     CASE("append without seqused_k", (APPEND, p.seqused_k = NULL), INV, "needs seqused_k");
+    CASE("append with packed queries", (APPEND, PAGED, p.cu_seqlens_q = cu), INV, "write the new tokens into the cache");
     CASE("k_new without v_new", (APPEND, p.v_new.data = NULL), INV, "v_new");
     CASE("seqlen_new negative", (APPEND, p.seqlen_new = -1), INV, "negative");
     CASE("seqlen_new without k_new", (p.seqlen_new = 2), INV, "k_new/v_new are NULL");

@@ -129,7 +129,8 @@ int main(void)
     /* varlen */
     cu[0] = 0, cu[1] = 3, cu[2] = 8;
     CASE("varlen valid", (p.cu_seqlens_q = cu, p.cu_seqlens_k = cu), PORTATTN_SUCCESS, "");
-    CASE("varlen only k", p.cu_seqlens_k = cu, INV, "together");
+    CASE("varlen only k", p.cu_seqlens_k = cu, INV, "cu_seqlens_q is NULL");
+    CASE("varlen only q", p.cu_seqlens_q = cu, INV, "cu_seqlens_k is NULL");
     int32_t dec[3] = {0, 5, 4};
     CASE("varlen decreasing", (p.cu_seqlens_q = cu, p.cu_seqlens_k = dec), INV, "decreasing");
     CASE("varlen dk overlaps cu_seqlens", (p.cu_seqlens_q = cu, p.cu_seqlens_k = cu, p.dk.data = cu), INV,

@@ -220,10 +220,17 @@ def _dense(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size
 
 def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0, softmax_scale=None,
             causal=False, window_size=(-1, -1), softcap=0.0, *, alibi_slopes=None, deterministic=False,
-            return_attn_probs=False, return_lse=False, backend=None, out=None, block_table=None, _query=False):
+            return_attn_probs=False, return_lse=False, backend=None, out=None, block_table=None, seqused_k=None,
+            _query=False):
     torch = _torch()
+    if block_table is not None or seqused_k is not None:
+        _check_flash_args(dropout_p, alibi_slopes, return_attn_probs)
+        from ._serving import varlen_over_cache  # imports this module
+        return varlen_over_cache(torch, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k,
+                                 block_table, softmax_scale, causal, window_size, softcap, return_lse, backend, out,
+                                 _query)
     key = None
-    if not _query and block_table is None:
+    if not _query:
         key = _call_key("varlen", q, k, v, out, _cu_key(cu_seqlens_q), _cu_key(cu_seqlens_k), max_seqlen_q,
                         max_seqlen_k, dropout_p, alibi_slopes is None, return_attn_probs, softmax_scale, causal,
                         window_size, softcap, return_lse, backend)
@@ -232,8 +239,6 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dro
             return _planned(torch, plan, q, k, v, out, return_lse,
                             {"cu_seqlens_q": cu_seqlens_q.data_ptr(), "cu_seqlens_k": cu_seqlens_k.data_ptr()})
     _check_flash_args(dropout_p, alibi_slopes, return_attn_probs)
-    if block_table is not None:
-        raise NotImplementedError("portattn has no paged KV cache yet: block_table must be None")
     dtype, device = _check_tensors(torch, 3, q=q, k=k, v=v)
     if not _query and _needs_autograd(torch, q=q, k=k, v=v):
         def run(*qkv):
@@ -315,15 +320,22 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
                            softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, *,
                            alibi_slopes=None, deterministic=False, return_attn_probs=False, return_lse=False,
-                           backend=None, out=None, block_table=None):
+                           backend=None, out=None, block_table=None, seqused_k=None):
     """Variable-length attention like flash_attn.flash_attn_varlen_func: packed q (total_q, H, D),
     k (total_k, Hk, D), v (total_k, Hk, Dv); cu_seqlens_q/k int32 (batch + 1) offsets on the same
     device; max_seqlen_q/k bound the sequence lengths. Returns out (total_q, H, Dv), or (out, lse)
     with return_lse, lse float32 (H, total_q) as flash_attn's varlen softmax_lse, or
-    (out, lse, None) with return_attn_probs. block_table must be None."""
+    (out, lse, None) with return_attn_probs.
+
+    Over a KV cache (the serving call), cu_seqlens_k None: seqused_k int32 (batch,) keys per
+    sequence and/or block_table int32 (batch, pages per sequence), k/v then page pools
+    (num_pages, page_size, Hk, D/Dv), or (batch, capacity, Hk, D/Dv) without block_table. Sequence
+    b's queries are the last tokens of its seqused_k[b] keys (bottom-right causal and windows);
+    0, 1 or many per sequence. max_seqlen_k bounds seqused_k. Inference only (no backward)."""
     res = _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p, softmax_scale,
                   causal, window_size, softcap, alibi_slopes=alibi_slopes, deterministic=deterministic,
-                  return_lse=return_lse or return_attn_probs, backend=backend, out=out, block_table=block_table)
+                  return_lse=return_lse or return_attn_probs, backend=backend, out=out, block_table=block_table,
+                  seqused_k=seqused_k)
     return _with_probs(res, return_attn_probs)
 
 

@@ -33,7 +33,7 @@ static int generic_supports(const pa_problem *pb, char *kernel, size_t kernel_le
             { p->seqlen_k > 0 ? p->v.data : NULL, "v.data" },
             { p->lse, "lse" },
             { pb->varlen ? (const void *)p->cu_seqlens_q : NULL, "cu_seqlens_q" },
-            { pb->varlen ? (const void *)p->cu_seqlens_k : NULL, "cu_seqlens_k" },
+            { pb->varlen_k ? (const void *)p->cu_seqlens_k : NULL, "cu_seqlens_k" },
             { p->seqused_k, "seqused_k" },
             { p->block_table, "block_table" },
             { pb->seqlen_new > 0 ? p->k_new.data : NULL, "k_new.data" },

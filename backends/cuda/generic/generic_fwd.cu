@@ -63,12 +63,18 @@ __global__ void __launch_bounds__(GEN_THREADS, 2) gen_fwd(const pa_problem pb, f
         const int32_t *bt_row = bt ? bt + b * pb.p.block_table_stride : NULL;
         /* KV cache: this sequence's length (appended tokens included, clamped to the capacity). */
         if (pb.p.seqused_k) sk = pa_cache_len(&pb, pb.p.seqused_k[b]);
-        if (pb.varlen) { /* packed [1, total, H, D]: stride[0] is ignored (may be anything) */
+        /* packed [1, total, H, D]: stride[0] is ignored (may be anything). Packed queries over a KV
+         * cache keep per-sequence (or paged) keys. */
+        if (pb.varlen) {
             gen_seq(pb.p.cu_seqlens_q, b, pb.p.seqlen_q, &q0, &sq);
-            gen_seq(pb.p.cu_seqlens_k, b, pb.p.seqlen_k, &k0, &sk);
-            qb = q0 * qst[1]; kb = k0 * kst[1]; vb = k0 * vst[1]; ob = q0 * ost[1];
+            qb = q0 * qst[1]; ob = q0 * ost[1];
         } else {
             qb = b * qst[0]; ob = b * ost[0];
+        }
+        if (pb.varlen_k) {
+            gen_seq(pb.p.cu_seqlens_k, b, pb.p.seqlen_k, &k0, &sk);
+            kb = k0 * kst[1]; vb = k0 * vst[1];
+        } else {
             kb = bt ? 0 : b * kst[0]; vb = bt ? 0 : b * vst[0]; /* paged: the row offset names the page */
         }
         for (int64_t h = blockIdx.y; h < pb.p.heads_q; h += gridDim.y) {

@@ -88,7 +88,7 @@ static const char *sm80_dims_note(const pa_problem *pb, int d)
 
 static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
-    if (!sm80_device_ok(why, why_len)) return 0;
+    if (!sm80_device_ok(why, why_len) || !pa_fwd_not_serving(pb, why, why_len)) return 0;
     /* Checked for both kernels, so that the launch can route by shape alone. */
     if (pb->p.workspace && !pa_cuda_ptr_check(pb->p.workspace, "workspace", why, why_len)) return 0;
     if (sm80_decode_candidate(pb)) {

@@ -39,6 +39,7 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     };
     if (!pa_fwd_dims_ok(dims, (int)(sizeof dims / sizeof dims[0]), pb, "cuda-sm90", why, why_len)) return 0;
     const int d = pa_sm90_dim(pb);
+    if (!pa_fwd_not_serving(pb, why, why_len)) return 0;
     if (pb->kv_cache) return REFUSE("KV cache: not in this kernel (cuda-sm80's decode kernel takes it)");
     /* Varlen: seqlen_q/k are the packed totals (the tensor maps' rows, int32 row arithmetic); the
      * grid and the decode-shape test go by the longest sequence, max_seqlen_q. */
