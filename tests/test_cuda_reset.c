@@ -19,11 +19,11 @@
 
 #define U -1
 
-/* b sq sk hq hkv dqk dv causal wl wr softcap scale layout varlen lse amp page used append splits sinks */
+/* b sq sk hq hkv dqk dv causal wl wr softcap scale layout varlen lse amp page used append splits sinks shared */
 static const tcase prefill = {"reset_prefill_gqa4_causal", 2, 200, 333, 8, 2, 128, 128, 1, U, U, 0, 0, LAYOUT_BSHD,
-                              0, 1, 0, 0, 0, 0, 0, 0};
+                              0, 1, 0, 0, 0, 0, 0, 0, 0};
 static const tcase decode = {"reset_decode_paged16_append1", 3, 1, 700, 8, 2, 128, 128, 0, U, U, 0, 0, LAYOUT_BSHD,
-                             0, 1, 0, 16, 1, 1, 0, 0};
+                             0, 1, 0, 16, 1, 1, 0, 0, 0};
 
 static int fails;
 
