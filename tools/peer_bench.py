@@ -5,7 +5,7 @@ Every implementation is timed the same way, triton.testing.do_bench's way (the p
 and repetitions by time (--warmup 25 ms, --rep 100 ms of timed calls), a 256 MiB L2-flushing write
 before every timed call, events around each call, the median (with the 20th and 80th percentiles
 as the spread); inputs torch.randn. TFLOPS by the FlashAttention convention: batch*seqlen = --tokens,
-heads*head_dim = --hidden, forward FLOPs = 4*B*H*S*S*D, halved when causal. Peers: SDPA
+heads = --hidden // head_dim (FlashAttention's benchmark), forward FLOPs = 4*B*H*S*S*D, halved when causal. Peers: SDPA
 FLASH_ATTENTION (FA2) and CUDNN_ATTENTION (cuDNN). Ratios are portattn / peer from this run.
 
 Correctness too: rel-L2 and max-abs of every implementation against an fp32 reference (torch math on
@@ -202,7 +202,7 @@ def inputs(torch, args, layout, b, sq, sk, hq, hk, d, dtype):
 
 def prefill_point(torch, args, pt):
     dt, d, s, causal = pt
-    h, b = args.hidden // d, max(1, args.tokens // s)
+    h, b = args.hidden // d, max(1, args.tokens // s)  # FlashAttention's benchmark: nheads = dim // headdim
     row = {"mode": "prefill", "dtype": dt, "d": d, "s": s, "b": b, "h": h, "causal": causal, "layout": args.layout,
            "flops": 4.0 * b * h * s * s * d / (2 if causal else 1), "impls": {}}
     return row, inputs(torch, args, args.layout, b, s, s, h, h, d, getattr(torch, DTYPES[dt]))
@@ -535,9 +535,8 @@ def main(argv=None):
     rows, failures, notes = [], [], []
     try:
         for i, (mode, pt) in enumerate(points):
-            if mode == "prefill" and (pt[1] <= 0 or pt[2] <= 0 or args.hidden % pt[1]):
-                notes.append("skipped %s d=%d s=%d: hidden %d is not a multiple of d" % (pt[0], pt[1], pt[2],
-                                                                                        args.hidden))
+            if mode == "prefill" and (pt[1] <= 0 or pt[2] <= 0 or args.hidden < pt[1]):
+                notes.append("skipped %s d=%d s=%d: hidden %d is below d" % (pt[0], pt[1], pt[2], args.hidden))
                 say(notes[-1])
                 continue
             torch.manual_seed(args.seed)
