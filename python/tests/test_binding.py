@@ -349,7 +349,7 @@ def torch_ref(torch, q, k, v, causal=False, window=(-1, -1), softcap=0.0, scale=
 
 
 def rel_l2(torch, got, want):
-    got, want = got.detach().to("cpu", torch.float64), want.to(torch.float64)
+    got, want = got.detach().to("cpu", torch.float64), want.detach().to("cpu", torch.float64)
     if not torch.isfinite(got).all():
         return INF
     return ((got - want).norm() / want.norm().clamp_min(1e-30)).item()
