@@ -30,6 +30,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "cuda_host.h" /* pa_cuda_device_info: the grid is one CTA per SM */
 #include "sm80_fwd_kernel.cuh" /* sm80_args, sm80_keys, sm80_ex2, sm80_pack: shared with cuda-sm80 */
 #include "sm90_launch.h"
 #include "sm90_ptx.cuh"
@@ -130,12 +131,91 @@ template <typename T, int BN> struct sm90_tile_softmax {
 /* Named barrier of the consumer warpgroups (barrier 0 is __syncthreads'). */
 #define PA_SM90_BAR_CONSUMERS 1
 
+/* One work item: a row block of one (batch, head), and the key tiles its rows see. */
+struct sm90_work {
+    int b, h, hk, tb;   /* batch, head, KV head; tb: the maps' batch coordinate (0 under varlen) */
+    int q0, k0, sq, sk; /* the sequence's packed start rows and lengths (0 and a.seqlen_* without varlen) */
+    int m0;             /* first row of the block */
+    int n_lo, n_hi;     /* key tiles [n_lo, n_hi) */
+    int full_lo, full_hi; /* tiles every row of the block sees in full (no mask) */
+};
+
+/* Work item `lin` of nmb x batch x heads. Right-bounded masks (causal) hand out the longest row
+ * blocks first over all pairs; otherwise the row blocks of a pair run together so that they share
+ * K/V in L2. Under varlen nmb is the longest sequence's (a.seqlen_q is the packed total) and a row
+ * block past its own sequence's end is no work (0 returned): cu_seqlens and lin are the same for
+ * every thread, so all of them skip it or none, and no barrier phase is spent on it. */
+template <int BM, int BN, bool VL>
+__device__ __forceinline__ int sm90_work_of(const sm80_args &a, int64_t lin, int nmb, sm90_work &w)
+{
+    const int64_t nbh = (int64_t)a.batch * a.heads;
+    int64_t bh;
+    int mb;
+    if (a.wr >= 0) bh = lin % nbh, mb = nmb - 1 - (int)(lin / nbh);
+    else bh = lin / nmb, mb = (int)(lin % nmb);
+    w.b = (int)(bh / a.heads), w.h = (int)(bh % a.heads), w.hk = w.h / a.group;
+    w.q0 = 0, w.k0 = 0, w.sq = a.seqlen_q, w.sk = a.seqlen_k, w.tb = w.b;
+    if (VL) { /* right-bounded: the t-th row block from this sequence's own end, as without varlen */
+        sm80_seq(a.cu_q, w.b, a.seqlen_q, &w.q0, &w.sq);
+        sm80_seq(a.cu_k, w.b, a.seqlen_k, &w.k0, &w.sk);
+        if (a.wr >= 0) mb -= nmb - (w.sq + BM - 1) / BM;
+        if (mb < 0 || mb * BM >= w.sq) return 0;
+        w.tb = 0;
+    }
+    w.m0 = mb * BM;
+    const int mlast = (w.m0 + BM < w.sq ? w.m0 + BM : w.sq) - 1;
+    int lo_f, hi_f, lo_l, hi_l;
+    sm80_keys(w.m0, w.sq, w.sk, a.wl, a.wr, &lo_f, &hi_f);
+    sm80_keys(mlast, w.sq, w.sk, a.wl, a.wr, &lo_l, &hi_l);
+    w.n_lo = lo_f / BN, w.n_hi = hi_l < lo_f ? w.n_lo : hi_l / BN + 1;
+    w.full_lo = (lo_l + BN - 1) / BN, w.full_hi = (hi_f + 1) / BN;
+    return 1;
+}
+
+/* Epilogue of a work item: row sums across the quad, normalise once, write O (its first Dv columns)
+ * and the LSE from registers. Varlen: packed row q0 + row, the batch strides ignored (LSE indexed
+ * (head, packed token)). */
+template <typename T, int NO, bool VL>
+__device__ __forceinline__ void sm90_epilogue(const sm80_args &a, const sm90_work &w, const float (&o)[NO * 4],
+                                              const float (&mrow)[2], const float (&lsum_part)[2], int rowc, int lane,
+                                              T tag)
+{
+    T *oh = (T *)a.o + (VL ? (int64_t)w.q0 * a.os[1] : w.b * a.os[0]) + w.h * a.os[2];
+    const int64_t lse0 = (VL ? (int64_t)w.q0 * a.ls[2] : w.b * a.ls[0]) + w.h * a.ls[1];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        float l = lsum_part[r];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const int row = w.m0 + rowc + 8 * r;
+        const float inv = l > 0.f ? __fdividef(1.f, l) : 0.f;
+        if (row < w.sq) {
+            T *orow = oh + (int64_t)row * a.os[1] + (lane & 3) * 2;
+#pragma unroll
+            for (int j = 0; j < NO; ++j)
+                if (j * 8 < a.dv) /* the instance's columns past the call's Dv are not the caller's */
+                    *(uint32_t *)(orow + j * 8) = l == 0.f ? 0u /* no visible key: 0, not 0 x NaN */
+                                                            : sm80_pack(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv, tag);
+            if (a.lse && (lane & 3) == 0)
+                a.lse[lse0 + (int64_t)row * a.ls[2]] =
+                    l > 0.f ? (mrow[r] * a.mult + __log2f(l)) * 0.69314718055994531f : l == 0.f ? -INFINITY : NAN;
+        }
+    }
+}
+
 /* VL: the varlen instance. The per-sequence extents as run-time values cost the non-varlen kernel
- * 5-10% on the H200 (registers where kernel parameters were), so varlen is its own instance. */
+ * 5-10% on the H200 (registers where kernel parameters were), so varlen is its own instance.
+ *
+ * Persistent: gridDim.x CTAs (one per SM) walk the nmb x batch x heads work items with stride
+ * gridDim.x. The K/V ring runs on across items (`it` counts tiles over the CTA's whole life, so slot
+ * and phase follow from it), and the Q tile has a "Q free" barrier of its own: the consumers give it
+ * back as soon as their last S product of an item has read it, so the next item's Q (and its first
+ * K/V tiles) land while the last P V and the epilogue still run. Short sequences, where an item is
+ * one or two key tiles, pay the load latency once per CTA instead of once per item. */
 template <typename T, int D, int BN, int ST, bool VL>
 __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
     sm90_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
-             const __grid_constant__ CUtensorMap tv, const sm80_args a)
+             const __grid_constant__ CUtensorMap tv, const sm80_args a, const int nmb)
 {
 #ifdef PA_SM90_DEVICE
     constexpr int NC = PA_SM90_NC(D), BM = PA_SM90_BM(D), NB = D / 64; /* consumers, rows, 64-column blocks */
@@ -147,51 +227,23 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
     extern __shared__ uint8_t smem_raw[];
     const uint32_t base = (pa_smem_u32(smem_raw) + 1023) & ~1023u; /* swizzle atoms need 1 KB alignment */
     const uint32_t q_s = base, k_s = q_s + QBYTES, v_s = k_s + ST * KVBYTES, bar = v_s + ST * KVBYTES;
-    const uint32_t full_q = bar; /* then full_k[ST], full_v[ST], empty_k[ST], empty_v[ST], 8 bytes each */
-#define FULL_K(s) (bar + 8 + 8 * (s))
-#define FULL_V(s) (bar + 8 + 8 * (ST + (s)))
-#define EMPTY_K(s) (bar + 8 + 8 * (2 * ST + (s)))
-#define EMPTY_V(s) (bar + 8 + 8 * (3 * ST + (s)))
+    /* barriers, 8 bytes each: full_q, empty_q, then full_k[ST], full_v[ST], empty_k[ST], empty_v[ST] */
+    const uint32_t full_q = bar, empty_q = bar + 8;
+#define FULL_K(s) (bar + 16 + 8 * (s))
+#define FULL_V(s) (bar + 16 + 8 * (ST + (s)))
+#define EMPTY_K(s) (bar + 16 + 8 * (2 * ST + (s)))
+#define EMPTY_V(s) (bar + 16 + 8 * (3 * ST + (s)))
 
     const int tid = threadIdx.x, wg = tid >> 7;
-
-    /* Work item: one row block of one (batch, head). Right-bounded masks (causal) hand out the
-     * longest row blocks first over all pairs; otherwise the row blocks of a pair run together
-     * so that they share K/V in L2. Row blocks per pair: the grid's (sized from max_seqlen_q under
-     * varlen, where a.seqlen_q is the packed total). */
-    const int64_t nbh = (int64_t)a.batch * a.heads, lin = blockIdx.x;
-    const int nmb = VL ? (int)(gridDim.x / (uint32_t)nbh) : (a.seqlen_q + BM - 1) / BM;
-    int64_t bh;
-    int mb;
-    if (a.wr >= 0) bh = lin % nbh, mb = nmb - 1 - (int)(lin / nbh);
-    else bh = lin / nmb, mb = (int)(lin % nmb);
-    const int b = (int)(bh / a.heads), h = (int)(bh % a.heads), hk = h / a.group;
-    /* Varlen: the sequence's packed rows [q0, q0 + sq) and keys [k0, k0 + sk), batch coordinate 0 of
-     * the maps. Right-bounded: the t-th row block from this sequence's own end, as without varlen.
-     * A CTA with no rows of its sequence leaves before any barrier exists: cu_seqlens and blockIdx
-     * are the same for all its threads, so all of them take this branch or none. */
-    int q0 = 0, k0 = 0, sq = a.seqlen_q, sk = a.seqlen_k, tb = b;
-    if (VL) {
-        sm80_seq(a.cu_q, b, a.seqlen_q, &q0, &sq);
-        sm80_seq(a.cu_k, b, a.seqlen_k, &k0, &sk);
-        if (a.wr >= 0) mb -= nmb - (sq + BM - 1) / BM;
-        if (mb < 0 || mb * BM >= sq) return;
-        tb = 0;
-    }
-    const int m0 = mb * BM;
-    const int mlast = (m0 + BM < sq ? m0 + BM : sq) - 1;
-    int lo_f, hi_f, lo_l, hi_l;
-    sm80_keys(m0, sq, sk, a.wl, a.wr, &lo_f, &hi_f);
-    sm80_keys(mlast, sq, sk, a.wl, a.wr, &lo_l, &hi_l);
-    const int n_lo = lo_f / BN, n_hi = hi_l < lo_f ? n_lo : hi_l / BN + 1;
-    const int full_lo = (lo_l + BN - 1) / BN, full_hi = (hi_f + 1) / BN;
+    const int64_t nwork = (int64_t)nmb * a.batch * a.heads;
 
     if (tid == 0) {
         pa_bar_init(full_q, 1);
+        pa_bar_init(empty_q, NC); /* one arrival per consumer warpgroup */
         for (int s = 0; s < ST; ++s) {
             pa_bar_init(FULL_K(s), 1);
             pa_bar_init(FULL_V(s), 1);
-            pa_bar_init(EMPTY_K(s), NC); /* one arrival per consumer warpgroup */
+            pa_bar_init(EMPTY_K(s), NC);
             pa_bar_init(EMPTY_V(s), NC);
         }
         pa_bar_init_fence();
@@ -201,23 +253,30 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
     if (wg == 0) { /* producer */
         sm90_setmaxnreg_dec<PA_SM90_PRODUCER_REGS(D)>();
         if (tid != 0) return;
-        pa_bar_expect_tx(full_q, QBYTES);
+        int it = 0, qi = 0; /* K/V tiles and Q tiles loaded so far */
+        for (int64_t lin = blockIdx.x; lin < nwork; lin += gridDim.x) {
+            sm90_work w;
+            if (!sm90_work_of<BM, BN, VL>(a, lin, nmb, w)) continue;
+            if (qi > 0) pa_bar_wait(empty_q, (qi - 1) & 1);
+            pa_bar_expect_tx(full_q, QBYTES);
 #pragma unroll
-        for (int c = 0; c < NB; ++c) pa_tma_load_4d(q_s + c * QBLK, &tq, full_q, c * 64, q0 + m0, h, tb);
-        for (int n = n_lo, it = 0; n < n_hi; ++n, ++it) {
-            const int s = it % ST, u = it / ST;
-            /* K and V slots are given back separately: K once both S products on it are done, V once
-             * both P V products are, so K_{n+1} can land while P_n V_n still reads V_n. */
-            if (u > 0) pa_bar_wait(EMPTY_K(s), (u - 1) & 1);
-            pa_bar_expect_tx(FULL_K(s), KVBYTES);
+            for (int c = 0; c < NB; ++c) pa_tma_load_4d(q_s + c * QBLK, &tq, full_q, c * 64, w.q0 + w.m0, w.h, w.tb);
+            ++qi;
+            for (int n = w.n_lo; n < w.n_hi; ++n, ++it) {
+                const int s = it % ST, u = it / ST;
+                /* K and V slots are given back separately: K once every S product on it is done, V
+                 * once every P V product is, so K_{n+1} can land while P_n V_n still reads V_n. */
+                if (u > 0) pa_bar_wait(EMPTY_K(s), (u - 1) & 1);
+                pa_bar_expect_tx(FULL_K(s), KVBYTES);
 #pragma unroll
-            for (int c = 0; c < NB; ++c)
-                pa_tma_load_4d(k_s + s * KVBYTES + c * KBLK, &tk, FULL_K(s), c * 64, k0 + n * BN, hk, tb);
-            if (u > 0) pa_bar_wait(EMPTY_V(s), (u - 1) & 1);
-            pa_bar_expect_tx(FULL_V(s), KVBYTES);
+                for (int c = 0; c < NB; ++c)
+                    pa_tma_load_4d(k_s + s * KVBYTES + c * KBLK, &tk, FULL_K(s), c * 64, w.k0 + n * BN, w.hk, w.tb);
+                if (u > 0) pa_bar_wait(EMPTY_V(s), (u - 1) & 1);
+                pa_bar_expect_tx(FULL_V(s), KVBYTES);
 #pragma unroll
-            for (int c = 0; c < NB; ++c)
-                pa_tma_load_4d(v_s + s * KVBYTES + c * KBLK, &tv, FULL_V(s), c * 64, k0 + n * BN, hk, tb);
+                for (int c = 0; c < NB; ++c)
+                    pa_tma_load_4d(v_s + s * KVBYTES + c * KBLK, &tv, FULL_V(s), c * 64, w.k0 + n * BN, w.hk, w.tb);
+            }
         }
         return;
     }
@@ -227,18 +286,25 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
     const int cw = wg - 1, lane = tid & 31, wq = (tid >> 5) & 3;
     const int rowc = cw * 64 + wq * 16 + (lane >> 2); /* this thread's rows in the block: rowc, rowc + 8 */
     const T tag = T();
-    sm90_tile_softmax<T, BN> sm;
-    sm.init(a, m0 + rowc, sq, sk, lane);
-
-    float o[D / 2];
-#pragma unroll
-    for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
-    float sc[BN / 2], corr[2];
-    uint32_t pf[BN / 16][4];
-
-    pa_bar_wait(full_q, 0);
     const uint32_t q_wg = q_s + cw * 64 * 128; /* this warpgroup's 64 rows of each column block */
-    /* S = Q K^T of the tile in slot s (committed as one wgmma group) */
+    const bool leader = (tid & 127) == 0;     /* arrives on the free barriers for its warpgroup */
+    int it = 0, qi = 0;
+    for (int64_t lin = blockIdx.x; lin < nwork; lin += gridDim.x) {
+        sm90_work w;
+        if (!sm90_work_of<BM, BN, VL>(a, lin, nmb, w)) continue;
+        const int n_lo = w.n_lo, n_hi = w.n_hi, sk = w.sk;
+        sm90_tile_softmax<T, BN> sm;
+        sm.init(a, w.m0 + rowc, w.sq, sk, lane);
+
+        float o[D / 2];
+#pragma unroll
+        for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+        float sc[BN / 2], corr[2];
+        uint32_t pf[BN / 16][4];
+
+        pa_bar_wait(full_q, qi & 1);
+        ++qi;
+        /* S = Q K^T of the tile in slot s (committed as one wgmma group) */
 #define ISSUE_S(s)                                                                                                \
     sm90_wgmma_ss0<BN>(sc, sm90_desc_sw128(q_wg, 16, 1024), sm90_desc_sw128(k_s + (s) * KVBYTES, 16, 1024), tag);  \
     _Pragma("unroll") for (int kk = 1; kk < D / 16; ++kk)                                                         \
@@ -247,123 +313,109 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
                           tag);                                                                                   \
     sm90_wgmma_commit()
 
-    /* Software pipeline inside the warpgroup (FlashAttention-3's intra-warpgroup overlap): while
-     * O += P_n V_n runs on the tensor cores, S_{n+1} = Q K_{n+1}^T has already been issued ahead of
-     * it and its softmax runs on the other units. P_n stays in registers the async wgmma reads, so
-     * P_{n+1} goes to a second set. */
-    if (n_lo < n_hi) {
-        pa_bar_wait(FULL_K(0), 0);
-        sm90_wgmma_fence();
-        ISSUE_S(0);
-        sm90_wgmma_wait<0>();
-        if ((tid & 127) == 0) pa_bar_arrive(EMPTY_K(0));
+        /* Software pipeline inside the warpgroup (FlashAttention-3's intra-warpgroup overlap): while
+         * O += P_n V_n runs on the tensor cores, S_{n+1} = Q K_{n+1}^T has already been issued ahead
+         * of it and its softmax runs on the other units. P_n stays in registers the async wgmma
+         * reads, so P_{n+1} goes to a second set. Q is given back after the item's last S product. */
+        if (n_lo < n_hi) {
+            const int s0 = it % ST;
+            pa_bar_wait(FULL_K(s0), (it / ST) & 1);
+            sm90_wgmma_fence();
+            ISSUE_S(s0);
+            sm90_wgmma_wait<0>();
+            if (leader) {
+                pa_bar_arrive(EMPTY_K(s0));
+                if (n_lo + 1 == n_hi) pa_bar_arrive(empty_q);
+            }
 #pragma unroll
-        for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);
-        sm.step(sc, n_lo, full_lo, full_hi, corr);
-        sm.pack(sc, pf, tag);
-    }
-    /* O *= corr: before any wgmma of the step is issued (ptxas serializes wgmmas whose input
-     * registers are written inside the pipeline stage). */
+            for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);
+            sm.step(sc, n_lo, w.full_lo, w.full_hi, corr);
+            sm.pack(sc, pf, tag);
+        } else if (leader) {
+            pa_bar_arrive(empty_q); /* no key tile: Q was never read */
+        }
+        /* O *= corr: before any wgmma of the step is issued (ptxas serializes wgmmas whose input
+         * registers are written inside the pipeline stage). */
 #define RESCALE_O()                                                                                               \
     _Pragma("unroll") for (int j = 0; j < D / 8; ++j) {                                                           \
         o[4 * j] *= corr[0], o[4 * j + 1] *= corr[0];                                                             \
         o[4 * j + 2] *= corr[1], o[4 * j + 3] *= corr[1];                                                         \
     }                                                                                                             \
     _Pragma("unroll") for (int i = 0; i < D / 2; ++i) sm90_reg_fence(o[i])
-    /* O += P V of the tile in slot s (its own wgmma group; its V has landed: no barrier loop may sit
-     * between the wgmmas of a stage either). */
+        /* O += P V of the tile in slot s (its own wgmma group; its V has landed: no barrier loop may
+         * sit between the wgmmas of a stage either). */
 #define ISSUE_PV(s)                                                                                               \
     _Pragma("unroll") for (int t = 0; t < BN / 16; ++t)                                                           \
         sm90_wgmma_rs<D>(o, pf[t], sm90_desc_sw128(v_s + (s) * KVBYTES + t * 16 * 128, KBLK, 1024), 1, tag);     \
     sm90_wgmma_commit()
-    /* After P V: O and P were live until the wait; then the slot goes back to the producer. */
+        /* After P V: O and P were live until the wait; then the slot goes back to the producer. */
 #define FINISH_PV(s)                                                                                              \
     _Pragma("unroll") for (int i = 0; i < D / 2; ++i) sm90_reg_fence(o[i]);                                        \
     _Pragma("unroll") for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);                                      \
     _Pragma("unroll") for (int t = 0; t < BN / 16; ++t)                                                           \
         _Pragma("unroll") for (int i = 0; i < 4; ++i) sm90_reg_fence(pf[t][i]);                                   \
-    if ((tid & 127) == 0) pa_bar_arrive(EMPTY_V(s))
+    if (leader) pa_bar_arrive(EMPTY_V(s))
 
-    /* Every tile but the last: S_{n+1} is issued before P_n V_n, and its mask, max and exponentials
-     * run while P_n V_n does (FlashAttention-3's order); only the rounding of P_{n+1} into the A
-     * fragments waits for P_n V_n, which still reads them. No branch sits around a wgmma of a stage
-     * and only S (whose group has retired) is rewritten inside one, so ptxas keeps both in flight. */
-    int n = n_lo, it = 0;
-    for (; n + 1 < n_hi; ++n, ++it) {
-        const int s = it % ST, s1 = (it + 1) % ST;
-        RESCALE_O();
-        pa_bar_wait(FULL_K(s1), ((it + 1) / ST) & 1);
-        pa_bar_wait(FULL_V(s), (it / ST) & 1);
-        sm90_wgmma_fence();
-        ISSUE_S(s1);
-        ISSUE_PV(s);
-        sm90_wgmma_wait<1>(); /* S_{n+1} done; P_n V_n may still run */
+        /* Every tile but the last: S_{n+1} is issued before P_n V_n, and its mask, max and
+         * exponentials run while P_n V_n does (FlashAttention-3's order); only the rounding of
+         * P_{n+1} into the A fragments waits for P_n V_n, which still reads them. No branch sits
+         * around a wgmma of a stage and only S (whose group has retired) is rewritten inside one, so
+         * ptxas keeps both in flight. */
+        int n = n_lo;
+        for (; n + 1 < n_hi; ++n, ++it) {
+            const int s = it % ST, s1 = (it + 1) % ST;
+            RESCALE_O();
+            pa_bar_wait(FULL_K(s1), ((it + 1) / ST) & 1);
+            pa_bar_wait(FULL_V(s), (it / ST) & 1);
+            sm90_wgmma_fence();
+            ISSUE_S(s1);
+            ISSUE_PV(s);
+            sm90_wgmma_wait<1>(); /* S_{n+1} done; P_n V_n may still run */
 #pragma unroll
-        for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);
-        if ((tid & 127) == 0) pa_bar_arrive(EMPTY_K(s1));
-        sm.step(sc, n + 1, full_lo, full_hi, corr);
-        sm90_wgmma_wait<0>();
-        FINISH_PV(s);
-        sm.pack(sc, pf, tag);
-    }
-    if (n < n_hi) { /* the last tile: its P V alone */
-        const int s = it % ST;
-        RESCALE_O();
-        pa_bar_wait(FULL_V(s), (it / ST) & 1);
-        /* Varlen: the only tile that can reach past the sequence's last key is its last one. Its V
-         * rows from key sk on hold the next sequence's values (unless the tensor ends there: the TMA
-         * zero-filled them); P is 0 there but 0 x NaN is not, so they become zeros first. In each
-         * 64-column block key r is bytes [r * 128, r * 128 + 128) (the swizzle only permutes the
-         * 16-byte chunks inside a row), so rows vz.. of a block are one contiguous range. All
-         * consumer threads share the stores, order them before the async proxy (wgmma) and meet at
-         * a named barrier: neither warpgroup's P V reads the slot before every zero is written. The
-         * condition is CTA-uniform (sk, k0, n), so every consumer thread reaches the barrier. */
-        const int vz = VL && k0 + sk < a.seqlen_k ? sk - n * BN : BN;
-        if (vz < BN) {
-            const int ct = tid - 128, nz = (BN - vz) * 8; /* 16-byte chunks to zero per column block */
-            const uint32_t vt = v_s + s * KVBYTES + vz * 128;
-#pragma unroll
-            for (int c = 0; c < NB; ++c)
-#pragma unroll 1
-                for (int i = ct; i < nz; i += NC * 128) sm90_st_shared_zero16(vt + c * KBLK + i * 16);
-            pa_fence_proxy_async();
-            pa_named_sync(PA_SM90_BAR_CONSUMERS, NC * 128);
+            for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);
+            if (leader) {
+                pa_bar_arrive(EMPTY_K(s1));
+                if (n + 2 == n_hi) pa_bar_arrive(empty_q);
+            }
+            sm.step(sc, n + 1, w.full_lo, w.full_hi, corr);
+            sm90_wgmma_wait<0>();
+            FINISH_PV(s);
+            sm.pack(sc, pf, tag);
         }
-        sm90_wgmma_fence();
-        ISSUE_PV(s);
-        sm90_wgmma_wait<0>();
-        FINISH_PV(s);
-    }
+        if (n < n_hi) { /* the last tile: its P V alone */
+            const int s = it % ST;
+            RESCALE_O();
+            pa_bar_wait(FULL_V(s), (it / ST) & 1);
+            /* Varlen: the only tile that can reach past the sequence's last key is its last one. Its
+             * V rows from key sk on hold the next sequence's values (unless the tensor ends there: the
+             * TMA zero-filled them); P is 0 there but 0 x NaN is not, so they become zeros first. In
+             * each 64-column block key r is bytes [r * 128, r * 128 + 128) (the swizzle only permutes
+             * the 16-byte chunks inside a row), so rows vz.. of a block are one contiguous range. All
+             * consumer threads share the stores, order them before the async proxy (wgmma) and meet at
+             * a named barrier: neither warpgroup's P V reads the slot before every zero is written.
+             * The condition is CTA-uniform (sk, k0, n), so every consumer thread reaches the barrier. */
+            const int vz = VL && w.k0 + sk < a.seqlen_k ? sk - n * BN : BN;
+            if (vz < BN) {
+                const int ct = tid - 128, nz = (BN - vz) * 8; /* 16-byte chunks to zero per column block */
+                const uint32_t vt = v_s + s * KVBYTES + vz * 128;
+#pragma unroll
+                for (int c = 0; c < NB; ++c)
+#pragma unroll 1
+                    for (int i = ct; i < nz; i += NC * 128) sm90_st_shared_zero16(vt + c * KBLK + i * 16);
+                pa_fence_proxy_async();
+                pa_named_sync(PA_SM90_BAR_CONSUMERS, NC * 128);
+            }
+            sm90_wgmma_fence();
+            ISSUE_PV(s);
+            sm90_wgmma_wait<0>();
+            FINISH_PV(s);
+            ++it;
+        }
 #undef RESCALE_O
 #undef ISSUE_PV
 #undef FINISH_PV
 #undef ISSUE_S
-    float mrow[2] = {sm.mrow[0], sm.mrow[1]}, lsum[2] = {sm.lsum[0], sm.lsum[1]};
-
-    /* Epilogue: row sums across the quad, normalise once, write O and LSE from registers. */
-    const int qrow0 = m0 + rowc;
-    /* Varlen: packed row q0 + row, the batch strides ignored (LSE indexed (head, packed token)). */
-    T *oh = (T *)a.o + (VL ? (int64_t)q0 * a.os[1] : b * a.os[0]) + h * a.os[2];
-    const int64_t lse0 = (VL ? (int64_t)q0 * a.ls[2] : b * a.ls[0]) + h * a.ls[1];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        float l = lsum[r];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
-        lsum[r] = l;
-        const int row = qrow0 + 8 * r;
-        const float inv = l > 0.f ? __fdividef(1.f, l) : 0.f;
-        if (row < sq) {
-            T *orow = oh + (int64_t)row * a.os[1] + (lane & 3) * 2;
-#pragma unroll
-            for (int j = 0; j < NO; ++j)
-                if (j * 8 < a.dv) /* the instance's columns past the call's Dv are not the caller's */
-                    *(uint32_t *)(orow + j * 8) = l == 0.f ? 0u /* no visible key: 0, not 0 x NaN */
-                                                            : sm80_pack(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv, tag);
-            if (a.lse && (lane & 3) == 0)
-                a.lse[lse0 + (int64_t)row * a.ls[2]] =
-                    l > 0.f ? (mrow[r] * a.mult + __log2f(l)) * 0.69314718055994531f : l == 0.f ? -INFINITY : NAN;
-        }
+        sm90_epilogue<T, NO, VL>(a, w, o, sm.mrow, sm.lsum, rowc, lane, tag);
     }
 #undef FULL_K
 #undef FULL_V
@@ -383,12 +435,16 @@ static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap
     static int optin_done[64];
     cudaError_t e = sm80_smem_optin(kern, smem, optin_done);
     if (e != cudaSuccess) return e;
-    const int64_t nmb = (max_sq + PA_SM90_BM(D) - 1) / PA_SM90_BM(D);
+    int sms = 0;
+    if (!pa_cuda_device_info(NULL, NULL, &sms, NULL, 0) || sms < 1) sms = 1;
+    /* One CTA per SM (shared memory allows no second), each walking the work items. */
+    const int64_t nmb = (max_sq + PA_SM90_BM(D) - 1) / PA_SM90_BM(D), nwork = nmb * a->batch * a->heads;
+    const unsigned grid = (unsigned)(nwork < sms ? nwork : sms);
     CUtensorMap q = *tq, k = *tk, v = *tv;
     sm80_args arg = *a;
-    void *args[] = {&q, &k, &v, &arg};
-    return cudaLaunchKernel((const void *)kern, dim3((unsigned)(nmb * a->batch * a->heads)), dim3(PA_SM90_THREADS(D)),
-                            args, smem, stream);
+    int nmb_arg = (int)nmb;
+    void *args[] = {&q, &k, &v, &arg, &nmb_arg};
+    return cudaLaunchKernel((const void *)kern, dim3(grid), dim3(PA_SM90_THREADS(D)), args, smem, stream);
 }
 
 #define SM90_INSTANCE(D, BN, ST)                                                                              \

@@ -24,7 +24,7 @@
 #define PA_SM90_BN(d) ((d) == 256 ? 64 : (d) == 192 ? 112 : 128)
 #define PA_SM90_STAGES(d) ((d) == 64 ? 3 : 2)
 /* Dynamic shared memory: the Q tile, ST K and V slots, the barriers, and 1 KB to align the tiles. */
-#define PA_SM90_SMEM_SHAPE(d, bn, st) (PA_SM90_BM(d) * (d) * 2 + 2 * (st) * (bn) * (d) * 2 + 8 * (1 + 4 * (st)) + 1024)
+#define PA_SM90_SMEM_SHAPE(d, bn, st) (PA_SM90_BM(d) * (d) * 2 + 2 * (st) * (bn) * (d) * 2 + 8 * (2 + 4 * (st)) + 1024)
 #define PA_SM90_SMEM(d) PA_SM90_SMEM_SHAPE(d, PA_SM90_BN(d), PA_SM90_STAGES(d))
 /* Sequence lengths and indices are int32 inside the kernel, as in cuda-sm80. */
 #define PA_SM90_MAX_SEQ ((1 << 30) - 1)
