@@ -54,9 +54,10 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (p->seqlen_k < 1) return REFUSE("no keys (a TMA map needs a row)");
     if (p->seqlen_q > PA_SM90_MAX_SEQ || p->seqlen_k > PA_SM90_MAX_SEQ)
         return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
-    const int64_t blocks = (msq + PA_SM90_BM(d) - 1) / PA_SM90_BM(d);
+    const int bm = PA_SM90_BM_NC(pa_sm90_nc(d, msq));
+    const int64_t blocks = (msq + bm - 1) / bm;
     if (p->batch > INT32_MAX || p->heads_q > INT32_MAX || blocks * p->batch * p->heads_q > INT32_MAX)
-        return REFUSE("batch %lld x heads %lld x row blocks over the grid's 2^31-1", (long long)p->batch,
+        return REFUSE("batch %lld x heads %lld x row blocks over 2^31-1 work items", (long long)p->batch,
                       (long long)p->heads_q);
     if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
     int optin = 0;
@@ -68,7 +69,7 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
         !pa_sm80_prefill_ptrs_ok(pb, why, why_len))
         return 0;
     if (kernel && kernel_len)
-        pa_kernel_name(kernel, kernel_len, "sm90", dt, d, pb, PA_SM90_BM(d), PA_SM90_BN(d));
+        pa_kernel_name(kernel, kernel_len, "sm90", dt, d, pb, bm, PA_SM90_BN(d));
     return 1;
 }
 

@@ -172,6 +172,15 @@ __device__ __forceinline__ int sm90_work_of(const sm80_args &a, int64_t lin, int
     return 1;
 }
 
+/* The item a CTA takes in round r (items [base, base + gridDim.x)): in order on even rounds, in
+ * reverse on odd ones. Causal items come longest first; a plain stride would hand CTA 0 the longest
+ * of every round (about one item more than the mean over a long causal grid, 5-10%); the snake pairs
+ * each long item with a short one. */
+__device__ __forceinline__ int64_t sm90_item(int64_t r, int64_t base)
+{
+    return base + ((r & 1) ? gridDim.x - 1 - blockIdx.x : blockIdx.x);
+}
+
 /* Epilogue of a work item: row sums across the quad, normalise once, write O (its first Dv columns)
  * and the LSE from registers. Varlen: packed row q0 + row, the batch strides ignored (LSE indexed
  * (head, packed token)). */
@@ -206,19 +215,19 @@ __device__ __forceinline__ void sm90_epilogue(const sm80_args &a, const sm90_wor
 /* VL: the varlen instance. The per-sequence extents as run-time values cost the non-varlen kernel
  * 5-10% on the H200 (registers where kernel parameters were), so varlen is its own instance.
  *
- * Persistent: gridDim.x CTAs (one per SM) walk the nmb x batch x heads work items with stride
- * gridDim.x. The K/V ring runs on across items (`it` counts tiles over the CTA's whole life, so slot
+ * Persistent: gridDim.x CTAs (one per SM) walk the nmb x batch x heads work items in rounds of
+ * gridDim.x (sm90_item). The K/V ring runs on across items (`it` counts tiles over the CTA's whole life, so slot
  * and phase follow from it), and the Q tile has a "Q free" barrier of its own: the consumers give it
  * back as soon as their last S product of an item has read it, so the next item's Q (and its first
  * K/V tiles) land while the last P V and the epilogue still run. Short sequences, where an item is
  * one or two key tiles, pay the load latency once per CTA instead of once per item. */
-template <typename T, int D, int BN, int ST, bool VL>
-__global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
+template <typename T, int D, int NC, int BN, int ST, bool VL>
+__global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
     sm90_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
              const __grid_constant__ CUtensorMap tv, const sm80_args a, const int nmb)
 {
 #ifdef PA_SM90_DEVICE
-    constexpr int NC = PA_SM90_NC(D), BM = PA_SM90_BM(D), NB = D / 64; /* consumers, rows, 64-column blocks */
+    constexpr int BM = PA_SM90_BM_NC(NC), NB = D / 64; /* rows, 64-column blocks */
     constexpr int QBLK = BM * 128, KBLK = BN * 128;    /* bytes of one column block of Q, of K or V */
     constexpr int QBYTES = NB * QBLK, KVBYTES = NB * KBLK;
     constexpr int NO = D / 8;                          /* 8-wide column tiles of O */
@@ -251,12 +260,13 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
     __syncthreads();
 
     if (wg == 0) { /* producer */
-        sm90_setmaxnreg_dec<PA_SM90_PRODUCER_REGS(D)>();
+        sm90_setmaxnreg_dec<PA_SM90_PRODUCER_REGS_NC(NC)>();
         if (tid != 0) return;
         int it = 0, qi = 0; /* K/V tiles and Q tiles loaded so far */
-        for (int64_t lin = blockIdx.x; lin < nwork; lin += gridDim.x) {
+        for (int64_t r = 0, base = 0; base < nwork; ++r, base += gridDim.x) {
+            const int64_t lin = sm90_item(r, base);
             sm90_work w;
-            if (!sm90_work_of<BM, BN, VL>(a, lin, nmb, w)) continue;
+            if (lin >= nwork || !sm90_work_of<BM, BN, VL>(a, lin, nmb, w)) continue;
             if (qi > 0) pa_bar_wait(empty_q, (qi - 1) & 1);
             pa_bar_expect_tx(full_q, QBYTES);
 #pragma unroll
@@ -282,16 +292,17 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
     }
 
     /* consumers */
-    sm90_setmaxnreg_inc<PA_SM90_CONSUMER_REGS(D)>();
+    sm90_setmaxnreg_inc<PA_SM90_CONSUMER_REGS_NC(NC)>();
     const int cw = wg - 1, lane = tid & 31, wq = (tid >> 5) & 3;
     const int rowc = cw * 64 + wq * 16 + (lane >> 2); /* this thread's rows in the block: rowc, rowc + 8 */
     const T tag = T();
     const uint32_t q_wg = q_s + cw * 64 * 128; /* this warpgroup's 64 rows of each column block */
     const bool leader = (tid & 127) == 0;     /* arrives on the free barriers for its warpgroup */
     int it = 0, qi = 0;
-    for (int64_t lin = blockIdx.x; lin < nwork; lin += gridDim.x) {
+    for (int64_t r = 0, base = 0; base < nwork; ++r, base += gridDim.x) {
+        const int64_t lin = sm90_item(r, base);
         sm90_work w;
-        if (!sm90_work_of<BM, BN, VL>(a, lin, nmb, w)) continue;
+        if (lin >= nwork || !sm90_work_of<BM, BN, VL>(a, lin, nmb, w)) continue;
         const int n_lo = w.n_lo, n_hi = w.n_hi, sk = w.sk;
         sm90_tile_softmax<T, BN> sm;
         sm.init(a, w.m0 + rowc, w.sq, sk, lane);
@@ -426,36 +437,48 @@ __global__ void __launch_bounds__(PA_SM90_THREADS(D), 1)
 
 /* max_sq: the longest sequence's queries (the grid's row blocks per (batch, head)); seqlen_q without
  * varlen, max_seqlen_q with it. */
-template <typename T, int D, int BN, int ST, bool VL>
+template <typename T, int D, int NC, int BN, int ST, bool VL>
 static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
                                         const sm80_args *a, int64_t max_sq, cudaStream_t stream)
 {
-    const int smem = PA_SM90_SMEM_SHAPE(D, BN, ST);
-    auto kern = sm90_fwd<T, D, BN, ST, VL>;
+    const int smem = PA_SM90_SMEM_SHAPE(D, NC, BN, ST);
+    auto kern = sm90_fwd<T, D, NC, BN, ST, VL>;
     static int optin_done[64];
     cudaError_t e = sm80_smem_optin(kern, smem, optin_done);
     if (e != cudaSuccess) return e;
     int sms = 0;
     if (!pa_cuda_device_info(NULL, NULL, &sms, NULL, 0) || sms < 1) sms = 1;
     /* One CTA per SM (shared memory allows no second), each walking the work items. */
-    const int64_t nmb = (max_sq + PA_SM90_BM(D) - 1) / PA_SM90_BM(D), nwork = nmb * a->batch * a->heads;
+    const int64_t nmb = (max_sq + PA_SM90_BM_NC(NC) - 1) / PA_SM90_BM_NC(NC), nwork = nmb * a->batch * a->heads;
     const unsigned grid = (unsigned)(nwork < sms ? nwork : sms);
     CUtensorMap q = *tq, k = *tk, v = *tv;
     sm80_args arg = *a;
     int nmb_arg = (int)nmb;
     void *args[] = {&q, &k, &v, &arg, &nmb_arg};
-    return cudaLaunchKernel((const void *)kern, dim3(grid), dim3(PA_SM90_THREADS(D)), args, smem, stream);
+    return cudaLaunchKernel((const void *)kern, dim3(grid), dim3(PA_SM90_THREADS_NC(NC)), args, smem, stream);
 }
 
+template <int D, int NC, int BN, int ST>
+static cudaError_t sm90_launch_shape(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
+                                     const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream)
+{
+    if (a->cu_q)
+        return bf16 ? sm90_launch_instance<__nv_bfloat16, D, NC, BN, ST, true>(tq, tk, tv, a, max_sq, stream)
+                    : sm90_launch_instance<__half, D, NC, BN, ST, true>(tq, tk, tv, a, max_sq, stream);
+    return bf16 ? sm90_launch_instance<__nv_bfloat16, D, NC, BN, ST, false>(tq, tk, tv, a, max_sq, stream)
+                : sm90_launch_instance<__half, D, NC, BN, ST, false>(tq, tk, tv, a, max_sq, stream);
+}
+
+/* The instance files define these for their head dim: the default shape, and the short-query one
+ * where the head dim has it (nc = PA_SM90_NC_SHORT(D)). */
 #define SM90_INSTANCE(D, BN, ST)                                                                              \
     cudaError_t sm90_launch_d##D(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,           \
-                                 const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream)             \
+                                 const sm80_args *a, int bf16, int nc, int64_t max_sq, cudaStream_t stream)     \
     {                                                                                                           \
-        if (a->cu_q)                                                                                            \
-            return bf16 ? sm90_launch_instance<__nv_bfloat16, D, BN, ST, true>(tq, tk, tv, a, max_sq, stream)   \
-                        : sm90_launch_instance<__half, D, BN, ST, true>(tq, tk, tv, a, max_sq, stream);         \
-        return bf16 ? sm90_launch_instance<__nv_bfloat16, D, BN, ST, false>(tq, tk, tv, a, max_sq, stream)      \
-                    : sm90_launch_instance<__half, D, BN, ST, false>(tq, tk, tv, a, max_sq, stream);            \
+        if constexpr (PA_SM90_NC_SHORT(D) != 0)                                                                 \
+            if (nc == PA_SM90_NC_SHORT(D))                                                                      \
+                return sm90_launch_shape<D, PA_SM90_NC_SHORT(D), BN, ST>(tq, tk, tv, a, bf16, max_sq, stream);  \
+        return sm90_launch_shape<D, PA_SM90_NC(D), BN, ST>(tq, tk, tv, a, bf16, max_sq, stream);                \
     }
 
 #endif

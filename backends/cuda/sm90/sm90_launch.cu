@@ -13,7 +13,7 @@
 
 #define PA_X(D)                                                                                                  \
     cudaError_t sm90_launch_d##D(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const sm80_args *, int, \
-                                 int64_t, cudaStream_t);
+                                 int, int64_t, cudaStream_t);
 PA_SM90_DIMS(PA_X)
 #undef PA_X
 
@@ -29,6 +29,15 @@ extern "C" int pa_sm90_dim(const pa_problem *pb)
     return pa_fwd_instance_dim(dims, (int)(sizeof dims / sizeof dims[0]), pb->p.head_dim_qk, pb->p.head_dim_v);
 }
 
+extern "C" int pa_sm90_nc(int d, int64_t max_seqlen_q)
+{
+    const int nc = PA_SM90_NC(d), ns = PA_SM90_NC_SHORT(d);
+    if (!ns || max_seqlen_q > 256) return nc;
+    const int64_t rows = (max_seqlen_q + PA_SM90_BM_NC(nc) - 1) / PA_SM90_BM_NC(nc) * PA_SM90_BM_NC(nc);
+    const int64_t rows_short = (max_seqlen_q + PA_SM90_BM_NC(ns) - 1) / PA_SM90_BM_NC(ns) * PA_SM90_BM_NC(ns);
+    return rows_short < rows ? ns : nc;
+}
+
 extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
@@ -38,7 +47,8 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *str
     portattn_status_t s = pa_fwd_fill_args(pb, &a, err, err_len);
     if (s) return s;
     CUtensorMap tq, tk, tv;
-    s = pa_tmap_fwd(pb, "cuda-sm90", PA_SM90_BM(d), PA_SM90_BN(d), &tq, &tk, &tv, NULL, err, err_len);
+    const int nc = pa_sm90_nc(d, pb->max_seqlen_q);
+    s = pa_tmap_fwd(pb, "cuda-sm90", PA_SM90_BM_NC(nc), PA_SM90_BN(d), &tq, &tk, &tv, NULL, err, err_len);
     if (s) return s;
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
     cudaStream_t st = (cudaStream_t)stream;
@@ -46,7 +56,7 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *str
     cudaError_t e = cudaErrorInvalidValue; /* no instance: supports() refused it first */
     switch (d) {
 #define PA_X(D)                                                                                                  \
-    case D: e = sm90_launch_d##D(&tq, &tk, &tv, &a, bf16, msq, st); break;
+    case D: e = sm90_launch_d##D(&tq, &tk, &tv, &a, bf16, nc, msq, st); break;
         PA_SM90_DIMS(PA_X)
 #undef PA_X
     }

@@ -10,10 +10,14 @@
  * while two do softmax, as FlashAttention-3's 192-row d64 tiles). The producer gives registers to
  * the consumers: 40 x 128 + 232 x 256 and 24 x 128 + 160 x 384 = 64,512 of the SM's 65,536. */
 #define PA_SM90_NC(d) ((d) == 64 ? 3 : 2)
-#define PA_SM90_BM(d) (64 * PA_SM90_NC(d))
-#define PA_SM90_THREADS(d) (128 * (PA_SM90_NC(d) + 1))
-#define PA_SM90_PRODUCER_REGS(d) (PA_SM90_NC(d) == 3 ? 24 : 40)
-#define PA_SM90_CONSUMER_REGS(d) (PA_SM90_NC(d) == 3 ? 160 : 232)
+/* d64 also has a two-consumer (128-row) instance for short queries (pa_sm90_nc): 77 or 128 rows in
+ * 128-row blocks waste a third less than in 192-row ones. 0: the head dim has none. */
+#define PA_SM90_NC_SHORT(d) ((d) == 64 ? 2 : 0)
+#define PA_SM90_BM_NC(nc) (64 * (nc))
+#define PA_SM90_THREADS_NC(nc) (128 * ((nc) + 1))
+#define PA_SM90_PRODUCER_REGS_NC(nc) ((nc) == 3 ? 24 : 40)
+#define PA_SM90_CONSUMER_REGS_NC(nc) ((nc) == 3 ? 160 : 232)
+#define PA_SM90_BM(d) PA_SM90_BM_NC(PA_SM90_NC(d))
 /* Instances (head dim D, f16/bf16); a call runs on the smallest that holds both of its head dims
  * (pa_fwd_instance_dim): the tensor maps span the call's columns, so the TMA zero-fills the rest of
  * each 64-column box without reading it. 128-key tiles for d64 (3 K/V slots) and d128 (2), 112 for
@@ -24,8 +28,8 @@
 #define PA_SM90_BN(d) ((d) == 256 ? 64 : (d) == 192 ? 112 : 128)
 #define PA_SM90_STAGES(d) ((d) == 64 ? 3 : 2)
 /* Dynamic shared memory: the Q tile, ST K and V slots, the barriers, and 1 KB to align the tiles. */
-#define PA_SM90_SMEM_SHAPE(d, bn, st) (PA_SM90_BM(d) * (d) * 2 + 2 * (st) * (bn) * (d) * 2 + 8 * (2 + 4 * (st)) + 1024)
-#define PA_SM90_SMEM(d) PA_SM90_SMEM_SHAPE(d, PA_SM90_BN(d), PA_SM90_STAGES(d))
+#define PA_SM90_SMEM_SHAPE(d, nc, bn, st) (PA_SM90_BM_NC(nc) * (d) * 2 + 2 * (st) * (bn) * (d) * 2 + 8 * (2 + 4 * (st)) + 1024)
+#define PA_SM90_SMEM(d) PA_SM90_SMEM_SHAPE(d, PA_SM90_NC(d), PA_SM90_BN(d), PA_SM90_STAGES(d))
 /* Sequence lengths and indices are int32 inside the kernel, as in cuda-sm80. */
 #define PA_SM90_MAX_SEQ ((1 << 30) - 1)
 
@@ -36,6 +40,9 @@ extern "C" {
 portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *stream, char *err, size_t err_len);
 /* The instance a call runs on (0: none holds its head dims). */
 int pa_sm90_dim(const pa_problem *pb);
+/* Its consumer warpgroups: the short-query shape where its 128-row blocks pad less than the default
+ * 192-row ones (d64, at most 256 query rows), else PA_SM90_NC(d). */
+int pa_sm90_nc(int d, int64_t max_seqlen_q);
 /* 1 if this build holds the sm_90a kernels (nvcc new enough for sm_90a). */
 int pa_sm90_compiled(void);
 
