@@ -49,8 +49,8 @@ if [ -n "${BENCH_SRC:-}" ]; then # a pinned portattn-bench source (e.g. the last
   BENCH=$B/portattn-bench-pinned
   bench_srcs=("$BENCH_SRC") # a folder (tools/bench/ of a commit) or one file (older commits' portattn_bench.c)
   [ -d "$BENCH_SRC" ] && bench_srcs=("$BENCH_SRC"/*.c)
-  cc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -DPORTATTN_HAVE_CUDA -Iinclude -Icommon -Itools "${bench_srcs[@]}" -o $BENCH \
-    $B/tools/libportattn_devmem.a -L$B -lportattn -L"$(dirname "$(command -v nvcc)")/../lib64" -lcudart_static \
+  cc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -DPORTATTN_HAVE_CUDA -Iinclude -Icommon -Itools -Itests/support "${bench_srcs[@]}" -o $BENCH \
+    $B/tests/support/libportattn_devmem.a -L$B -lportattn -L"$(dirname "$(command -v nvcc)")/../lib64" -lcudart_static \
     -ldl -lrt -lpthread -lm -Wl,-rpath,"$PWD/$B" >> "$OUT/build.log" 2>&1 || { echo "pinned bench build failed"; exit 1; }
   echo "bench: $BENCH_SRC (pinned)"
 fi
