@@ -59,55 +59,55 @@ static portattn_fwd_params_t retarget(const portattn_fwd_params_t *p, const shap
     return r;
 }
 
-/* Reruns the tested backend on poisoned outputs (so unwritten elements fail), then runs a reference
- * and compares. Returns 1 when the check failed or errored. */
-int check_row(const opts *o, const shape *s, dm_kind kind, const portattn_fwd_params_t *p,
-                     portattn_backend_t tested, bufs *b, double macs, row *r)
+/* Reruns the tested call on poisoned outputs (so unwritten elements fail) and downloads them. */
+static int rerun_poisoned(const shape *s, dm_kind kind, const portattn_fwd_params_t *p, bufs *b, row *r)
 {
     size_t obytes = b->no * (size_t)dtype_size(s->dtype), lbytes = b->nlse * sizeof(float);
     portattn_status_t st;
-    /* the CPU backend checked by itself in f32 tests its dtype paths only, and says so */
-    const char *which = tested == PORTATTN_BACKEND_CPU ? "cpu itself in f32" : "cpu";
     memset(b->ho, 0xFF, obytes); /* all-ones bits: NaN in f16, bf16 and f32 */
     if (s->lse) memset(b->hlse, 0xFF, lbytes);
     if (dm_upload(kind, b->dout, b->ho, obytes) || (s->lse && dm_upload(kind, b->dlse, b->hlse, lbytes)))
-        BAIL("check: upload failed");
-    if ((st = portattn_forward(p, NULL)) != PORTATTN_SUCCESS) BAIL_API("check run", st);
+        return row_error(r, "check: upload failed");
+    if ((st = portattn_forward(p, NULL)) != PORTATTN_SUCCESS) return row_api_error(r, "check run", st);
     if (dm_sync(kind) || dm_download(kind, b->ho, b->dout, obytes) || (s->lse && dm_download(kind, b->hlse, b->dlse, lbytes)))
-        BAIL("check: device sync or download failed");
+        return row_error(r, "check: device sync or download failed");
+    return 0;
+}
 
-    portattn_dtype_t ref_dtype = s->dtype;
-    if (!(b->href = malloc(b->no * 4 + 4)) || !(b->hlse_ref = (float *)malloc(lbytes + 4))) BAIL("check: out of host memory");
-    if (macs <= o->check_limit) {
-        /* The CPU reference in fp32 on the same input values (upcast exactly, same strides): it
-         * yields the exact function of the inputs, so even the CPU backend's own dtype run is
-         * checked for real (its rounding, its dtype paths). */
-        float *f[3] = {upcast(b->hq, s->dtype, b->nq), upcast(b->hk, s->dtype, b->nk), upcast(b->hv, s->dtype, b->nv)};
-        portattn_fwd_params_t c = retarget(p, s, PORTATTN_BACKEND_CPU, f[0], f[1], f[2], b->href, b->hlse_ref,
-                                           b->hcu_q, b->hcu_k, b->hbt);
-        c.dtype = ref_dtype = PORTATTN_DTYPE_F32;
-        st = f[0] && f[1] && f[2] ? portattn_forward(&c, NULL) : PORTATTN_ERROR_OUT_OF_MEMORY;
-        free(f[0]), free(f[1]), free(f[2]);
-        if (st != PORTATTN_SUCCESS) BAIL_API("cpu reference", st);
-    } else if (kind == DM_CUDA && tested != PORTATTN_BACKEND_CUDA_GENERIC) {
-        which = "cuda-generic";
-        b->dref = dm_alloc(kind, obytes);
-        b->dlse_ref = (float *)dm_alloc(kind, lbytes);
-        if (!b->dref || !b->dlse_ref) BAIL("check: out of device memory for the cuda-generic reference");
-        portattn_fwd_params_t c = retarget(p, s, PORTATTN_BACKEND_CUDA_GENERIC, b->dq, b->dk, b->dv, b->dref,
-                                           b->dlse_ref, b->dcu_q, b->dcu_k, b->dbt);
-        if ((st = portattn_forward(&c, NULL)) != PORTATTN_SUCCESS) BAIL_API("cuda-generic reference", st);
-        if (dm_sync(kind) || dm_download(kind, b->href, b->dref, obytes) ||
-            (s->lse && dm_download(kind, b->hlse_ref, b->dlse_ref, lbytes)))
-            BAIL("check: cuda-generic reference failed on the device");
-    } else {
-        r->check = "skipped";
-        snprintf(r->msg, sizeof r->msg, "check skipped: too large for the CPU reference (%.3g multiply-adds > --check-limit %.3g)",
-                 macs, o->check_limit);
-        printf("  %s\n", r->msg);
-        return 0;
-    }
+/* The CPU reference in fp32 on the same input values (upcast exactly, same strides): it yields the
+ * exact function of the inputs, so even the CPU backend's own dtype run is checked for real (its
+ * rounding, its dtype paths). */
+static int cpu_reference(const shape *s, const portattn_fwd_params_t *p, bufs *b, row *r)
+{
+    float *f[3] = {upcast(b->hq, s->dtype, b->nq), upcast(b->hk, s->dtype, b->nk), upcast(b->hv, s->dtype, b->nv)};
+    portattn_fwd_params_t c = retarget(p, s, PORTATTN_BACKEND_CPU, f[0], f[1], f[2], b->href, b->hlse_ref,
+                                       b->hcu_q, b->hcu_k, b->hbt);
+    c.dtype = PORTATTN_DTYPE_F32;
+    portattn_status_t st = f[0] && f[1] && f[2] ? portattn_forward(&c, NULL) : PORTATTN_ERROR_OUT_OF_MEMORY;
+    free(f[0]), free(f[1]), free(f[2]);
+    return st != PORTATTN_SUCCESS ? row_api_error(r, "cpu reference", st) : 0;
+}
 
+/* cuda-generic on the same device inputs, for problems too large for the CPU reference. */
+static int generic_reference(const shape *s, dm_kind kind, const portattn_fwd_params_t *p, bufs *b, row *r)
+{
+    size_t obytes = b->no * (size_t)dtype_size(s->dtype), lbytes = b->nlse * sizeof(float);
+    portattn_status_t st;
+    b->dref = dm_alloc(kind, obytes);
+    b->dlse_ref = (float *)dm_alloc(kind, lbytes);
+    if (!b->dref || !b->dlse_ref) return row_error(r, "check: out of device memory for the cuda-generic reference");
+    portattn_fwd_params_t c = retarget(p, s, PORTATTN_BACKEND_CUDA_GENERIC, b->dq, b->dk, b->dv, b->dref,
+                                       b->dlse_ref, b->dcu_q, b->dcu_k, b->dbt);
+    if ((st = portattn_forward(&c, NULL)) != PORTATTN_SUCCESS) return row_api_error(r, "cuda-generic reference", st);
+    if (dm_sync(kind) || dm_download(kind, b->href, b->dref, obytes) ||
+        (s->lse && dm_download(kind, b->hlse_ref, b->dlse_ref, lbytes)))
+        return row_error(r, "check: cuda-generic reference failed on the device");
+    return 0;
+}
+
+/* Compares the tested outputs with the reference's, prints the verdict; 1 when it failed. */
+static int judge(const shape *s, const char *which, portattn_dtype_t ref_dtype, const bufs *b, row *r)
+{
     snprintf(r->check_ref, sizeof r->check_ref, "%s", which);
     double bound = s->dtype == PORTATTN_DTYPE_F32 ? 1e-4 : s->dtype == PORTATTN_DTYPE_F16 ? 5e-3 : 1e-2;
     err eo = compare(b->ho, s->dtype, b->href, ref_dtype, b->no), el = {0, 0, 0};
@@ -126,6 +126,31 @@ int check_row(const opts *o, const shape *s, dm_kind kind, const portattn_fwd_pa
         snprintf(r->msg, sizeof r->msg, "check failed: O rel-L2 %.3e, %zu bad; LSE rel-L2 %.3e, %zu bad",
                  eo.rel, eo.bad, el.rel, el.bad);
     return !pass;
+}
+
+int check_row(const opts *o, const shape *s, dm_kind kind, const portattn_fwd_params_t *p,
+              portattn_backend_t tested, bufs *b, double macs, row *r)
+{
+    /* the CPU backend checked by itself in f32 tests its dtype paths only, and says so */
+    const char *which = tested == PORTATTN_BACKEND_CPU ? "cpu itself in f32" : "cpu";
+    portattn_dtype_t ref_dtype = s->dtype;
+    if (rerun_poisoned(s, kind, p, b, r)) goto bail;
+    if (!(b->href = malloc(b->no * 4 + 4)) || !(b->hlse_ref = (float *)malloc(b->nlse * sizeof(float) + 4)))
+        BAIL("check: out of host memory");
+    if (macs <= o->check_limit) {
+        ref_dtype = PORTATTN_DTYPE_F32;
+        if (cpu_reference(s, p, b, r)) goto bail;
+    } else if (kind == DM_CUDA && tested != PORTATTN_BACKEND_CUDA_GENERIC) {
+        which = "cuda-generic";
+        if (generic_reference(s, kind, p, b, r)) goto bail;
+    } else {
+        r->check = "skipped";
+        snprintf(r->msg, sizeof r->msg, "check skipped: too large for the CPU reference (%.3g multiply-adds > --check-limit %.3g)",
+                 macs, o->check_limit);
+        printf("  %s\n", r->msg);
+        return 0;
+    }
+    return judge(s, which, ref_dtype, b, r);
 bail:
     r->check = "error";
     printf("  %s\n", r->msg);
