@@ -10,7 +10,8 @@
 #   DIMS      bench head dims (default 64,128)      SEQS  bench seqlens (default 1024,4096,16384)
 #   ARCHS     PORTATTN_CUDA_ARCHS for the build (default "80;90")
 #   CTEST=all run the whole CTest suite, CTEST=none none of it (default: the cuda-labelled tests only)
-#   BENCH_SRC a portattn-bench source to build and time with instead of tools/ (pins the bench)
+#   BENCH_SRC a portattn-bench source folder (or older single file) to build and time with instead of
+#             tools/bench/ (pins the bench)
 #   SKIP_SANITIZER=1, SKIP_BENCH=1 leave those steps out; the sanitizer runs last (it is the slowest)
 #   SANITIZE_CASES  space-separated tool:case entries, e.g. "racecheck:d256_causal memcheck:varlen"
 #   DECODE=1  decode sweeps of the first backend (cold = K/V cycled through 256 MiB of copies, warm =
@@ -46,8 +47,10 @@ cmake --build $B -j 16 >> "$OUT/build.log" 2>&1 || echo "full build failed (tail
 BENCH=$B/tools/portattn-bench
 if [ -n "${BENCH_SRC:-}" ]; then # a pinned portattn-bench source (e.g. the last commit's), built against this library
   BENCH=$B/portattn-bench-pinned
-  cc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -DPORTATTN_HAVE_CUDA -Iinclude -Icommon -Itools "$BENCH_SRC" -o $BENCH \
-    $B/tools/libportattn_devmem.a -L$B -lportattn -L"$(dirname "$(command -v nvcc)")/../lib64" -lcudart_static \
+  bench_srcs=("$BENCH_SRC") # a folder (tools/bench/ of a commit) or one file (older commits' portattn_bench.c)
+  [ -d "$BENCH_SRC" ] && bench_srcs=("$BENCH_SRC"/*.c)
+  cc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -DPORTATTN_HAVE_CUDA -Iinclude -Icommon -Itools -Itests/support "${bench_srcs[@]}" -o $BENCH \
+    $B/tests/support/libportattn_devmem.a -L$B -lportattn -L"$(dirname "$(command -v nvcc)")/../lib64" -lcudart_static \
     -ldl -lrt -lpthread -lm -Wl,-rpath,"$PWD/$B" >> "$OUT/build.log" 2>&1 || { echo "pinned bench build failed"; exit 1; }
   echo "bench: $BENCH_SRC (pinned)"
 fi

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The repository stands on its own: no file in it names a file that lives outside it (the early
 # design brief and its reference notes) or one that was renamed away, and every "docs/design.md
-# section N" it cites exists; and source comments do not cite tracker issues.
+# section N" it cites exists; source comments do not cite tracker issues; and no test reads a dated
+# file under results/.
 # Plain grep over the source folders, so it works the same in a git checkout and in a tarball.
 # usage: self_contained.sh SOURCE_DIR
 set -u
@@ -36,6 +37,15 @@ for p in include common backends cmake tests tools scripts python examples; do [
 hits=$(grep -rnIE --exclude-dir=__pycache__ --exclude-dir=corpus --exclude="*.md" "[Ii]ssue"" [0-9]+" $code)
 if [ -n "$hits" ]; then
     echo "FAIL: source comments name tracker issues:"
+    echo "$hits"
+    fail=1
+fi
+
+# Tests read only what the tree keeps for them: a dated measurement under results/ may be moved or
+# pruned, so no test names one (fixed copies live in tests/data/).
+hits=$(grep -rnIE --exclude-dir=__pycache__ --exclude-dir=corpus --exclude-dir=data "results/[0-9]{4}-[0-9]{2}-" tests)
+if [ -n "$hits" ]; then
+    echo "FAIL: tests read dated files under results/:"
     echo "$hits"
     fail=1
 fi

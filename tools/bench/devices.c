@@ -1,6 +1,6 @@
 /* The device table of portattn-bench: a small JSON reader (RFC 8259, whole file in memory) and the
- * lookups of bench_devices.h. */
-#include "bench_devices.h"
+ * lookups of devices.h. */
+#include "devices.h"
 
 #include <ctype.h>
 #include <stdio.h>
