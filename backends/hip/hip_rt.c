@@ -1,5 +1,5 @@
 /* hip_rt.h: libamdhip64 loaded on first use. Also linked into the tests' device memory helpers
- * (tools/devmem.c), so it needs nothing from the library. */
+ * (tests/support/devmem.c), so it needs nothing from the library. */
 #include "hip_rt.h"
 
 #include <dlfcn.h>

@@ -2,7 +2,7 @@
  * first needed, so that the library has no link-time dependency on ROCm and one binary runs with or
  * without it. This header is the one place that names HIP's types and calls (the "vendor header":
  * error codes, memcpy kinds and the pointer-attribute struct are spelled here, not in the backends).
- * Used by the hip-cdna backend and by the tests' and benchmark's device memory (tools/devmem.c). */
+ * Used by the hip-cdna backend and by the tests' and benchmark's device memory (tests/support/devmem.c). */
 #ifndef PORTATTN_HIP_RT_H
 #define PORTATTN_HIP_RT_H
 
