@@ -8,30 +8,31 @@
 
 /* Instances: head dim x {f16, bf16}; a call runs on the smallest instance that holds both of its head
  * dims (pa_fwd_instance_dim: Dqk != Dv and every multiple of 8 up to 256). The list is FlashAttention-2's
- * less d224 (which runs on d256 at 7/8 of its columns). Warps split the CTA's BM query rows; each
- * warp owns its rows in full. For d <= 128 that is BM = 128 and two 16-row MMA tiles per warp (4 warps),
- * so each K and V fragment read from shared memory feeds two MMAs. d160..d256 have one tile per warp
- * (the O accumulator alone is 80..128 registers) and 8 warps; d256 has two shapes, picked per device
- * at run time as FlashAttention-2 does: 128 x 64 with 8 warps (128 KB, one CTA per SM: the A100) and
- * 64 x 64 with 4 warps (96 KB: two CTAs per SM where an SM holds 2 x 97 KB, H100/H200; also the only
- * d256 shape within sm_86/89's 99 KB). K/V tiles of BN keys stream through a cp.async ring of STAGES
- * slots each; d160..d256 have one slot (FlashAttention-2's order: V_j lands during Q K_j^T, K_{j+1}
- * during P V_j). d96 and d192 take 32-key tiles, the largest that leave ptxas no spills (sm_80 and sm_90).
- * PA_SM80_BM/WARPS/MIN_CTAS/SMEM_BYTES name the default (largest) shape of each head dim. */
+ * less d224 (which runs on d256 at 7/8 of its columns). Warps split the CTA's BM = 128 query rows; each
+ * warp owns its rows in full. d32, d64 and d128 have 4 warps of two 16-row MMA tiles, so each K and V
+ * fragment read from shared memory feeds two MMAs (d32 with 128-key tiles, FlashAttention-2's shape).
+ * The wide head dims have 8 warps of one tile (the O accumulator of two would not fit beside S):
+ * d96 with a two-slot ring (with 4 warps it spilled at 64-key tiles and ran at 32), d160..d256 with
+ * one slot (FlashAttention-2's order: V_j lands during Q K_j^T, K_{j+1} during P V_j). d256 has two
+ * shapes, picked per device at run time as FlashAttention-2 does: 128 x 64 with 8 warps (128 KB, one
+ * CTA per SM: the A100) and 64 x 64 with 4 warps (96 KB: two CTAs per SM where an SM holds 2 x 97 KB,
+ * H100/H200; also the only d256 shape within sm_86/89's 99 KB). d192 takes 32-key tiles, the largest
+ * that leave ptxas no spills (sm_80 and sm_90). PA_SM80_BM/WARPS/MIN_CTAS/SMEM_BYTES name the default
+ * (largest) shape of each head dim. */
 #define PA_SM80_DIMS(X) X(32) X(64) X(96) X(128) X(160) X(192) X(256)
-#define PA_SM80_WIDE(d) ((d) >= 160)
+#define PA_SM80_WIDE(d) ((d) >= 160 || (d) == 96)
 #define PA_SM80_WARPS(d) (PA_SM80_WIDE(d) ? 8 : 4)
 #define PA_SM80_BM(d) 128
-#define PA_SM80_BN(d) ((d) == 96 || (d) == 192 ? 32 : 64)
+#define PA_SM80_BN(d) ((d) == 192 ? 32 : (d) == 32 ? 128 : 64)
 /* CTAs per SM that __launch_bounds__ asks ptxas to fit (caps registers at 65536 / (CTAs x threads)). */
 #define PA_SM80_MIN_CTAS(d) (PA_SM80_WIDE(d) ? 1 : 2)
-#define PA_SM80_STAGES(d) (PA_SM80_WIDE(d) ? 1 : 2)
+#define PA_SM80_STAGES(d) (PA_SM80_WIDE(d) && (d) != 96 ? 1 : 2)
 /* d256's second shape: 64 rows, 4 warps, two CTAs per SM. */
 #define PA_SM80_D256_SMALL_BM 64
 #define PA_SM80_D256_SMALL_WARPS 4
 #define PA_SM80_D256_SMALL_MIN_CTAS 2
 /* Dynamic shared memory: the Q tile and STAGES K and V tiles, rows padded to 128-byte multiples
- * (the swizzle works on groups of eight 16-byte chunks): d32 and d64 48 KB, d96 64 KB, d128 96 KB,
+ * (the swizzle works on groups of eight 16-byte chunks): d32 80 KB, d64 48 KB, d96 96 KB, d128 96 KB,
  * d160 96 KB, d192 72 KB, d256 128 KB (64-row shape 96 KB). All fit the A100's 163 KB per block;
  * sm_86/89 (99 KB) take all but d256's 128-row shape. */
 #define PA_SM80_PITCH_BYTES(d) (((d) * 2 + 127) / 128 * 128)
