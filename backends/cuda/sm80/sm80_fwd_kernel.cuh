@@ -26,7 +26,7 @@ typedef pa_fwd_args sm80_args; /* fwd_args.h (filled by pa_fwd_fill_args): share
 /* ROWS x D tile from global rows [row0, row0 + ROWS) into shared: zeros from row `limit` on and in
  * the column chunks from `nch` on (the call's head dim is under the instance's D; those chunks cost
  * no memory traffic). Each thread keeps one column chunk and steps down the rows with a pointer
- * increment (far fewer registers than per-chunk index math); with padded rows (d96) the pad chunks'
+ * increment (far fewer registers than per-chunk index math); with padded rows (d32) the pad chunks'
  * threads idle. A pass of RS rows keeps the swizzle phase when RS % 8 == 0; with RS % 8 == 4 (d256,
  * 4 warps) odd passes take the other phase, one precomputed address each. Rows of 24 chunks (d160,
  * d192), which no thread count divides, go as three 8-chunk column blocks per thread instead. */
@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a)
     constexpr int QB = BM * PITCH * 16, KVB = BN * PITCH * 16; /* bytes of the Q tile, of one K or V tile */
     constexpr int NS = BN / 8, NO = D / 8;                     /* 8-wide column tiles of S and of O */
     static_assert(D % 16 == 0 && BN % 16 == 0, "tile shape");
-    /* Fully unrolled, the Q K^T loop of d96..d256 runs out of registers next to the O accumulator. */
+    /* Fully unrolled, the Q K^T loop of d128..d256 runs out of registers next to the O accumulator. */
     constexpr int QK_UNROLL = D > 64 ? 2 : D / 16;
     static_assert(BN == PA_SM80_BN(D) && STAGES == PA_SM80_STAGES(D), "instance shape");
     static_assert(QB + 2 * STAGES * KVB == PA_SM80_SMEM_SHAPE(D, BM, BN, STAGES), "smem size");
