@@ -11,13 +11,23 @@
 
 #define SM80B_ROW_THREADS 256
 
-/* Eight 16-bit values of a 16-byte chunk, as floats. */
+/* A 16-bit value (the low half of `bits`) as a float. */
+__device__ __forceinline__ float sm80b_f32(uint32_t bits, __half)
+{
+    return __half2float(__ushort_as_half((unsigned short)(bits & 0xffffu)));
+}
+__device__ __forceinline__ float sm80b_f32(uint32_t bits, __nv_bfloat16)
+{
+    return __bfloat162float(__ushort_as_bfloat16((unsigned short)(bits & 0xffffu)));
+}
+
+/* Eight 16-bit values of a 16-byte chunk, as floats (element 2 i in the low half of word i). */
 template <typename T>
 __device__ __forceinline__ void sm80b_unpack8(uint4 u, float *f)
 {
-    const T *h = (const T *)&u;
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
-    for (int i = 0; i < 8; ++i) f[i] = (float)h[i];
+    for (int i = 0; i < 8; ++i) f[i] = sm80b_f32(w[i / 2] >> (16 * (i & 1)), T());
 }
 
 template <typename T, int D>
