@@ -3,7 +3,7 @@
  * against the CPU backend's backward on the same inputs. Covers d64 and d128, f16 and bf16, GQA/MQA,
  * causal with rows that see no key, windows, softcap, a negative scale, varlen with empty sequences,
  * several key blocks per CTA (a grid narrower than the key blocks) and the deterministic mode's
- * slices. Every gradient element must be written (NaN poison), close to the CPU's, and padding
+ * slices, one query row. Every gradient element must be written (NaN poison), close to the CPU's, and padding
  * untouched. The GPU compiles the same kernel source; this checks its index math without a GPU. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +65,8 @@ static const cfg cfgs[] = {
     {"window_softcap_d128_det", 1, 90, 200, 2, 1, 128, 0, 20, 40, 5, 0, 2, 0, 2, 0, {0}, {0}},
     {"varlen_causal_negscale_d64", 3, 150, 170, 4, 2, 64, 1, -1, -1, 0, -0.2f, 1, 1, 0, 0, {0, 80, 80, 150}, {0, 130, 130, 170}},
     {"mqa_d128_det3", 2, 40, 300, 3, 1, 128, 0, -1, -1, 0, 0, 1, 0, 3, 0, {0}, {0}},
+    {"one_row_five_keys_d128", 1, 1, 5, 1, 1, 128, 0, -1, -1, 0, 0, 1, 0, 0, 0, {0}, {0}},
+    {"gqa4_window_left_det2", 1, 200, 300, 8, 2, 64, 0, 10, -1, 0, 0, 1, 1, 2, 0, {0}, {0}},
 };
 
 static uint64_t rng_state;

@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
                 float p[NQ][4];
 #pragma unroll
                 for (int j = 0; j < NQ; ++j) p[j][0] = p[j][1] = p[j][2] = p[j][3] = 0.f;
-#pragma unroll
+#pragma unroll 4 /* d128 fully unrolled: ptxas hoists enough addresses to spill next to dK/dV */
                 for (int kc = 0; kc < D / 16; ++kc) {
                     uint32_t af[4];
                     sm80_ldsm_x4(af, s_k + sm80b_swz<CH>(kw + (lane & 15), kc * 2 + (lane >> 4)));
@@ -258,7 +258,7 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
                 float dp[NQ][4];
 #pragma unroll
                 for (int j = 0; j < NQ; ++j) dp[j][0] = dp[j][1] = dp[j][2] = dp[j][3] = 0.f;
-#pragma unroll
+#pragma unroll 4
                 for (int kc = 0; kc < D / 16; ++kc) {
                     uint32_t af[4];
                     sm80_ldsm_x4(af, s_v + sm80b_swz<CH>(kw + (lane & 15), kc * 2 + (lane >> 4)));
