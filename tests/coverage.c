@@ -29,9 +29,9 @@ static const char *const hip[] = {ODD_SHAPE_CASES, "d96", KV_CACHE_CASES, NULL};
 
 /* The backward (cpu and cuda-generic): every case but the KV-cache ones, which have no backward. */
 static const char *const bwd[] = {KV_CACHE_CASES, NULL};
-/* cuda-sm80's backward: head dims 64 and 128 only (no d96/d256 instance), f16 and bf16 */
-static const char *const bwd_sm80[] = {KV_CACHE_CASES, ODD_SHAPE_CASES, "d96", "d256", "d256_causal",
-                                       "varlen_softcap_d256", NULL};
+/* cuda-sm80's backward: head dims 64, 96 and 128 (no d256 instance), f16 and bf16 */
+static const char *const bwd_sm80[] = {KV_CACHE_CASES, ODD_SHAPE_CASES, "d256", "d256_causal", "varlen_softcap_d256",
+                                       NULL};
 
 int coverage_expects_decline(portattn_backend_t backend, const char *name, portattn_dtype_t dtype, int backward)
 {

@@ -1,6 +1,6 @@
 /* cuda-sm80's backward kernels (sm80_bwd_rows.cuh, sm80_bwd_kernel.cuh) on the CPU, a std::thread per
  * GPU thread, ldmatrix and mma.sync emulated by the lanes' posted operands (shim/pre.h): dq, dk, dv
- * against the CPU backend's backward on the same inputs. Covers d64 and d128, f16 and bf16, GQA/MQA,
+ * against the CPU backend's backward on the same inputs. Covers d64, d96 and d128, f16 and bf16, GQA/MQA,
  * causal with rows that see no key, windows, softcap, a negative scale, varlen with empty sequences,
  * several key blocks per CTA (a grid narrower than the key blocks) and the deterministic mode's
  * slices, one query row. Every gradient element must be written (NaN poison), close to the CPU's, and padding
@@ -66,6 +66,8 @@ static const cfg cfgs[] = {
     {"varlen_causal_negscale_d64", 3, 150, 170, 4, 2, 64, 1, -1, -1, 0, -0.2f, 1, 1, 0, 0, {0, 80, 80, 150}, {0, 130, 130, 170}},
     {"mqa_d128_det3", 2, 40, 300, 3, 1, 128, 0, -1, -1, 0, 0, 1, 0, 3, 0, {0}, {0}},
     {"one_row_five_keys_d128", 1, 1, 5, 1, 1, 128, 0, -1, -1, 0, 0, 1, 0, 0, 0, {0}, {0}},
+    {"d96_causal_gqa3_det2", 2, 100, 140, 6, 2, 96, 1, -1, -1, 0, 0, 1, 1, 2, 0, {0}, {0}},
+    {"d96_varlen_softcap", 3, 150, 170, 2, 2, 96, 0, -1, -1, 3, 0, 2, 0, 0, 0, {0, 80, 80, 150}, {0, 130, 130, 170}},
     {"gqa4_window_left_det2", 1, 200, 300, 8, 2, 64, 0, 10, -1, 0, 0, 1, 1, 2, 0, {0}, {0}},
 };
 
@@ -128,7 +130,7 @@ static int failures;
 template <typename T, int D>
 static void run_kernels(const sm80_bwd_args &a, const cfg &c, int64_t max_sk)
 {
-    const int rpb = SM80B_ROW_THREADS / (D / 8), nkb = (int)((max_sk + PA_SM80_BWD_BN - 1) / PA_SM80_BWD_BN);
+    const int rpb = SM80B_ROW_THREADS / SM80B_TPR(D), nkb = (int)((max_sk + PA_SM80_BWD_BN - 1) / PA_SM80_BWD_BN);
     const sim_dim3 rows = {(unsigned)((a.sqp + rpb - 1) / rpb), (unsigned)c.hq, (unsigned)c.b};
     const unsigned gx = (unsigned)(a.deterministic ? a.splits : c.gx ? c.gx : nkb);
     sim_launch(sm80_bwd_prep<T, D>, rows, SM80B_ROW_THREADS, a);
@@ -200,9 +202,11 @@ static void run(const cfg &c, portattn_dtype_t dt)
     a.lse2 = ws.data(), a.delta = a.lse2 + rows, a.dq_acc = a.delta + rows;
     memset(a.dq_acc, 0, rows * (size_t)splits * (size_t)c.d * 4);
     if (dt == PORTATTN_DTYPE_F16)
-        c.d == 64 ? run_kernels<__half, 64>(a, c, mk) : run_kernels<__half, 128>(a, c, mk);
+        c.d == 64 ? run_kernels<__half, 64>(a, c, mk) : c.d == 96 ? run_kernels<__half, 96>(a, c, mk)
+                                                  : run_kernels<__half, 128>(a, c, mk);
     else
-        c.d == 64 ? run_kernels<__nv_bfloat16, 64>(a, c, mk) : run_kernels<__nv_bfloat16, 128>(a, c, mk);
+        c.d == 64 ? run_kernels<__nv_bfloat16, 64>(a, c, mk) : c.d == 96 ? run_kernels<__nv_bfloat16, 96>(a, c, mk)
+                                                         : run_kernels<__nv_bfloat16, 128>(a, c, mk);
 
     /* The kernel rounds P and dS to the dtype before its products, as FlashAttention-2 does. */
     static const char *const names[3] = {"dq", "dk", "dv"};

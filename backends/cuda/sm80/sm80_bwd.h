@@ -13,18 +13,20 @@
 #include "fwd_args.h"
 #include "portattn.h"
 
-#define PA_SM80_BWD_HAS_DIM(d) ((d) == 64 || (d) == 128)
+#define PA_SM80_BWD_HAS_DIM(d) ((d) == 64 || (d) == 96 || (d) == 128)
 #define PA_SM80_BWD_BM 64   /* query rows per streamed block */
 #define PA_SM80_BWD_BN 128  /* keys per CTA block: 16 per warp */
 #define PA_SM80_BWD_WARPS 8
 /* Deterministic mode: at most this many dQ partial slices (each B x Hq x rows x D floats). */
 #define PA_SM80_BWD_MAX_SPLITS 8
 /* Dynamic shared memory: K and V (BN rows each), two buffers of Q and dO (BM rows each), dS^T
- * (BN x BM 16-bit values) and two buffers of the rows' base-2 LSE and D. Rows are D * 2 bytes.
- * d64 80.5 KB, d128 144.5 KB: the A100 (163 KB per block) and H100/H200 take both. */
-#define PA_SM80_BWD_SMEM(d)                                                                         \
-    ((2 * PA_SM80_BWD_BN + 4 * PA_SM80_BWD_BM) * (d) * 2 + PA_SM80_BWD_BN * PA_SM80_BWD_BM * 2 + \
-     4 * PA_SM80_BWD_BM * 4)
+ * (BN x BM 16-bit values) and two buffers of the rows' base-2 LSE and D. Rows are D * 2 bytes
+ * padded to a multiple of 128 (the swizzle's span). d64 80.5 KB, d96 and d128 144.5 KB: the A100
+ * (163 KB per block) and H100/H200 take all three. */
+#define PA_SM80_BWD_PITCH_BYTES(d) (((d) * 2 + 127) / 128 * 128)
+#define PA_SM80_BWD_SMEM(d)                                                                             \
+    ((2 * PA_SM80_BWD_BN + 4 * PA_SM80_BWD_BM) * PA_SM80_BWD_PITCH_BYTES(d) +                        \
+     PA_SM80_BWD_BN * PA_SM80_BWD_BM * 2 + 4 * PA_SM80_BWD_BM * 4)
 
 typedef struct sm80_bwd_args {
     pa_fwd_args f;            /* q, k, v, o, lse, their strides, shape, masks, score map */

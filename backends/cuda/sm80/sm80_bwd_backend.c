@@ -31,7 +31,7 @@ static int bwd_shape_ok(const pa_bwd_problem *bp, char *why, size_t why_len)
         return REFUSE("dtype %s not supported (f16, bf16)", pa_dtype_name(p->dtype));
     const int64_t d = p->head_dim_qk;
     if (p->head_dim_v != d) return REFUSE("head dims %lld/%lld: no instance with Dqk != Dv", (long long)d, (long long)p->head_dim_v);
-    if (!PA_SM80_BWD_HAS_DIM(d)) return REFUSE("head dim %lld has no backward instance (64, 128)", (long long)d);
+    if (!PA_SM80_BWD_HAS_DIM(d)) return REFUSE("head dim %lld has no backward instance (64, 96, 128)", (long long)d);
     if (p->seqlen_q > (1 << 30) - 1 || p->seqlen_k > (1 << 30) - 1)
         return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
     if (p->batch > 65535 || p->heads_q > 65535)

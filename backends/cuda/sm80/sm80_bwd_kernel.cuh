@@ -37,21 +37,29 @@ __device__ __forceinline__ uint32_t sm80b_swz(int row, int ch)
     return (uint32_t)(row * PITCH * 16 + ((ch & ~7) << 4) + (((ch ^ row) & 7) << 4));
 }
 
+/* 16-byte chunks of a D-wide row, and of its shared memory row: padded to a multiple of 8 for the
+ * swizzle (d96: 12 of 16; the pad chunks are never written or read). */
+template <int D>
+struct sm80b_row_shape {
+    static constexpr int CH = D / 8, PITCH = (CH + 7) / 8 * 8;
+};
+
 /* ROWS x D tile from rows [row0, row0 + ROWS) of a tensor into shared memory, zeros from row `limit`
  * on. Each thread copies one 16-byte column chunk of every RS-th row (RS a multiple of 8, so its
- * swizzled column is the same on every pass). */
+ * swizzled column is the same on every pass); the threads of pad chunks idle. */
 template <typename T, int ROWS, int D, int NT>
 __device__ __forceinline__ void sm80b_load(uint32_t sdst, const T *g, int64_t rstride, int row0, int limit, int tid)
 {
-    constexpr int CH = D / 8, RS = NT / CH;
-    static_assert(NT % CH == 0 && RS % 8 == 0 && ROWS % RS == 0, "load shape");
-    const int r = tid / CH, c = tid % CH;
+    constexpr int CH = sm80b_row_shape<D>::CH, PITCH = sm80b_row_shape<D>::PITCH, RS = NT / PITCH;
+    static_assert(NT % PITCH == 0 && RS % 8 == 0 && ROWS % RS == 0, "load shape");
+    const int r = tid / PITCH, c = tid % PITCH;
+    if (CH != PITCH && c >= CH) return;
     const T *src = g + (int64_t)(row0 + r) * rstride + c * 8;
-    const uint32_t dst = sdst + sm80b_swz<CH>(r, c);
+    const uint32_t dst = sdst + sm80b_swz<PITCH>(r, c);
 #pragma unroll
     for (int k = 0; k < ROWS / RS; ++k) {
         const bool ok = row0 + r + k * RS < limit;
-        sm80_cp_async16(dst + k * RS * CH * 16, ok ? src : g, ok);
+        sm80_cp_async16(dst + k * RS * PITCH * 16, ok ? src : g, ok);
         src += RS * rstride;
     }
 }
@@ -100,11 +108,11 @@ template <typename T, int D>
 __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const sm80_bwd_args a)
 {
     constexpr int BM = PA_SM80_BWD_BM, BN = PA_SM80_BWD_BN, NW = PA_SM80_BWD_WARPS, NT = NW * 32;
-    constexpr int CH = D / 8;                                 /* 16-byte chunks per row */
+    constexpr int PITCH = sm80b_row_shape<D>::PITCH;          /* 16-byte chunks per shared row */
     constexpr int QH = BM / 2, NQ = QH / 8, ND = D / 8; /* half-block rows; 8-wide tiles of S^T (queries), dK/dV (dims) */
     constexpr int WQM = BM / 16, WQN = NW / WQM, DQC = D / WQN; /* the dQ warp grid: rows x dims */
-    constexpr int DQP = DQC < 32 ? DQC : 32;                     /* dQ dims per pass */
-    constexpr int KVB = BN * CH * 16, QB = BM * CH * 16, SB = BN * BM * 2;
+    constexpr int DQP = DQC <= 48 ? DQC : 32;                    /* dQ dims per pass */
+    constexpr int KVB = BN * PITCH * 16, QB = BM * PITCH * 16, SB = BN * BM * 2;
     static_assert(BN == 16 * NW && BM * 2 == 128 && WQM * WQN == NW && DQC % DQP == 0 && DQP % 16 == 0 && D % 16 == 0, "shape");
     static_assert(2 * KVB + 4 * QB + SB + 4 * BM * 4 == PA_SM80_BWD_SMEM(D), "smem size");
 
@@ -194,11 +202,11 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
 #pragma unroll 4 /* d128 fully unrolled: ptxas hoists enough addresses to spill next to dK/dV */
                 for (int kc = 0; kc < D / 16; ++kc) {
                     uint32_t af[4];
-                    sm80_ldsm_x4(af, s_k + sm80b_swz<CH>(kw + (lane & 15), kc * 2 + (lane >> 4)));
+                    sm80_ldsm_x4(af, s_k + sm80b_swz<PITCH>(kw + (lane & 15), kc * 2 + (lane >> 4)));
 #pragma unroll
                     for (int j = 0; j < NQ / 2; ++j) {
                         uint32_t bf[4];
-                        sm80_ldsm_x4(bf, tq + sm80b_swz<CH>(r0 + j * 16 + ((lane >> 4) << 3) + (lane & 7),
+                        sm80_ldsm_x4(bf, tq + sm80b_swz<PITCH>(r0 + j * 16 + ((lane >> 4) << 3) + (lane & 7),
                                                            kc * 2 + ((lane >> 3) & 1)));
                         sm80_mma(p[2 * j], af, bf[0], bf[1], tag);
                         sm80_mma(p[2 * j + 1], af, bf[2], bf[3], tag);
@@ -248,7 +256,7 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
 #pragma unroll
                     for (int jd = 0; jd < ND / 2; ++jd) {
                         uint32_t bf[4];
-                        sm80_ldsm_x4_trans(bf, tdo + sm80b_swz<CH>(r0 + kq * 16 + (((lane >> 3) & 1) << 3) + (lane & 7),
+                        sm80_ldsm_x4_trans(bf, tdo + sm80b_swz<PITCH>(r0 + kq * 16 + (((lane >> 3) & 1) << 3) + (lane & 7),
                                                                   jd * 2 + (lane >> 4)));
                         sm80_mma(dv[2 * jd], pp[kq], bf[0], bf[1], tag);
                         sm80_mma(dv[2 * jd + 1], pp[kq], bf[2], bf[3], tag);
@@ -261,11 +269,11 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
 #pragma unroll 4
                 for (int kc = 0; kc < D / 16; ++kc) {
                     uint32_t af[4];
-                    sm80_ldsm_x4(af, s_v + sm80b_swz<CH>(kw + (lane & 15), kc * 2 + (lane >> 4)));
+                    sm80_ldsm_x4(af, s_v + sm80b_swz<PITCH>(kw + (lane & 15), kc * 2 + (lane >> 4)));
 #pragma unroll
                     for (int j = 0; j < NQ / 2; ++j) {
                         uint32_t bf[4];
-                        sm80_ldsm_x4(bf, tdo + sm80b_swz<CH>(r0 + j * 16 + ((lane >> 4) << 3) + (lane & 7),
+                        sm80_ldsm_x4(bf, tdo + sm80b_swz<PITCH>(r0 + j * 16 + ((lane >> 4) << 3) + (lane & 7),
                                                             kc * 2 + ((lane >> 3) & 1)));
                         sm80_mma(dp[2 * j], af, bf[0], bf[1], tag);
                         sm80_mma(dp[2 * j + 1], af, bf[2], bf[3], tag);
@@ -292,7 +300,7 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
 #pragma unroll
                     for (int jd = 0; jd < ND / 2; ++jd) {
                         uint32_t bf[4];
-                        sm80_ldsm_x4_trans(bf, tq + sm80b_swz<CH>(r0 + kq * 16 + (((lane >> 3) & 1) << 3) + (lane & 7),
+                        sm80_ldsm_x4_trans(bf, tq + sm80b_swz<PITCH>(r0 + kq * 16 + (((lane >> 3) & 1) << 3) + (lane & 7),
                                                                  jd * 2 + (lane >> 4)));
                         sm80_mma(dk[2 * jd], ps[kq], bf[0], bf[1], tag);
                         sm80_mma(dk[2 * jd + 1], ps[kq], bf[2], bf[3], tag);
@@ -319,7 +327,7 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
 #pragma unroll
                     for (int jd = 0; jd < DQP / 16; ++jd) {
                         uint32_t bf[4];
-                        sm80_ldsm_x4_trans(bf, s_k + sm80b_swz<CH>(kk * 16 + (((lane >> 3) & 1) << 3) + (lane & 7),
+                        sm80_ldsm_x4_trans(bf, s_k + sm80b_swz<PITCH>(kk * 16 + (((lane >> 3) & 1) << 3) + (lane & 7),
                                                                    c0 / 8 + jd * 2 + (lane >> 4)));
                         sm80_mma(acc[2 * jd], af, bf[0], bf[1], tag);
                         sm80_mma(acc[2 * jd + 1], af, bf[2], bf[3], tag);

@@ -9,6 +9,7 @@
 #include "sm80_bwd.h"
 
 cudaError_t sm80_bwd_run_d64(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
+cudaError_t sm80_bwd_run_d96(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
 cudaError_t sm80_bwd_run_d128(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
 
 /* Row slots per (batch, query head): the longest sequence, rounded up to whole row blocks. */
@@ -91,7 +92,9 @@ extern "C" portattn_status_t pa_sm80_bwd_launch(const pa_bwd_problem *bp, void *
     }
     if (e == cudaSuccess) {
         const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
-        e = d == 64 ? sm80_bwd_run_d64(&a, bf16, pb->max_seqlen_k, st) : sm80_bwd_run_d128(&a, bf16, pb->max_seqlen_k, st);
+        e = d == 64   ? sm80_bwd_run_d64(&a, bf16, pb->max_seqlen_k, st)
+            : d == 96 ? sm80_bwd_run_d96(&a, bf16, pb->max_seqlen_k, st)
+                      : sm80_bwd_run_d128(&a, bf16, pb->max_seqlen_k, st);
     }
     if (own) {
         cudaError_t f = cudaFreeAsync(own, st);

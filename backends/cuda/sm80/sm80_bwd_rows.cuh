@@ -3,13 +3,15 @@
  *                 the forward's LSE in base 2; padding slots and rows that saw no key (LSE -inf)
  *                 get LSE_2 = +inf and D = 0, so that every P the main kernel forms for them is 0.
  *  sm80_bwd_dq:   dQ = scale * (the sum of the fp32 slices, in slice order), in the dtype.
- * D / 8 threads per row, each with one 16-byte column chunk. */
+ * A power of two of threads per row (SM80B_TPR), one 16-byte column chunk each; d96's 12 chunks
+ * leave 4 of its 16 threads idle. */
 #ifndef PORTATTN_SM80_BWD_ROWS_CUH
 #define PORTATTN_SM80_BWD_ROWS_CUH
 
 #include "sm80_bwd_kernel.cuh"
 
 #define SM80B_ROW_THREADS 256
+#define SM80B_TPR(d) ((d) <= 64 ? 8 : 16)
 
 /* A 16-bit value (the low half of `bits`) as a float. */
 __device__ __forceinline__ float sm80b_f32(uint32_t bits, __half)
@@ -33,12 +35,13 @@ __device__ __forceinline__ void sm80b_unpack8(uint4 u, float *f)
 template <typename T, int D>
 __global__ void __launch_bounds__(SM80B_ROW_THREADS, 1) sm80_bwd_prep(const sm80_bwd_args a)
 {
-    constexpr int TPR = D / 8, RPB = SM80B_ROW_THREADS / TPR; /* threads per row, rows per block */
+    constexpr int TPR = SM80B_TPR(D), RPB = SM80B_ROW_THREADS / TPR; /* threads per row, rows per block */
+    static_assert(TPR * 8 >= D && TPR * 4 < D, "threads per row");
     const int c = threadIdx.x % TPR, b = blockIdx.z, h = blockIdx.y;
     const int i = blockIdx.x * RPB + threadIdx.x / TPR; /* row slot within (b, h) */
     const sm80b_seqinfo s = sm80b_seq_of(a, b);
     float d = 0.f;
-    if (i < s.sq) {
+    if (i < s.sq && c < D / 8) {
         float x[8], y[8];
         const int64_t col = (int64_t)h * a.dos[2] + c * 8, ocol = (int64_t)h * a.f.os[2] + c * 8;
         sm80b_unpack8<T>(*(const uint4 *)((const T *)a.dout + sm80b_row(a, a.dos[0], a.dos[1], b, s.q0 + i) + col), x);
@@ -64,11 +67,11 @@ __global__ void __launch_bounds__(SM80B_ROW_THREADS, 1) sm80_bwd_prep(const sm80
 template <typename T, int D>
 __global__ void __launch_bounds__(SM80B_ROW_THREADS, 1) sm80_bwd_dq(const sm80_bwd_args a)
 {
-    constexpr int TPR = D / 8, RPB = SM80B_ROW_THREADS / TPR;
+    constexpr int TPR = SM80B_TPR(D), RPB = SM80B_ROW_THREADS / TPR;
     const int c = threadIdx.x % TPR, b = blockIdx.z, h = blockIdx.y;
     const int i = blockIdx.x * RPB + threadIdx.x / TPR;
     const sm80b_seqinfo s = sm80b_seq_of(a, b);
-    if (i >= s.sq) return;
+    if (i >= s.sq || c >= D / 8) return;
     float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
     for (int sl = 0; sl < a.splits; ++sl) {
         const float4 *src = (const float4 *)(a.dq_acc + (sm80b_ws_row(a, sl, b, h) + i) * D + c * 8);
@@ -90,7 +93,7 @@ __global__ void __launch_bounds__(SM80B_ROW_THREADS, 1) sm80_bwd_dq(const sm80_b
 template <typename T, int D>
 static cudaError_t sm80_bwd_instance(const sm80_bwd_args *a, int64_t max_sk, cudaStream_t stream)
 {
-    constexpr int RPB = SM80B_ROW_THREADS / (D / 8), BN = PA_SM80_BWD_BN;
+    constexpr int RPB = SM80B_ROW_THREADS / SM80B_TPR(D), BN = PA_SM80_BWD_BN;
     sm80_bwd_args arg = *a;
     void *args[] = {&arg};
     cudaError_t e = cudaSuccess;
@@ -120,6 +123,7 @@ static cudaError_t sm80_bwd_instance(const sm80_bwd_args *a, int64_t max_sk, cud
     }
 
 cudaError_t sm80_bwd_run_d64(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
+cudaError_t sm80_bwd_run_d96(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
 cudaError_t sm80_bwd_run_d128(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
 
 #endif
