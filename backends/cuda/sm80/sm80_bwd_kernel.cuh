@@ -336,12 +336,20 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
 #pragma unroll
                 for (int j = 0; j < DQP / 8; ++j)
 #pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        float *d = dst + (e >> 1) * 8 * D + c0 + j * 8 + (e & 1);
-                        if (a.deterministic)
-                            *d += acc[j][e]; /* this CTA alone writes its slice, and this thread alone this element */
-                        else
-                            atomicAdd(d, acc[j][e]);
+                    for (int r = 0; r < 2; ++r) {
+                        float *d = dst + r * 8 * D + c0 + j * 8; /* columns 2 t and 2 t + 1: 8-byte aligned */
+                        const float x = acc[j][2 * r], y = acc[j][2 * r + 1];
+                        if (a.deterministic) { /* this CTA alone writes its slice, this thread alone these */
+                            d[0] += x;
+                            d[1] += y;
+                        } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+                            atomicAdd((float2 *)d, make_float2(x, y)); /* one vector reduction on sm_90 */
+#else
+                            atomicAdd(d, x);
+                            atomicAdd(d + 1, y);
+#endif
+                        }
                     }
             }
         }
