@@ -17,8 +17,10 @@
 #define PA_SM80_BWD_BM 64   /* query rows per streamed block */
 #define PA_SM80_BWD_BN 128  /* keys per CTA block: 16 per warp */
 #define PA_SM80_BWD_WARPS 8
-/* Deterministic mode: at most this many dQ partial slices (each B x Hq x rows x D floats). */
+/* Deterministic mode: at most this many dQ partial slices (each B x Hq x rows x D floats), and no
+ * more than this many bytes of slices beyond the first (long sequences get fewer). */
 #define PA_SM80_BWD_MAX_SPLITS 8
+#define PA_SM80_BWD_SPLIT_BYTES ((size_t)1 << 30)
 /* Dynamic shared memory: K and V (BN rows each), two buffers of Q and dO (BM rows each), dS^T
  * (BN x BM 16-bit values) and two buffers of the rows' base-2 LSE and D. Rows are D * 2 bytes
  * padded to a multiple of 128 (the swizzle's span). d64 80.5 KB, d96 and d128 144.5 KB: the A100

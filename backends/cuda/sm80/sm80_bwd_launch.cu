@@ -18,8 +18,16 @@ static int64_t bwd_sqp(const pa_problem *pb)
     return (pb->max_seqlen_q + PA_SM80_BWD_BM - 1) / PA_SM80_BWD_BM * PA_SM80_BWD_BM;
 }
 
+/* Floats of each part: LSE_2 and D (rows each), then the dQ slices (splits x rows x D). Rows are a
+ * multiple of 64, so every part starts 256-byte aligned. */
+static size_t bwd_rows(const pa_bwd_problem *bp)
+{
+    return (size_t)bp->fwd.p.batch * (size_t)bp->fwd.p.heads_q * (size_t)bwd_sqp(&bp->fwd);
+}
+
 /* Deterministic: one dQ slice per group of key blocks, as many groups as it takes to give every SM a
- * CTA (the grid is slices x KV heads x batch), capped by the key blocks and PA_SM80_BWD_MAX_SPLITS. */
+ * CTA (the grid is slices x KV heads x batch), capped by the key blocks, PA_SM80_BWD_MAX_SPLITS and
+ * PA_SM80_BWD_SPLIT_BYTES of slices beyond the first. */
 extern "C" int pa_sm80_bwd_splits(const pa_bwd_problem *bp)
 {
     if (!bp->deterministic) return 1;
@@ -27,17 +35,12 @@ extern "C" int pa_sm80_bwd_splits(const pa_bwd_problem *bp)
     int sms = 0;
     if (!pa_cuda_device_info(NULL, NULL, &sms, NULL, 0) || sms < 1) sms = 1;
     const int64_t ctas = pb->p.batch * pb->p.heads_kv, nkb = (pb->max_seqlen_k + PA_SM80_BWD_BN - 1) / PA_SM80_BWD_BN;
+    const double slice = (double)bwd_rows(bp) * (double)pb->p.head_dim_qk * 4;
     int64_t s = ctas > 0 ? (sms + ctas - 1) / ctas : 1;
     if (s > nkb) s = nkb;
     if (s > PA_SM80_BWD_MAX_SPLITS) s = PA_SM80_BWD_MAX_SPLITS;
+    while (s > 1 && (double)(s - 1) * slice > (double)PA_SM80_BWD_SPLIT_BYTES) s--;
     return s < 1 ? 1 : (int)s;
-}
-
-/* Floats of each part: LSE_2 and D (rows each), then the dQ slices (splits x rows x D). Rows are a
- * multiple of 64, so every part starts 256-byte aligned. */
-static size_t bwd_rows(const pa_bwd_problem *bp)
-{
-    return (size_t)bp->fwd.p.batch * (size_t)bp->fwd.p.heads_q * (size_t)bwd_sqp(&bp->fwd);
 }
 
 extern "C" size_t pa_sm80_bwd_workspace(const pa_bwd_problem *bp)
