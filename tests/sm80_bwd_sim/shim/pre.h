@@ -2,7 +2,8 @@
  * (sm80_ptx.cuh's wrappers) the cuda-sm80 backward kernels use, on the host. Each thread of a block is
  * a std::thread; __syncthreads is a barrier of the block; a warp-wide instruction (ldmatrix, mma,
  * shuffle) posts each lane's operands, meets the warp's barrier, computes the lane's result from all
- * the posts and meets it again. cp.async copies at once (the kernel's barriers must make that safe).
+ * the posts and meets it again. cp.async lands at once, or with sim_late_copies as late as the
+ * hardware may land it: at the thread's next wait (the kernel's barriers must make both safe).
  * Shared memory is one array: the blocks of a launch run one after another. */
 #pragma once
 #include <atomic>
@@ -10,6 +11,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#include <vector>
 
 #include "cuda_bf16.h"
 #include "cuda_fp16.h"
@@ -64,16 +67,37 @@ static inline float atomicAdd(float *p, float v) { return std::atomic_ref<float>
 
 static inline uint32_t sm80_smem_u32(const void *p) { return (uint32_t)((const uint8_t *)p - smem); }
 
+struct sim_copy {
+    uint32_t dst;
+    const void *src;
+    bool valid;
+};
+extern bool sim_late_copies;
+extern thread_local std::vector<sim_copy> sim_pending;
+
+static inline void sim_land(const sim_copy &c)
+{
+    if (c.valid)
+        memcpy(smem + c.dst, c.src, 16);
+    else
+        memset(smem + c.dst, 0, 16);
+}
 static inline void sm80_cp_async16(uint32_t dst, const void *src, bool valid)
 {
-    if (valid)
-        memcpy(smem + dst, src, 16);
+    const sim_copy c = {dst, src, valid};
+    if (sim_late_copies)
+        sim_pending.push_back(c);
     else
-        memset(smem + dst, 0, 16);
+        sim_land(c);
 }
 static inline void sm80_cp_async_commit(void) {}
+/* Lands every pending copy: for N > 0 earlier than required, which the hardware may also do. */
 template <int N>
-static inline void sm80_cp_async_wait(void) {}
+static inline void sm80_cp_async_wait(void)
+{
+    for (const sim_copy &c : sim_pending) sim_land(c);
+    sim_pending.clear();
+}
 
 static inline uint32_t sim_ld32(uint32_t addr)
 {
