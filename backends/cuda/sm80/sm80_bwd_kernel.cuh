@@ -104,6 +104,48 @@ __device__ __forceinline__ int64_t sm80b_ws_row(const sm80_bwd_args &a, int slic
     return (((int64_t)slice * a.f.batch + b) * a.f.heads + h) * a.sqp;
 }
 
+/* acc = X Y^T for the warp's 16 rows of X (from row x0 of shared tile xt) and NQ * 8 rows of Y (from
+ * row y0 of yt), both D wide: S^T = K Q^T and dP^T = V dO^T. X gives the A fragments, Y (row-major
+ * [n][k]) the B fragments, both by plain ldmatrix. acc[j] is columns 8 j.. of the product. */
+template <typename T, int D, int NQ>
+__device__ __forceinline__ void sm80b_xyt(float (&acc)[NQ][4], uint32_t xt, int x0, uint32_t yt, int y0, int lane)
+{
+    constexpr int PITCH = sm80b_row_shape<D>::PITCH;
+#pragma unroll
+    for (int j = 0; j < NQ; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+#pragma unroll 4 /* d128 fully unrolled: ptxas hoists enough addresses to spill next to dK/dV */
+    for (int kc = 0; kc < D / 16; ++kc) {
+        uint32_t af[4];
+        sm80_ldsm_x4(af, xt + sm80b_swz<PITCH>(x0 + (lane & 15), kc * 2 + (lane >> 4)));
+#pragma unroll
+        for (int j = 0; j < NQ / 2; ++j) {
+            uint32_t bf[4];
+            sm80_ldsm_x4(bf, yt + sm80b_swz<PITCH>(y0 + j * 16 + ((lane >> 4) << 3) + (lane & 7), kc * 2 + ((lane >> 3) & 1)));
+            sm80_mma(acc[2 * j], af, bf[0], bf[1], T());
+            sm80_mma(acc[2 * j + 1], af, bf[2], bf[3], T());
+        }
+    }
+}
+
+/* acc += A Z for A the warp's 16 x (KQ * 16) register fragments (P^T or dS^T, k = rows of Z) and Z
+ * the KQ * 16 rows of shared tile zt from row z0, D wide: dV += P^T dO and dK += dS^T Q. Z is
+ * row-major [k][n], so ldmatrix.trans gives its B fragments. */
+template <typename T, int D, int KQ>
+__device__ __forceinline__ void sm80b_az(float (&acc)[D / 8][4], const uint32_t (&af)[KQ][4], uint32_t zt, int z0, int lane)
+{
+    constexpr int PITCH = sm80b_row_shape<D>::PITCH;
+#pragma unroll
+    for (int kq = 0; kq < KQ; ++kq)
+#pragma unroll
+        for (int jd = 0; jd < D / 16; ++jd) {
+            uint32_t bf[4];
+            sm80_ldsm_x4_trans(bf, zt + sm80b_swz<PITCH>(z0 + kq * 16 + (((lane >> 3) & 1) << 3) + (lane & 7),
+                                                         jd * 2 + (lane >> 4)));
+            sm80_mma(acc[2 * jd], af[kq], bf[0], bf[1], T());
+            sm80_mma(acc[2 * jd + 1], af[kq], bf[2], bf[3], T());
+        }
+}
+
 template <typename T, int D>
 __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const sm80_bwd_args a)
 {
@@ -197,21 +239,7 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
 
                 /* S^T = K Q^T for the warp's 16 keys x QH rows. */
                 float p[NQ][4];
-#pragma unroll
-                for (int j = 0; j < NQ; ++j) p[j][0] = p[j][1] = p[j][2] = p[j][3] = 0.f;
-#pragma unroll 4 /* d128 fully unrolled: ptxas hoists enough addresses to spill next to dK/dV */
-                for (int kc = 0; kc < D / 16; ++kc) {
-                    uint32_t af[4];
-                    sm80_ldsm_x4(af, s_k + sm80b_swz<PITCH>(kw + (lane & 15), kc * 2 + (lane >> 4)));
-#pragma unroll
-                    for (int j = 0; j < NQ / 2; ++j) {
-                        uint32_t bf[4];
-                        sm80_ldsm_x4(bf, tq + sm80b_swz<PITCH>(r0 + j * 16 + ((lane >> 4) << 3) + (lane & 7),
-                                                           kc * 2 + ((lane >> 3) & 1)));
-                        sm80_mma(p[2 * j], af, bf[0], bf[1], tag);
-                        sm80_mma(p[2 * j + 1], af, bf[2], bf[3], tag);
-                    }
-                }
+                sm80b_xyt<T, D>(p, s_k, kw, tq, r0, lane);
 
                 /* P^T in place (fp32), and packed to 16 bits as the A fragments of dV += P^T dO.
                  * Element (j, e): key n0 + kw + g + 8 (e >> 1), row m0 + r0 + 8 j + 2 t + (e & 1).
@@ -250,35 +278,10 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
                     for (int e = 0; e < 4; ++e) p[j][e] *= fac[e];
                 }
 
-                /* dV += P^T dO: dO is row-major [row][dim], so ldmatrix.trans gives its B fragments. */
-#pragma unroll
-                for (int kq = 0; kq < QH / 16; ++kq)
-#pragma unroll
-                    for (int jd = 0; jd < ND / 2; ++jd) {
-                        uint32_t bf[4];
-                        sm80_ldsm_x4_trans(bf, tdo + sm80b_swz<PITCH>(r0 + kq * 16 + (((lane >> 3) & 1) << 3) + (lane & 7),
-                                                                  jd * 2 + (lane >> 4)));
-                        sm80_mma(dv[2 * jd], pp[kq], bf[0], bf[1], tag);
-                        sm80_mma(dv[2 * jd + 1], pp[kq], bf[2], bf[3], tag);
-                    }
+                sm80b_az<T, D>(dv, pp, tdo, r0, lane); /* dV += P^T dO */
 
-                /* dP^T = V dO^T, laid out as S^T. */
-                float dp[NQ][4];
-#pragma unroll
-                for (int j = 0; j < NQ; ++j) dp[j][0] = dp[j][1] = dp[j][2] = dp[j][3] = 0.f;
-#pragma unroll 4
-                for (int kc = 0; kc < D / 16; ++kc) {
-                    uint32_t af[4];
-                    sm80_ldsm_x4(af, s_v + sm80b_swz<PITCH>(kw + (lane & 15), kc * 2 + (lane >> 4)));
-#pragma unroll
-                    for (int j = 0; j < NQ / 2; ++j) {
-                        uint32_t bf[4];
-                        sm80_ldsm_x4(bf, tdo + sm80b_swz<PITCH>(r0 + j * 16 + ((lane >> 4) << 3) + (lane & 7),
-                                                            kc * 2 + ((lane >> 3) & 1)));
-                        sm80_mma(dp[2 * j], af, bf[0], bf[1], tag);
-                        sm80_mma(dp[2 * j + 1], af, bf[2], bf[3], tag);
-                    }
-                }
+                float dp[NQ][4]; /* dP^T = V dO^T, laid out as S^T */
+                sm80b_xyt<T, D>(dp, s_v, kw, tdo, r0, lane);
 
                 /* dS^T = P^T (dP^T - D), 16 bits: the A fragments of dK += dS^T Q, and shared memory
                  * for dQ (row key, column query: 128-byte rows, swizzled). */
@@ -294,17 +297,7 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
                     *(uint32_t *)(smem + O_DS + sm80b_swz<8>(kw + g + 8, r0 / 8 + j) + t * 4) = hi;
                 }
 
-                /* dK += dS^T Q. */
-#pragma unroll
-                for (int kq = 0; kq < QH / 16; ++kq)
-#pragma unroll
-                    for (int jd = 0; jd < ND / 2; ++jd) {
-                        uint32_t bf[4];
-                        sm80_ldsm_x4_trans(bf, tq + sm80b_swz<PITCH>(r0 + kq * 16 + (((lane >> 3) & 1) << 3) + (lane & 7),
-                                                                 jd * 2 + (lane >> 4)));
-                        sm80_mma(dk[2 * jd], ps[kq], bf[0], bf[1], tag);
-                        sm80_mma(dk[2 * jd + 1], ps[kq], bf[2], bf[3], tag);
-                    }
+                sm80b_az<T, D>(dk, ps, tq, r0, lane); /* dK += dS^T Q */
             }
             __syncthreads(); /* dS^T of every warp is in shared memory */
 
