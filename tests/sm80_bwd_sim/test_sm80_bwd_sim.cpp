@@ -74,7 +74,8 @@ static const cfg cfgs[] = {
     {"gqa2_d64_2kblocks", 1, 70, 150, 2, 1, 64, 0, -1, -1, 0, 0, 1, 0, 0, 0, {0}, {0}},
     {"causal_nokey_rows_d64_gx1", 1, 150, 100, 2, 2, 64, 1, -1, -1, 0, 0, 1, 1, 0, 1, {0}, {0}},
     {"window_softcap_d128_det", 1, 90, 200, 2, 1, 128, 0, 20, 40, 5, 0, 2, 0, 2, 0, {0}, {0}},
-    {"varlen_causal_negscale_d64", 3, 150, 170, 4, 2, 64, 1, -1, -1, 0, -0.2f, 1, 1, 0, 0, {0, 80, 80, 150}, {0, 130, 130, 170}},
+    {"varlen_causal_negscale_d64", 3, 150, 170, 4, 2, 64, 1, -1, -1, 0, -0.2f, 1, 1, 0, 0, {0, 80, 80, 150},
+     {0, 130, 130, 170}},
     {"mqa_d128_det3", 2, 40, 300, 3, 1, 128, 0, -1, -1, 0, 0, 1, 0, 3, 0, {0}, {0}},
     {"one_row_five_keys_d128", 1, 1, 5, 1, 1, 128, 0, -1, -1, 0, 0, 1, 0, 0, 0, {0}, {0}},
     {"d96_causal_gqa3_det2", 2, 100, 140, 6, 2, 96, 1, -1, -1, 0, 0, 1, 1, 2, 0, {0}, {0}},
@@ -120,7 +121,8 @@ static sm80_bwd_args fill_args(const pa_bwd_problem &bp, int splits, int64_t sqp
     for (int i = 0; i < 3; ++i) {
         f.qs[i] = p.q.stride[i], f.ks[i] = p.k.stride[i], f.vs[i] = p.v.stride[i], f.os[i] = p.o.stride[i];
         f.ls[i] = p.lse_stride[i];
-        a.dos[i] = bp.dout.stride[i], a.dqs[i] = bp.dq.stride[i], a.dks[i] = bp.dk.stride[i], a.dvs[i] = bp.dv.stride[i];
+        a.dos[i] = bp.dout.stride[i], a.dqs[i] = bp.dq.stride[i];
+        a.dks[i] = bp.dk.stride[i], a.dvs[i] = bp.dv.stride[i];
     }
     f.batch = (int)p.batch, f.heads = (int)p.heads_q, f.group = (int)bp.fwd.group;
     f.dqk = f.dv = (int)p.head_dim_qk, f.seqlen_q = (int)p.seqlen_q, f.seqlen_k = (int)p.seqlen_k;

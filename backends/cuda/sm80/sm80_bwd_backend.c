@@ -30,7 +30,8 @@ static int bwd_shape_ok(const pa_bwd_problem *bp, char *why, size_t why_len)
     if (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16)
         return REFUSE("dtype %s not supported (f16, bf16)", pa_dtype_name(p->dtype));
     const int64_t d = p->head_dim_qk;
-    if (p->head_dim_v != d) return REFUSE("head dims %lld/%lld: no instance with Dqk != Dv", (long long)d, (long long)p->head_dim_v);
+    if (p->head_dim_v != d)
+        return REFUSE("head dims %lld/%lld: no instance with Dqk != Dv", (long long)d, (long long)p->head_dim_v);
     if (!PA_SM80_BWD_HAS_DIM(d)) return REFUSE("head dim %lld has no backward instance (64, 96, 128)", (long long)d);
     if (p->seqlen_q > (1 << 30) - 1 || p->seqlen_k > (1 << 30) - 1)
         return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);

@@ -120,7 +120,8 @@ __device__ __forceinline__ void sm80b_xyt(float (&acc)[NQ][4], uint32_t xt, int 
 #pragma unroll
         for (int j = 0; j < NQ / 2; ++j) {
             uint32_t bf[4];
-            sm80_ldsm_x4(bf, yt + sm80b_swz<PITCH>(y0 + j * 16 + ((lane >> 4) << 3) + (lane & 7), kc * 2 + ((lane >> 3) & 1)));
+            sm80_ldsm_x4(bf, yt + sm80b_swz<PITCH>(y0 + j * 16 + ((lane >> 4) << 3) + (lane & 7),
+                                                   kc * 2 + ((lane >> 3) & 1)));
             sm80_mma(acc[2 * j], af, bf[0], bf[1], T());
             sm80_mma(acc[2 * j + 1], af, bf[2], bf[3], T());
         }
@@ -131,7 +132,8 @@ __device__ __forceinline__ void sm80b_xyt(float (&acc)[NQ][4], uint32_t xt, int 
  * the KQ * 16 rows of shared tile zt from row z0, D wide: dV += P^T dO and dK += dS^T Q. Z is
  * row-major [k][n], so ldmatrix.trans gives its B fragments. */
 template <typename T, int D, int KQ>
-__device__ __forceinline__ void sm80b_az(float (&acc)[D / 8][4], const uint32_t (&af)[KQ][4], uint32_t zt, int z0, int lane)
+__device__ __forceinline__ void sm80b_az(float (&acc)[D / 8][4], const uint32_t (&af)[KQ][4], uint32_t zt, int z0,
+                                         int lane)
 {
     constexpr int PITCH = sm80b_row_shape<D>::PITCH;
 #pragma unroll
@@ -151,11 +153,12 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
 {
     constexpr int BM = PA_SM80_BWD_BM, BN = PA_SM80_BWD_BN, NW = PA_SM80_BWD_WARPS, NT = NW * 32;
     constexpr int PITCH = sm80b_row_shape<D>::PITCH;          /* 16-byte chunks per shared row */
-    constexpr int QH = BM / 2, NQ = QH / 8, ND = D / 8; /* half-block rows; 8-wide tiles of S^T (queries), dK/dV (dims) */
+    constexpr int QH = BM / 2, NQ = QH / 8, ND = D / 8; /* half-block rows; 8-wide tiles of S^T, of dK/dV */
     constexpr int WQM = BM / 16, WQN = NW / WQM, DQC = D / WQN; /* the dQ warp grid: rows x dims */
     constexpr int DQP = DQC <= 48 ? DQC : 32;                    /* dQ dims per pass */
     constexpr int KVB = BN * PITCH * 16, QB = BM * PITCH * 16, SB = BN * BM * 2;
-    static_assert(BN == 16 * NW && BM * 2 == 128 && WQM * WQN == NW && DQC % DQP == 0 && DQP % 16 == 0 && D % 16 == 0, "shape");
+    static_assert(BN == 16 * NW && BM * 2 == 128 && WQM * WQN == NW && DQC % DQP == 0 && DQP % 16 == 0 && D % 16 == 0,
+                  "shape");
     static_assert(2 * KVB + 4 * QB + SB + 4 * BM * 4 == PA_SM80_BWD_SMEM(D), "smem size");
 
     constexpr int O_DS = 2 * KVB + 4 * QB, O_L = O_DS + SB; /* byte offsets of dS^T and of LSE_2 / D */

@@ -69,7 +69,8 @@ extern "C" portattn_status_t pa_sm80_bwd_launch(const pa_bwd_problem *bp, void *
     portattn_status_t s = pa_fwd_fill_args(pb, &a.f, err, err_len);
     if (s) return s;
     a.dout = bp->dout.data, a.dq = bp->dq.data, a.dk = bp->dk.data, a.dv = bp->dv.data;
-    bwd_strides(a.dos, &bp->dout), bwd_strides(a.dqs, &bp->dq), bwd_strides(a.dks, &bp->dk), bwd_strides(a.dvs, &bp->dv);
+    bwd_strides(a.dos, &bp->dout), bwd_strides(a.dqs, &bp->dq);
+    bwd_strides(a.dks, &bp->dk), bwd_strides(a.dvs, &bp->dv);
     a.sqp = (int)bwd_sqp(pb), a.max_sq = (int)pb->max_seqlen_q;
     a.splits = pa_sm80_bwd_splits(bp), a.deterministic = bp->deterministic != 0;
     a.scale = pb->scale;

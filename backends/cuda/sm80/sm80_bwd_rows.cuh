@@ -45,7 +45,8 @@ __global__ void __launch_bounds__(SM80B_ROW_THREADS, 1) sm80_bwd_prep(const sm80
         float x[8], y[8];
         const int64_t col = (int64_t)h * a.dos[2] + c * 8, ocol = (int64_t)h * a.f.os[2] + c * 8;
         sm80b_unpack8<T>(*(const uint4 *)((const T *)a.dout + sm80b_row(a, a.dos[0], a.dos[1], b, s.q0 + i) + col), x);
-        sm80b_unpack8<T>(*(const uint4 *)((const T *)a.f.o + sm80b_row(a, a.f.os[0], a.f.os[1], b, s.q0 + i) + ocol), y);
+        const T *orow = (const T *)a.f.o + sm80b_row(a, a.f.os[0], a.f.os[1], b, s.q0 + i);
+        sm80b_unpack8<T>(*(const uint4 *)(orow + ocol), y);
 #pragma unroll
         for (int k = 0; k < 8; ++k) d = fmaf(x[k], y[k], d);
     }
@@ -106,9 +107,10 @@ static cudaError_t sm80_bwd_instance(const sm80_bwd_args *a, int64_t max_sk, cud
         e = sm80_smem_optin(kern, PA_SM80_BWD_SMEM(D), optin_done);
         const int64_t nkb = (max_sk + BN - 1) / BN;
         const unsigned gx = (unsigned)(a->deterministic ? a->splits : (nkb < 0x7fffffff ? nkb : 0x7fffffff));
+        const dim3 grid(gx, (unsigned)(a->f.heads / a->f.group), (unsigned)a->f.batch); /* key blocks, KV heads */
         if (e == cudaSuccess)
-            e = cudaLaunchKernel((const void *)kern, dim3(gx, (unsigned)(a->f.heads / a->f.group), (unsigned)a->f.batch),
-                                 dim3(PA_SM80_BWD_WARPS * 32), args, PA_SM80_BWD_SMEM(D), stream);
+            e = cudaLaunchKernel((const void *)kern, grid, dim3(PA_SM80_BWD_WARPS * 32), args, PA_SM80_BWD_SMEM(D),
+                                 stream);
     }
     if (e == cudaSuccess && a->sqp > 0)
         e = cudaLaunchKernel((const void *)sm80_bwd_dq<T, D>, rows_grid, dim3(SM80B_ROW_THREADS), args, 0, stream);

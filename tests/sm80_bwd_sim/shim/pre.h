@@ -157,7 +157,10 @@ static inline void sim_mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_
     }
     sim_cur_warp->bar.arrive_and_wait();
 }
-static inline void sm80_mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1, __half tag) { sim_mma(d, a, b0, b1, tag); }
+static inline void sm80_mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1, __half tag)
+{
+    sim_mma(d, a, b0, b1, tag);
+}
 static inline void sm80_mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1, __nv_bfloat16 tag)
 {
     sim_mma(d, a, b0, b1, tag);
