@@ -39,6 +39,7 @@ extern const pa_bwd_backend pa_bwd_backend_cpu; /* common/cpu_bwd.c */
 int pa_cpu_thread_count(void); /* threads of the CPU backend: PORTATTN_NUM_THREADS, else online cores */
 #ifdef PORTATTN_HAVE_CUDA
 extern const pa_backend pa_backend_cuda_sm80;
+extern const pa_bwd_backend pa_bwd_backend_cuda_sm80; /* backends/cuda/sm80/sm80_bwd_backend.c */
 #ifdef PORTATTN_HAVE_SM90
 extern const pa_backend pa_backend_cuda_sm90;
 #endif

@@ -34,6 +34,7 @@ static const pa_backend *const compiled[] = {
 /* Compiled-in backward passes (looked up by id; a backend without one is absent). */
 static const pa_bwd_backend *const compiled_bwd[] = {
 #ifdef PORTATTN_HAVE_CUDA
+    &pa_bwd_backend_cuda_sm80,
     &pa_bwd_backend_cuda_generic,
 #endif
     &pa_bwd_backend_cpu,

@@ -1,6 +1,6 @@
 /* The pinned lists (coverage.h), from what the README and each backend's supports() claim. The
  * CPU backend and cuda-generic decline nothing. The others decline every f32 case and, in f16 and
- * bf16, the cases listed. */
+ * bf16, the cases listed (forward and backward apart). */
 #include "coverage.h"
 
 #include <string.h>
@@ -41,13 +41,25 @@ static const char *const hip[] = {ODD_SHAPE_CASES, "d32", "d80", "d160", "d192_v
 
 /* The backward (cpu and cuda-generic): every case but the KV-cache and serving ones, which have no backward. */
 static const char *const bwd[] = {KV_CACHE_CASES, DECODE_DIM_CASES, SERVE_CASES, NULL};
+/* cuda-sm80's backward: head dims 64, 96 and 128 with Dqk == Dv (no padded instances), f16 and bf16 */
+static const char *const bwd_sm80[] = {KV_CACHE_CASES, DECODE_DIM_CASES, SERVE_CASES, ODD_SHAPE_CASES, "d32", "d80",
+                                       "d160", "d192_v128", "d40", "d48_causal_gqa2", "d112_varlen", "d224_causal",
+                                       "d136_v72_window", "d64_v128_varlen_causal", "d256", "d256_causal",
+                                       "varlen_softcap_d256", NULL};
 
 int coverage_expects_decline(portattn_backend_t backend, const char *name, portattn_dtype_t dtype, int backward)
 {
     const char *const *list;
     if (backward) {
-        if (backend != PORTATTN_BACKEND_CPU && backend != PORTATTN_BACKEND_CUDA_GENERIC) return -1;
-        for (list = bwd; *list; list++)
+        if (backend == PORTATTN_BACKEND_CUDA_SM80) {
+            if (dtype == PORTATTN_DTYPE_F32) return 1;
+            list = bwd_sm80;
+        } else if (backend == PORTATTN_BACKEND_CPU || backend == PORTATTN_BACKEND_CUDA_GENERIC) {
+            list = bwd;
+        } else {
+            return -1;
+        }
+        for (; *list; list++)
             if (!strcmp(*list, name)) return 1;
         return 0;
     }

@@ -1,0 +1,62 @@
+/* cuda-sm80 backward: the tile shape the backend table and the kernels share, the kernels' argument
+ * struct and the host entry points (sm80_bwd_launch.cu). Plain C, included by C and CUDA alike.
+ *
+ * A CTA owns BN keys of one KV head and keeps their K and V in shared memory; Q and dO blocks of
+ * BM rows stream past them, over every query head of the KV head's group, and dK/dV sum in
+ * registers. dQ sums in an fp32 workspace, converted to the dtype by a last kernel. */
+#ifndef PORTATTN_SM80_BWD_H
+#define PORTATTN_SM80_BWD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fwd_args.h"
+#include "portattn.h"
+
+#define PA_SM80_BWD_HAS_DIM(d) ((d) == 64 || (d) == 96 || (d) == 128)
+#define PA_SM80_BWD_BM 64   /* query rows per streamed block */
+#define PA_SM80_BWD_BN 128  /* keys per CTA block: 16 per warp */
+#define PA_SM80_BWD_WARPS 8
+/* Deterministic mode: at most this many dQ partial slices (each B x Hq x rows x D floats), and no
+ * more than this many bytes of slices beyond the first (long sequences get fewer). */
+#define PA_SM80_BWD_MAX_SPLITS 8
+#define PA_SM80_BWD_SPLIT_BYTES ((size_t)1 << 30)
+/* Dynamic shared memory: K and V (BN rows each), two buffers of Q and dO (BM rows each), dS^T
+ * (BN x BM 16-bit values) and two buffers of the rows' base-2 LSE and D. Rows are D * 2 bytes
+ * padded to a multiple of 128 (the swizzle's span). d64 80.5 KB, d96 and d128 144.5 KB: the A100
+ * (163 KB per block) and H100/H200 take all three. */
+#define PA_SM80_BWD_PITCH_BYTES(d) (((d) * 2 + 127) / 128 * 128)
+#define PA_SM80_BWD_SMEM(d)                                                                             \
+    ((2 * PA_SM80_BWD_BN + 4 * PA_SM80_BWD_BM) * PA_SM80_BWD_PITCH_BYTES(d) +                        \
+     PA_SM80_BWD_BN * PA_SM80_BWD_BM * 2 + 4 * PA_SM80_BWD_BM * 4)
+
+typedef struct sm80_bwd_args {
+    pa_fwd_args f;            /* q, k, v, o, lse, their strides, shape, masks, score map */
+    const void *dout;
+    void *dq, *dk, *dv;
+    int64_t dos[3], dqs[3], dks[3], dvs[3]; /* element strides (batch, seq, head); dim stride is 1 */
+    /* Workspace, per (slice, batch, query head) `sqp` rows: the rows' LSE in base 2 (+inf for a row
+     * that saw no key or a padding row, so that its P is 0), D = rowsum(dO * O), the fp32 dQ sums. */
+    float *lse2, *delta, *dq_acc;
+    int sqp;          /* rows per (batch, head): the longest sequence rounded up to BM */
+    int max_sq;       /* query rows of a sequence past this are left alone (varlen, as FlashAttention) */
+    int splits;       /* dQ slices: 1, or the deterministic mode's count */
+    int deterministic;
+    float scale;      /* softmax scale: dQ and dK are scale * (dS K), scale * (dS^T Q) */
+} sm80_bwd_args;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+struct pa_bwd_problem;
+/* dQ slices of a call: 1, or in deterministic mode enough key-block groups to fill the device. */
+int pa_sm80_bwd_splits(const struct pa_bwd_problem *bp);
+/* Workspace bytes of a call (never 0 for a call with query rows). */
+size_t pa_sm80_bwd_workspace(const struct pa_bwd_problem *bp);
+/* The three launches on the caller's stream; supports() ran before. */
+portattn_status_t pa_sm80_bwd_launch(const struct pa_bwd_problem *bp, void *stream, char *err, size_t err_len);
+#ifdef __cplusplus
+}
+#endif
+
+#endif
