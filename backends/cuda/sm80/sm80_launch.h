@@ -9,8 +9,8 @@
 /* Instances: head dim x {f16, bf16}; a call runs on the smallest instance that holds both of its head
  * dims (pa_fwd_instance_dim: Dqk != Dv and every multiple of 8 up to 256). The list is FlashAttention-2's
  * less d96 and d224, which run on d128 and d256 at 3/4 and 7/8 of their columns: a d96 instance of its
- * own (4 warps at 32-key tiles, since 64-key tiles spilled; or 8 warps of one tile) ran 12-25% slower
- * than d96 on d128 (H200, sm80 forced). Warps split the CTA's BM = 128 query rows; each warp owns its
+ * own (4 warps at 32-key tiles, since 64-key tiles spilled) ran d80 and d96 8-11% slower than the d128
+ * instance does (H200, sm80 forced), and one of 8 warps of one tile slower still. Warps split the CTA's BM = 128 query rows; each warp owns its
  * rows in full. d32, d64 and d128 have 4 warps of two 16-row MMA tiles, so each K and V fragment read
  * from shared memory feeds two MMAs (d32 with 128-key tiles, FlashAttention-2's shape, 11-13% faster
  * than 64). d160..d256 have 8 warps of one tile (the O accumulator of two would not fit beside S) and a
