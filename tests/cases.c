@@ -37,6 +37,9 @@ const tcase test_cases[] = {
     {"d80_decode_paged16_gqa4", 2, 1, 300, 8, 2,  80,  80,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 16, 1, 0, 0, 0, 0},
     {"d200_decode_split_causal", 1, 4, 700, 4, 1, 200, 200, 1,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 0,  1, 0, 5, 0, 0},
     {"d32_v96_decode_append2", 2, 2, 100,  4, 2,  32,  96,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 0,  1, 2, 0, 0, 0},
+    /* padded layouts: a store past Dv (into the padding) fails; 96/160 runs two d256 launches on HIP */
+    {"d192_padded",         1, 100,  130,  2, 2,  192, 192, 0,    U,  U,  0,    0,    LAYOUT_PADDED,  0, 1, 0, 0, 0, 0, 0, 0, 0},
+    {"d96_v160_padded",     2, 60,   75,   2, 2,  96,  160, 0,    U,  U,  0,    0,    LAYOUT_PADDED,  0, 1, 0, 0, 0, 0, 0, 0, 0},
     {"d59_v37_odd",         2, 45,   61,   3, 1,  59,  37,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 0, 0, 0, 0, 0, 0},
     {"window_32_0",         1, 257,  257,  4, 4,  64,  64,  0,    32, 0,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 0, 0, 0, 0, 0, 0},
     {"window_16_8_sq100_sk300", 2, 100, 300, 2, 2, 64,  64,  0,    16, 8,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 0, 0, 0, 0, 0, 0},

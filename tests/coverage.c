@@ -24,7 +24,8 @@
 /* cuda-sm100's instances take d64 and d128 with Dqk == Dv only */
 #define SM100_DIM_CASES                                                                                      \
     "d32", "d80", "d160", "d192_v128", "d96", "d40", "d48_causal_gqa2", "d112_varlen", "d224_causal",          \
-        "d136_v72_window", "d64_v128_varlen_causal", "d256", "d256_causal", "varlen_softcap_d256"
+        "d136_v72_window", "d64_v128_varlen_causal", "d192_padded", "d96_v160_padded", "d256", "d256_causal",      \
+        "varlen_softcap_d256"
 /* The KV-cache cases with head dims between the decode kernel's instances */
 #define DECODE_DIM_CASES "d80_decode_paged16_gqa4", "d200_decode_split_causal", "d32_v96_decode_append2"
 
@@ -35,9 +36,7 @@ static const char *const sm80[] = {ODD_SHAPE_CASES, SERVE_CASES, NULL};
     "single", "sq7_sk17", "sk0_masked", "sink1_decode_gqa4", DECODE_DIM_CASES, KV_CACHE_CASES, SERVE_CASES
 static const char *const sm90[] = {ODD_SHAPE_CASES, SM90_DECODE_CASES, NULL};
 static const char *const sm100[] = {ODD_SHAPE_CASES, SM90_DECODE_CASES, SM100_DIM_CASES, NULL};
-static const char *const hip[] = {ODD_SHAPE_CASES, "d32", "d80", "d160", "d192_v128", "d96", "d40", "d48_causal_gqa2",
-                                  "d112_varlen", "d224_causal", "d136_v72_window", "d64_v128_varlen_causal",
-                                  DECODE_DIM_CASES, KV_CACHE_CASES, SERVE_CASES, NULL};
+static const char *const hip[] = {ODD_SHAPE_CASES, DECODE_DIM_CASES, KV_CACHE_CASES, SERVE_CASES, NULL};
 
 /* The backward (cpu and cuda-generic): every case but the KV-cache and serving ones, which have no backward. */
 static const char *const bwd[] = {KV_CACHE_CASES, DECODE_DIM_CASES, SERVE_CASES, NULL};

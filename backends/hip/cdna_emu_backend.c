@@ -3,6 +3,8 @@
  * NVIDIA GPU so that the case table can check it against the CPU reference. It takes a call only
  * when forced by params->backend, so the selector never picks an emulation for real work. */
 #include "backend.h"
+#include "cdna_entries.h"
+#include "cdna_grid.h"
 #include "hip_shape.h"
 #include "cuda_host.h"
 #include "sm80_launch.h"
@@ -23,8 +25,8 @@ static int emu_supports(const pa_problem *pb, char *kernel, size_t kernel_len, c
     const portattn_fwd_params_t *p = &pb->p;
     if (p->backend != PORTATTN_BACKEND_HIP_CDNA)
         return REFUSE("the hip-cdna emulation runs only when forced by params->backend");
-    static const int dims[] = {64, 128, 256};
-    if (!pa_hip_shape_ok(pb, "cdna-emu", pb->p.head_dim_qk == 256 ? "128x32,2x128 columns" : "128x32", dims, 3, kernel,
+    static const int dims[] = {PA_CDNA_DIMS};
+    if (!pa_hip_shape_ok(pb, "cdna-emu", PA_CDNA_BM, PA_CDNA_BN, dims, (int)(sizeof dims / sizeof *dims), kernel,
                          kernel_len, why, why_len))
         return 0;
     return pa_hip_nothing_to_do(pb) || pa_sm80_prefill_ptrs_ok(pb, why, why_len);

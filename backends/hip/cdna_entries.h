@@ -1,8 +1,9 @@
 /* The hip-cdna kernel instances, one list for every place that names them: the hipcc entry points
  * (cdna_fwd.hip), the host's lookup and launches (hip_backend.c), the code-object check
  * (tests/test_hip_code_objects.c) and the CPU-simulated device (tests/hip_fake). Plain C.
- * X(name, bf16, head dim, output columns, first output column): a call of head dim d launches every
- * instance of its d and dtype (d256: two, one per half of the output columns). */
+ * X(name, bf16, head dim, output columns, first output column): a call runs on the smallest head dim
+ * here that holds its Dqk and Dv (pa_fwd_instance_dim) and launches every instance of that dim and
+ * its dtype whose first output column is below its Dv (d256: one per half of the output columns). */
 #ifndef PORTATTN_CDNA_ENTRIES_H
 #define PORTATTN_CDNA_ENTRIES_H
 
@@ -16,5 +17,7 @@
     X(pa_cdna_fwd_f16_d256_hi, 0, 256, 128, 128)                                                             \
     X(pa_cdna_fwd_bf16_d256_hi, 1, 256, 128, 128)
 #define PA_CDNA_ENTRY_COUNT 8
+/* The head dims above, ascending: the instances a call may run on (pa_fwd_instance_dim). */
+#define PA_CDNA_DIMS 64, 128, 256
 
 #endif

@@ -9,7 +9,8 @@
 #include "fwd_resolve.h"
 #endif
 
-/* Every instance of cdna_entries.h for this head dim and dtype, as hip_backend.c launches them. */
+/* Every instance of cdna_entries.h of head dim d (the one serving the call, pa_fwd_instance_dim) and
+ * this dtype that holds some of the call's output columns, as hip_backend.c launches them. */
 extern "C" cudaError_t pa_hip_cdna_emu_launch(const pa_fwd_args *a, int bf16, int d, int64_t max_sq, cudaStream_t stream)
 {
     unsigned g[3];
@@ -17,9 +18,9 @@ extern "C" cudaError_t pa_hip_cdna_emu_launch(const pa_fwd_args *a, int bf16, in
     pa_fwd_args arg = *a;
     void *args[] = {&arg};
     cudaError_t e = cudaSuccess;
-#define LAUNCH(name, b16, dqk, dv, c0)                                                                        \
-    if (e == cudaSuccess && dqk == d && b16 == bf16)                                                         \
-        e = cudaLaunchKernel((const void *)pa_cdna_fwd<b16 != 0, dqk, dv, c0>, dim3(g[0], g[1], g[2]), dim3(PA_CDNA_THREADS), \
+#define LAUNCH(name, b16, dk, dn, c0)                                                                         \
+    if (e == cudaSuccess && dk == d && b16 == bf16 && c0 < a->dv)                                             \
+        e = cudaLaunchKernel((const void *)pa_cdna_fwd<b16 != 0, dk, dn, c0>, dim3(g[0], g[1], g[2]), dim3(PA_CDNA_THREADS), \
                              args, 0, stream);
     PA_CDNA_ENTRIES(LAUNCH)
 #undef LAUNCH
@@ -34,8 +35,9 @@ extern "C" portattn_status_t pa_hip_cdna_emu_run(const pa_problem *pb, void *str
     pa_fwd_args a; /* the same resolved arguments as the CUDA kernels */
     portattn_status_t st = pa_fwd_fill_args(pb, &a, err, err_len);
     if (st) return st;
-    cudaError_t e = pa_hip_cdna_emu_launch(&a, p->dtype == PORTATTN_DTYPE_BF16, (int)p->head_dim_qk, pb->max_seqlen_q,
-                                           (cudaStream_t)stream);
+    static const int dims[] = {PA_CDNA_DIMS};
+    const int d = pa_fwd_instance_dim(dims, (int)(sizeof dims / sizeof *dims), a.dqk, a.dv);
+    cudaError_t e = pa_hip_cdna_emu_launch(&a, p->dtype == PORTATTN_DTYPE_BF16, d, pb->max_seqlen_q, (cudaStream_t)stream);
     if (e != cudaSuccess) return pa_cuda_status(e, "hip-cdna (emulated): kernel launch", err, err_len);
     return PORTATTN_SUCCESS;
 }

@@ -10,7 +10,10 @@
  * operand of S^T; K is read as A with one 16-byte read per two MFMA k-steps (KPack 8, the same k
  * permutation as Q's registers); V^T's A operand is gathered with four 2-byte reads per step.
  *
- * Head dims 64, 128 and 256 (d256 as two launches of 128 output columns each, see below).
+ * Instances of head dims 64, 128 and 256 (d256 as two launches of 128 output columns each, see below)
+ * serve every call whose head dims are multiples of 8 up to theirs: columns past the call's Dqk (Q, K)
+ * and Dv (V) are never loaded and read as zeros, so S and the LSE are exact, and O's columns past Dv
+ * (zeros) are never stored.
  * NOT YET RUN on a GPU: compiled for gfx90a/gfx940 (T0) and ISA-gated (T1); T3 on the CPU (the case
  * table through the hip-cdna backend against tests/hip_fake's simulated gfx90a); the nvcc emulated
  * build (cdna_fwd_emu.cu) compiles and has not run on the H200. */
@@ -83,9 +86,11 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
 #pragma unroll
             for (int g = 0; g < DQK / 16; ++g)
 #pragma unroll
-                for (int t = 0; t < 2; ++t)
+                for (int t = 0; t < 2; ++t) {
+                    const int col = 16 * g + 8 * (lane / 32) + 4 * t; /* 4 columns of one 8-column chunk */
 #pragma unroll
-                    for (int i = 0; i < 4; ++i) qf[2 * g + t].h[i] = ok ? qr[16 * g + 8 * (lane / 32) + 4 * t + i] : 0;
+                    for (int i = 0; i < 4; ++i) qf[2 * g + t].h[i] = ok && col < a.dqk ? qr[col + i] : 0;
+                }
         }
 
         pa_acc32 o[DV / 32];
@@ -96,7 +101,8 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
         float mrow = -INFINITY, lsum = 0.f;
 
         for (int n = n_lo; n < n_hi; ++n) {
-            /* K and V tiles into LDS, 16 bytes a thread a pass; keys past the sequence read as zeros. */
+            /* K and V tiles into LDS, 16 bytes a thread a pass; keys past the sequence and columns past
+             * the call's head dims read as zeros. */
             __syncthreads();
             if constexpr (CHK == CHV) { /* one pass loop for both */
 #pragma unroll
@@ -104,8 +110,8 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
                     const int r = p * RPPK + tid / CHK, c = tid % CHK, key = n * PA_CDNA_BN + r;
                     uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
                     if (key < sk) {
-                        kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * c);
-                        vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * c);
+                        if (8 * c < a.dqk) kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * c);
+                        if (C0 + 8 * c < a.dv) vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * c);
                     }
                     const int off = pa_lds_chunk_addr(&lm, r, c, CHK) / 2;
                     *(uint4 *)(sk_t + off) = kv;
@@ -116,14 +122,14 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
                 for (int p = 0; p < PA_CDNA_BN / RPPK; ++p) {
                     const int r = p * RPPK + tid / CHK, c = tid % CHK, key = n * PA_CDNA_BN + r;
                     uint4 kv = make_uint4(0, 0, 0, 0);
-                    if (key < sk) kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * c);
+                    if (key < sk && 8 * c < a.dqk) kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * c);
                     *(uint4 *)(sk_t + pa_lds_chunk_addr(&lm, r, c, CHK) / 2) = kv;
                 }
 #pragma unroll
                 for (int p = 0; p < PA_CDNA_BN / RPPV; ++p) {
                     const int r = p * RPPV + tid / CHV, c = tid % CHV, key = n * PA_CDNA_BN + r;
                     uint4 vv = make_uint4(0, 0, 0, 0);
-                    if (key < sk) vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * c);
+                    if (key < sk && C0 + 8 * c < a.dv) vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * c);
                     *(uint4 *)(sv_t + pa_lds_chunk_addr(&lm, r, c, CHV) / 2) = vv;
                 }
             }
@@ -195,7 +201,7 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
         }
 
         /* Epilogue: the two half-waves' row sums (2^15 too large, as O), one normalisation, O^T registers 4m..4m+3 of column
-         * block c are head-dim elements 32c + 8m + 4 (lane / 32) .. +3 of this lane's query. */
+         * block c are head-dim elements 32c + 8m + 4 (lane / 32) .. +3 of this lane's query (none stored past Dv). */
         const float l = lsum + PA_XOR32(lsum);
         const float inv = l > 0.f ? 1.f / l : 0.f;
         if (qrow < sq) {
@@ -204,6 +210,7 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
             for (int c = 0; c < DV / 32; ++c)
 #pragma unroll
                 for (int m = 0; m < 4; ++m) {
+                    if (C0 + 32 * c + 8 * m >= a.dv) continue;
                     uint16_t v4[4];
 #pragma unroll
                     for (int r = 0; r < 4; ++r) v4[r] = l == 0.f ? 0 : pa_from_f32<BF16>(o[c].r[4 * m + r] * inv);

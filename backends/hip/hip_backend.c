@@ -25,8 +25,9 @@
 #define HIP_MAX_DEVICES 64
 #define HIP_MAX_ENTRIES 12
 
-/* A kernel instance: a call launches every instance of its head dim and dtype, in list order. */
-typedef struct hip_entry { const char *name; int bf16, d; } hip_entry;
+/* A kernel instance: a call launches, in list order, every instance of its dtype and of the head dim
+ * that serves it (pa_fwd_instance_dim) whose first output column c0 is below the call's Dv. */
+typedef struct hip_entry { const char *name; int bf16, d, c0; } hip_entry;
 
 typedef struct hip_module {
     int state; /* 0 untried, 1 loaded, -1 no usable code object */
@@ -38,27 +39,28 @@ typedef struct hip_module {
 
 /* One kernel family: its code objects, instances, launch shape and shapes it takes. */
 typedef struct hip_family {
-    const char *tag, *tile, *archs_option;
+    const char *tag, *archs_option;
     const pa_hip_code_object *objects;
     const int *object_count;
     const hip_entry *entries;
-    int entry_count, threads, rows_per_block;
+    int entry_count, threads, rows_per_block, keys_per_tile;
     const int *dims;
     int ndims;
     hip_module mod[HIP_MAX_DEVICES];
 } hip_family;
 
-#define HIP_ENTRY5(name, bf16, dqk, dv, c0) {#name, bf16, dqk},
+#define HIP_ENTRY5(name, bf16, dqk, dv, c0) {#name, bf16, dqk, c0},
 static const hip_entry cdna_entries[] = {PA_CDNA_ENTRIES(HIP_ENTRY5)};
 static const hip_entry rdna3_entries[] = {PA_RDNA3_ENTRIES(HIP_ENTRY5)};
-static const int cdna_dims[] = {64, 128, 256}, rdna3_dims[] = {64, 128, 256};
+static const int cdna_dims[] = {PA_CDNA_DIMS}, rdna3_dims[] = {PA_RDNA3_DIMS};
 _Static_assert(PA_CDNA_ENTRY_COUNT <= HIP_MAX_ENTRIES && PA_RDNA3_ENTRY_COUNT <= HIP_MAX_ENTRIES, "entries");
 
-static hip_family g_cdna = {"cdna", "128x32", "PORTATTN_HIP_CDNA_ARCHS", pa_cdna_code_objects, &pa_cdna_code_object_count,
-                            cdna_entries, PA_CDNA_ENTRY_COUNT, PA_CDNA_THREADS, PA_CDNA_BM, cdna_dims, 3, {{0}}};
-static hip_family g_rdna3 = {"rdna3", "64x16", "PORTATTN_HIP_RDNA3_ARCHS", pa_rdna3_code_objects,
-                             &pa_rdna3_code_object_count, rdna3_entries, PA_RDNA3_ENTRY_COUNT, PA_RDNA3_THREADS,
-                             PA_RDNA3_BM, rdna3_dims, 3, {{0}}};
+static hip_family g_cdna = {"cdna", "PORTATTN_HIP_CDNA_ARCHS", pa_cdna_code_objects, &pa_cdna_code_object_count,
+                            cdna_entries, PA_CDNA_ENTRY_COUNT, PA_CDNA_THREADS, PA_CDNA_BM, PA_CDNA_BN, cdna_dims,
+                            (int)(sizeof cdna_dims / sizeof *cdna_dims), {{0}}};
+static hip_family g_rdna3 = {"rdna3", "PORTATTN_HIP_RDNA3_ARCHS", pa_rdna3_code_objects, &pa_rdna3_code_object_count,
+                             rdna3_entries, PA_RDNA3_ENTRY_COUNT, PA_RDNA3_THREADS, PA_RDNA3_BM, PA_RDNA3_BN,
+                             rdna3_dims, (int)(sizeof rdna3_dims / sizeof *rdna3_dims), {{0}}};
 static pthread_mutex_t g_mod_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void hip_load(const pa_hip_rt *rt, const hip_family *f, hip_module *m)
@@ -131,10 +133,9 @@ static int hip_probe(hip_family *f, char *detail, size_t detail_len)
 static int hip_supports(hip_family *f, const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    char tile[48];
-    snprintf(tile, sizeof tile, "%s%s", f->tile,
-             p->head_dim_qk != 256 ? "" : ",2x128 columns");
-    if (!pa_hip_shape_ok(pb, f->tag, tile, f->dims, f->ndims, kernel, kernel_len, why, why_len)) return 0;
+    if (!pa_hip_shape_ok(pb, f->tag, f->rows_per_block, f->keys_per_tile, f->dims, f->ndims, kernel, kernel_len, why,
+                         why_len))
+        return 0;
     if (pa_hip_nothing_to_do(pb)) return 1;
     const pa_hip_rt *rt;
     int dev;
@@ -163,9 +164,10 @@ static portattn_status_t hip_run(hip_family *f, const pa_problem *pb, void *stre
     unsigned g[3];
     pa_hip_grid(a.batch, a.heads, pb->max_seqlen_q, f->rows_per_block, g);
     void *args[] = {&a};
-    const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
+    const int bf16 = p->dtype == PORTATTN_DTYPE_BF16, d = pa_fwd_instance_dim(f->dims, f->ndims, a.dqk, a.dv);
     for (int k = 0; k < f->entry_count; k++) {
-        if (f->entries[k].d != p->head_dim_qk || f->entries[k].bf16 != bf16) continue;
+        const hip_entry *ent = &f->entries[k];
+        if (ent->d != d || ent->bf16 != bf16 || ent->c0 >= a.dv) continue; /* columns from c0 on: none of the call's */
         const pa_hip_err e = rt->ModuleLaunchKernel(m->fn[k], g[0], g[1], g[2], (unsigned)f->threads, 1, 1, 0, stream, args, NULL);
         if (e != PA_HIP_SUCCESS) {
             (void)rt->GetLastError();

@@ -11,21 +11,15 @@
 
 int pa_hip_nothing_to_do(const pa_problem *pb) { return pb->p.batch <= 0 || pb->max_seqlen_q <= 0; }
 
-int pa_hip_shape_ok(const pa_problem *pb, const char *tag, const char *tile, const int *dims, int ndims, char *kernel,
+int pa_hip_shape_ok(const pa_problem *pb, const char *tag, int bm, int bn, const int *dims, int ndims, char *kernel,
                     size_t kernel_len, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
     const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
     if (!dt) return REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
-    const int64_t d = p->head_dim_qk;
-    int dim_ok = 0;
-    char list[64] = "";
-    for (int i = 0; i < ndims; i++) {
-        dim_ok |= d == dims[i];
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", i ? ", " : "", dims[i]);
-    }
-    if (p->head_dim_v != d || !dim_ok)
-        return REFUSE("head dims %lld/%lld: instances take %s with Dqk == Dv", (long long)d, (long long)p->head_dim_v, list);
+    char who[24];
+    snprintf(who, sizeof who, "hip-%s", tag);
+    if (!pa_fwd_dims_ok(dims, ndims, pb, who, why, why_len)) return 0;
     if (pb->kv_cache) return REFUSE("KV cache: not in this kernel");
     if (p->seqlen_q > (1 << 30) - 1 || p->seqlen_k > (1 << 30) - 1)
         return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
@@ -33,6 +27,13 @@ int pa_hip_shape_ok(const pa_problem *pb, const char *tag, const char *tile, con
         return REFUSE("batch %lld x heads %lld over the grid", (long long)p->batch, (long long)p->heads_q);
     if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
     if (!pa_hip_nothing_to_do(pb) && !pa_fwd_layouts_ok(pb, why, why_len)) return 0;
-    if (kernel && kernel_len) pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "%s<%s,d%lld,%s>", tag, dt, (long long)d, tile);
+    const int d = pa_fwd_instance_dim(dims, ndims, p->head_dim_qk, p->head_dim_v);
+    if (kernel && kernel_len) {
+        pa_kernel_name(kernel, kernel_len, tag, dt, d, pb, bm, bn);
+        const size_t n = strlen(kernel);
+        if (d > PA_HIP_LAUNCH_COLS && n && kernel[n - 1] == '>') /* the launches, one per 128 columns of Dv */
+            snprintf(kernel + n - 1, kernel_len - (n - 1), ",%dx%d columns>",
+                     (int)((p->head_dim_v + PA_HIP_LAUNCH_COLS - 1) / PA_HIP_LAUNCH_COLS), PA_HIP_LAUNCH_COLS);
+    }
     return 1;
 }

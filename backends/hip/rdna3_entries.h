@@ -1,7 +1,8 @@
 /* The hip-rdna3 kernel instances, one list for the hipcc entry points (rdna3_fwd.hip), the host's
  * lookup and launches (hip_backend.c), the code-object check and the CPU-simulated device. Plain C.
- * X(name, bf16, head dim, output columns, first output column), as cdna_entries.h: a call of head
- * dim d launches every instance of its d and dtype (d256: two, one per half of the columns). */
+ * X(name, bf16, head dim, output columns, first output column), as cdna_entries.h: a call runs on
+ * the smallest head dim that holds its Dqk and Dv, one launch per instance of that dim and dtype whose
+ * first output column is below its Dv (d256: one per half of the columns). */
 #ifndef PORTATTN_RDNA3_ENTRIES_H
 #define PORTATTN_RDNA3_ENTRIES_H
 
@@ -15,5 +16,7 @@
     X(pa_rdna3_fwd_f16_d256_hi, 0, 256, 128, 128)                                                            \
     X(pa_rdna3_fwd_bf16_d256_hi, 1, 256, 128, 128)
 #define PA_RDNA3_ENTRY_COUNT 8
+/* The head dims above, ascending: the instances a call may run on (pa_fwd_instance_dim). */
+#define PA_RDNA3_DIMS 64, 128, 256
 
 #endif

@@ -5,7 +5,8 @@
 #include "rdna3_fwd_kernel.h"
 #include "hip_grid.h"
 
-/* Every instance of rdna3_entries.h for this head dim and dtype, as hip_backend.c launches them. */
+/* Every instance of rdna3_entries.h of head dim d (the one serving the call, pa_fwd_instance_dim) and
+ * this dtype that holds some of the call's output columns, as hip_backend.c launches them. */
 extern "C" cudaError_t pa_hip_rdna3_emu_launch(const pa_fwd_args *a, int bf16, int d, int64_t max_sq, cudaStream_t stream)
 {
     unsigned g[3];
@@ -17,9 +18,9 @@ extern "C" cudaError_t pa_hip_rdna3_emu_launch(const pa_fwd_args *a, int bf16, i
     /* d256 is left out: its 44 KiB of LDS plus the emulation's scratch pass CUDA's 48 KiB of static
      * shared memory (it runs on the CPU simulation, tests/hip_fake); its entries name a d64 stand-in
      * so that the list compiles */
-#define LAUNCH(name, b16, dqk, dv, c0)                                                                        \
-    if (e == cudaSuccess && dqk == d && b16 == bf16)                                                         \
-        e = cudaLaunchKernel((const void *)pa_rdna3_fwd<b16 != 0, dqk < 256 ? dqk : 64, dqk < 256 ? dv : 64, dqk < 256 ? c0 : 0>, grid, \
+#define LAUNCH(name, b16, dk, dn, c0)                                                                         \
+    if (e == cudaSuccess && dk == d && b16 == bf16 && c0 < a->dv)                                             \
+        e = cudaLaunchKernel((const void *)pa_rdna3_fwd<b16 != 0, dk < 256 ? dk : 64, dk < 256 ? dn : 64, dk < 256 ? c0 : 0>, grid, \
                              block, args, 0, stream);
     if (d == 256) return cudaErrorNotSupported;
     PA_RDNA3_ENTRIES(LAUNCH)

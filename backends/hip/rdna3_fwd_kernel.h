@@ -13,6 +13,10 @@
  * exchanges), in the key order of pa_wmma_pv_key; V^T's A operand is gathered in that order, one
  * 2-byte LDS read per key. O^T stays in VGPRs (DV / 2 per lane).
  *
+ * Instances of head dims 64, 128 and 256 serve every call whose head dims are multiples of 8 up to
+ * theirs: Q/K columns past the call's Dqk and V columns past its Dv are never loaded and read as
+ * zeros (S and the LSE exact), O's columns past Dv are never stored.
+ *
  * Register budget: written for clang-15, which gives a gfx1100 wave at most 128 VGPRs (observed:
  * amdgpu_num_vgpr(256) and waves_per_eu(1, 1) change nothing). Hence Q^T is read from LDS rather than
  * kept in registers, the key tile is one WMMA block, per-lane addresses are recomputed from pa_opaque
@@ -78,7 +82,8 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
 
         /* The block's Q rows into LDS (same layout and store pattern as the K/V tiles): Q^T, the B
          * operand of S^T, is read from there at every k-step (at k-step g lanes l and l ^ 16 hold
-         * head-dim elements 16g .. 16g + 15 of query l % 16). Rows past the sequence read as zeros. */
+         * head-dim elements 16g .. 16g + 15 of query l % 16). Rows past the sequence and columns past
+         * the call's Dqk read as zeros. */
         __syncthreads(); /* the previous row block's waves are done with sq_t */
         {
             const unsigned tq = (unsigned)pa_opaque(tid); /* addresses not hoisted out of the row-block loop */
@@ -86,7 +91,7 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
             for (int p = 0; p < PA_RDNA3_BM / RPP; ++p) {
                 const int r = p * RPP + (int)(tq / CH), c = (int)(tq % CH), row = m0 + r;
                 uint4 qv = make_uint4(0, 0, 0, 0);
-                if (row < sq) qv = *(const uint4 *)(qh + (int64_t)row * a.qs[1] + 8 * c);
+                if (row < sq && 8 * c < a.dqk) qv = *(const uint4 *)(qh + (int64_t)row * a.qs[1] + 8 * c);
                 *(uint4 *)((char *)sq_t + pa_lds_rdna3_store_addr(&lo, &hi, (int)(tq % PA_WAVE32), p * PA_RDNA3_WAVES + (int)(tq / PA_WAVE32), CH)) = qv;
             }
         }
@@ -105,7 +110,8 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
             const int tl = (int)(tt % PA_WAVE32), tw = (int)(tt / PA_WAVE32), th = tl / 16;
             const int tr = (int)(tt / CH), tc = (int)(tt % CH);
 
-            /* K and V tiles into LDS, 16 bytes a thread a pass; keys past the sequence read as zeros. */
+            /* K and V tiles into LDS, 16 bytes a thread a pass; keys past the sequence and columns past
+             * the call's head dims read as zeros. */
             __syncthreads();
             if constexpr (CH == CHV) { /* one pass loop for both */
 #pragma unroll
@@ -113,8 +119,8 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
                     const int r = p * RPP + tr, c = tc, key = n * PA_RDNA3_BN + r;
                     uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
                     if (key < sk) {
-                        kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * c);
-                        vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * c);
+                        if (8 * c < a.dqk) kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * c);
+                        if (C0 + 8 * c < a.dv) vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * c);
                     }
                     /* (row r, chunk c) is pass p * WAVES + wave of pa_lds_rdna3_store_addr for this lane */
                     const int off = pa_lds_rdna3_store_addr(&lo, &hi, tl, p * PA_RDNA3_WAVES + tw, CH);
@@ -126,7 +132,7 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
                 for (int p = 0; p < PA_RDNA3_BN / RPP; ++p) {
                     const int r = p * RPP + tr, key = n * PA_RDNA3_BN + r;
                     uint4 kv = make_uint4(0, 0, 0, 0);
-                    if (key < sk) kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * tc);
+                    if (key < sk && 8 * tc < a.dqk) kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * tc);
                     *(uint4 *)((char *)sk_t + pa_lds_rdna3_store_addr(&lo, &hi, tl, p * PA_RDNA3_WAVES + tw, CH)) = kv;
                 }
                 const int trv = (int)(tt / CHV), tcv = (int)(tt % CHV);
@@ -134,7 +140,7 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
                 for (int p = 0; p < PA_RDNA3_BN / RPPV; ++p) {
                     const int r = p * RPPV + trv, key = n * PA_RDNA3_BN + r;
                     uint4 vv = make_uint4(0, 0, 0, 0);
-                    if (key < sk) vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * tcv);
+                    if (key < sk && C0 + 8 * tcv < a.dv) vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * tcv);
                     *(uint4 *)((char *)sv_t + pa_lds_rdna3_store_addr(&lo, &hi, tl, p * PA_RDNA3_WAVES + tw, CHV)) = vv;
                 }
             }
@@ -242,7 +248,8 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
 
         /* Epilogue: the two half-waves' row sums, one normalisation. Reg r of O^T block c is head-dim
          * 16c + 2r + lane / 16; after 4 exchanges per block lane half 0 holds dims 16c .. 16c + 7 and
-         * half 1 dims 16c + 8 .. 16c + 15 of the query, written as one 16-byte store. */
+         * half 1 dims 16c + 8 .. 16c + 15 of the query, written as one 16-byte store (none past Dv; the
+         * exchanges still run in every lane). */
         const float l = lsum + __uint_as_float(PA_XOR16(__float_as_uint(lsum)));
         const float inv = l > 0.f ? 1.f / l : 0.f;
         uint16_t *orow = oh + (int64_t)(qrow < sq ? qrow : 0) * a.os[1];
@@ -256,7 +263,7 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
                 const float got = __uint_as_float(PA_XOR16(__float_as_uint(give))); /* dim 16c + 8 hl + 2i + 1 - hl */
                 w[i] = l == 0.f ? 0u : hl ? pa_pack2<BF16>(got, mine) : pa_pack2<BF16>(mine, got);
             }
-            if (qrow < sq) *(uint4 *)(orow + 16 * c + 8 * hl) = make_uint4(w[0], w[1], w[2], w[3]);
+            if (qrow < sq && C0 + 16 * c + 8 * hl < a.dv) *(uint4 *)(orow + 16 * c + 8 * hl) = make_uint4(w[0], w[1], w[2], w[3]);
         }
         if (qrow < sq) {
             if (C0 == 0 && a.lse && hl == 0) {

@@ -4,7 +4,7 @@
 // thread-per-lane launch (one std::thread per GPU thread, the block barrier and one std::barrier per
 // wave for the emulation's named barriers), the double-precision reference and the checker.
 // A kernel is described by SimKernel: rows per workgroup, threads per workgroup, wave size and a
-// function running one thread of it.
+// function running one thread of it (every launch a call makes, as the host backend does).
 #pragma once
 #include <chrono>
 #include <cstdlib>
@@ -25,8 +25,16 @@ struct SimKernel {
     int block_m;  // query rows per workgroup (the grid's x extent divides max_seqlen_q by it)
     int threads;  // threads per workgroup
     int wave;     // threads per wave (64 CDNA, 32 RDNA3)
-    void (*run)(const pa_fwd_args &a, bool bf16, int d); // one thread of the kernel
+    void (*run)(const pa_fwd_args &a, bool bf16, int d); // one thread of every launch of instance d
+    std::vector<int> dims; // the instances' head dims, ascending (PA_CDNA_DIMS, PA_RDNA3_DIMS)
 };
+
+// The instance that serves head dims dqk/dv, as pa_hip_instance_dim (backends/hip/hip_shape.c) picks it.
+static int sim_instance_dim(const SimKernel &k, int dqk, int dv) {
+    for (int d : k.dims)
+        if (d >= std::max(dqk, dv)) return d;
+    return 0;
+}
 
 static float h2f(uint16_t b, bool bf) {
     if (bf) return __uint_as_float((uint32_t)b << 16);
@@ -40,6 +48,7 @@ static uint16_t f2h(float x, bool bf) {
 struct Case {
     const char *name;
     int B, H, Hk, sq, sk, D; bool bf; bool causal; long wl, wr; float scale, softcap;
+    int Dv = 0; // head dim of V and O (0: D); the kernel runs on the instance holding both
     bool varlen; std::vector<int> lq, lk; // varlen lengths
     int max_sq_override = 0; // 0: true max
     int pad = 8; // extra elements in head stride
@@ -62,26 +71,31 @@ static void shape_sinks(const Case &c, std::vector<uint16_t> &q, std::vector<uin
                 if (j == (int64_t)s * c.sk / c.sinks) score = -0.5 * s;
             for (int h = 0; h < c.Hk; ++h) {
                 k[b * bsk + j * ssk + h * hsk] = f2h((float)(score / (4.0 * c.scale)), c.bf);
-                for (int d = 0; d < c.D; ++d) v[b * bsk + j * ssk + h * hsk + d] = f2h((float)(1.0 + 0.5 * u(rng)), c.bf);
+                for (int d = 0; d < c.Dv; ++d) v[b * bsk + j * ssk + h * hsk + d] = f2h((float)(1.0 + 0.5 * u(rng)), c.bf);
             }
         }
     }
 }
 
-static int run_case(const Case &c, unsigned seed, const SimKernel &kern) {
+static int run_case(const Case &c0, unsigned seed, const SimKernel &kern) {
+    Case c = c0;
+    if (!c.Dv) c.Dv = c.D;
     std::mt19937 rng(seed);
     std::normal_distribution<float> nd(0.f, 1.f);
-    const int B = c.B, H = c.H, Hk = c.Hk, D = c.D;
+    const int B = c.B, H = c.H, Hk = c.Hk, D = c.D, Dv = c.Dv, W = std::max(D, Dv); // W: columns a head holds
     int totq, totk; std::vector<int> cuq(B + 1, 0), cuk(B + 1, 0);
     if (c.varlen) {
         for (int b = 0; b < B; ++b) cuq[b + 1] = cuq[b] + c.lq[b], cuk[b + 1] = cuk[b] + c.lk[b];
         totq = cuq[B] + 3, totk = cuk[B] + 5; // trailing garbage tokens
     } else totq = c.sq, totk = c.sk;
     const int Bt = c.varlen ? 1 : B;
-    // layout [B, S, H, D] with padded head stride
-    const int64_t hsq = D + c.pad, ssq = (int64_t)H * hsq, bsq = (int64_t)totq * ssq;
-    const int64_t hsk = D + c.pad, ssk = (int64_t)Hk * hsk, bsk = (int64_t)totk * ssk;
-    std::vector<uint16_t> q(Bt * bsq), k(Bt * bsk), v(Bt * bsk), o(Bt * bsq, 0x7e01);
+    // layout [B, S, H, W] with padded head stride; Q/K columns from D on and V columns from Dv on are NaN
+    // (a kernel that reads them instead of zeros fails), O's from Dv on must stay the sentinel
+    const int64_t hsq = W + c.pad, ssq = (int64_t)H * hsq, bsq = (int64_t)totq * ssq;
+    const int64_t hsk = W + c.pad, ssk = (int64_t)Hk * hsk, bsk = (int64_t)totk * ssk;
+    // each buffer ends in a tail of 256 elements: a read past the last row meets NaN, a write is a stray
+    const int64_t tail = 256;
+    std::vector<uint16_t> q(Bt * bsq + tail), k(Bt * bsk + tail), v(Bt * bsk + tail), o(Bt * bsq + tail, 0x7e01);
     for (auto &x : q) x = f2h(nd(rng), c.bf);
     for (auto &x : k) x = f2h(nd(rng), c.bf);
     for (auto &x : v) x = f2h(nd(rng), c.bf);
@@ -91,6 +105,12 @@ static int run_case(const Case &c, unsigned seed, const SimKernel &kern) {
     // q > 0 and normal: a subnormal q element is flushed to +0 by gfx90a's MFMA (emulated) and meets
     // the -inf keys as 0 * -inf = NaN, which is then the right answer, not the one this case checks
     if (c.ninfk) { for (auto &x : q) x = (x & 0x7fff) | (c.bf ? 0x0080 : 0x0400); for (int j = 0; j < totk; ++j) for (int d = 0; d < D; ++d) k[j * ssk + d] = c.bf ? 0xff80 : 0xfc00; }
+    const uint16_t qnan = c.bf ? 0x7fc0 : 0x7e00;
+    for (size_t t = 0; t < q.size(); ++t) if (t % hsq >= (size_t)D || t >= q.size() - tail) q[t] = qnan;
+    for (size_t t = 0; t < k.size(); ++t) {
+        if (t % hsk >= (size_t)D || t >= k.size() - tail) k[t] = qnan;
+        if (t % hsk >= (size_t)Dv || t >= v.size() - tail) v[t] = qnan;
+    }
     // LSE [B, H, S] (non-varlen) or [H, total] (varlen)
     const int64_t ls2 = 1, ls1 = totq + 2, ls0 = (int64_t)H * ls1;
     std::vector<float> lse(Bt * ls0, 12345.f);
@@ -103,6 +123,7 @@ static int run_case(const Case &c, unsigned seed, const SimKernel &kern) {
     a.ks[0] = bsk, a.ks[1] = ssk, a.ks[2] = hsk; a.vs[0] = bsk, a.vs[1] = ssk, a.vs[2] = hsk;
     a.ls[0] = ls0, a.ls[1] = ls1, a.ls[2] = ls2;
     a.batch = B, a.heads = H, a.group = H / Hk, a.seqlen_q = totq, a.seqlen_k = totk;
+    a.dqk = D, a.dv = Dv;
     // mirrors pa_fwd_fill_args / pa_fwd_score_map (common/fwd_resolve.c)
     auto win = [&](long w) { return w < 0 || w >= (long)totq + totk ? -1 : (int)w; };
     long wl = c.wl, wr = c.causal ? 0 : c.wr;
@@ -115,6 +136,8 @@ static int run_case(const Case &c, unsigned seed, const SimKernel &kern) {
 
     int max_sq = c.varlen ? *std::max_element(c.lq.begin(), c.lq.end()) : c.sq;
     if (c.max_sq_override) max_sq = c.max_sq_override;
+    const int inst = sim_instance_dim(kern, D, Dv);
+    if (!inst) { printf("%-44s FAIL no instance for head dims %d/%d\n", c.name, D, Dv); return 0; }
     unsigned g[3];
     pa_hip_grid(B, H, max_sq, kern.block_m, g);
     const unsigned gy = g[1], gz = g[2];
@@ -132,7 +155,7 @@ static int run_case(const Case &c, unsigned seed, const SimKernel &kern) {
                 for (int t = 0; t < kern.threads; ++t)
                     th.emplace_back([&, t, x, y, z] {
                         threadIdx = {(unsigned)t, 0, 0}; blockIdx = {x, y, z};
-                        kern.run(a, c.bf, D);
+                        kern.run(a, c.bf, inst);
                     });
                 for (auto &t : th) t.join();
             }
@@ -165,13 +188,13 @@ static int run_case(const Case &c, unsigned seed, const SimKernel &kern) {
                     s.push_back(sc); m = std::max(m, sc);
                 }
                 double l = 0;
-                std::vector<double> acc(D, 0.0);
+                std::vector<double> acc(Dv, 0.0);
                 for (size_t t = 0; t < s.size(); ++t) {
                     double p = exp(s[t] - m); l += p;
-                    for (int d = 0; d < D; ++d) acc[d] += p * h2f(v[kb + (lo + t) * ssk + hk * hsk + d], c.bf);
+                    for (int d = 0; d < Dv; ++d) acc[d] += p * h2f(v[kb + (lo + t) * ssk + hk * hsk + d], c.bf);
                 }
                 const int64_t orow = qb + i * ssq + h * hsq;
-                for (int d = 0; d < D; ++d) {
+                for (int d = 0; d < Dv; ++d) {
                     const double ref = s.empty() ? 0.0 : acc[d] / l;
                     const uint16_t bits = o[orow + d];
                     touched[orow + d] = 1;
@@ -250,6 +273,18 @@ static std::vector<Case> sim_cases() {
     { Case c = C("d128 f16 sink + 1500-key tail", 1, 2, 1, 40, 1500, 128, false, false, -1, -1, 0.0883883f, 0); c.sinks = 1; cs.push_back(c); }
     { Case c = C("d64 f16 3 sinks causal", 1, 2, 2, 70, 900, 64, false, true, -1, -1, 0.125f, 0); c.sinks = 3; cs.push_back(c); }
     { Case c = C("d64 bf16 sink + 900-key tail", 1, 1, 1, 40, 900, 64, true, false, -1, -1, 0.125f, 0); c.sinks = 1; cs.push_back(c); }
+    // head dims below their instance's: Q/K columns past Dqk and V columns past Dv read as zeros, O's past
+    // Dv never written (d256: the second launch only when Dv > 128)
+    cs.push_back(C("d32 f16 plain 50x60 (d64)", 1, 2, 1, 50, 60, 32, false, false, -1, -1, 0.17f, 0));
+    cs.push_back(C("d40 bf16 window(20,5) 90x70 (d64)", 1, 2, 2, 90, 70, 40, true, false, 20, 5, 0.15f, 0));
+    cs.push_back(C("d80 f16 causal 100x130 (d128)", 1, 2, 1, 100, 130, 80, false, true, -1, -1, 0.11f, 0));
+    {
+        Case c = C("d112 bf16 varlen causal (d128)", 3, 2, 1, 0, 0, 112, true, true, -1, -1, 0.0945f, 0);
+        c.varlen = true; c.lq = {20, 0, 70}; c.lk = {30, 5, 66}; cs.push_back(c);
+    }
+    { Case c = C("d192/128 bf16 causal 70x90 (d256, one launch)", 1, 2, 1, 70, 90, 192, true, true, -1, -1, 0.072f, 0); c.Dv = 128; cs.push_back(c); }
+    { Case c = C("d96/160 f16 40x50 (d256, two launches)", 1, 2, 2, 40, 50, 96, false, false, -1, -1, 0.1f, 0); c.Dv = 160; cs.push_back(c); }
+    cs.push_back(C("d224 f16 softcap 10 40x45 (d256)", 1, 1, 1, 40, 45, 224, false, false, -1, -1, 0.067f, 10.f));
     return cs;
 }
 

@@ -5,17 +5,21 @@
 // breaks the unscaled kernel. The scaled kernel passes the same cases under the flush
 // (test_hip_cdna_sim). Exit 0 when both hold, 1 otherwise. Seed: $PORTATTN_TEST_SEED, else the clock.
 #define PA_CDNA_P_LOG2 0
+#include "cdna_entries.h"
 #include "cdna_fwd_kernel.h"
 
 #include "sim_common.h"
 
+// Every launch the host makes for instance d (cdna_entries.h): its instances of the dtype whose first
+// output column is below the call's Dv, one after another in each thread.
 static void run_cdna(const pa_fwd_args &a, bool bf, int d) {
-    if (bf) { if (d == 64) pa_cdna_fwd<true, 64>(a); else pa_cdna_fwd<true, 128>(a); }
-    else { if (d == 64) pa_cdna_fwd<false, 64>(a); else pa_cdna_fwd<false, 128>(a); }
+#define RUN(n, b16, dk, dn, c0) if (dk == d && (b16 != 0) == bf && c0 < a.dv) pa_cdna_fwd<b16 != 0, dk, dn, c0>(a);
+    PA_CDNA_ENTRIES(RUN)
+#undef RUN
 }
 
 int main() {
-    const SimKernel k = {"hip-cdna without the P scaling", PA_CDNA_BM, PA_CDNA_WAVES * PA_WAVE, PA_WAVE, run_cdna};
+    const SimKernel k = {"hip-cdna without the P scaling", PA_CDNA_BM, PA_CDNA_WAVES * PA_WAVE, PA_WAVE, run_cdna, {PA_CDNA_DIMS}};
     const char *env = getenv("PORTATTN_TEST_SEED");
     const unsigned seed = env && *env ? (unsigned)strtoul(env, nullptr, 10)
                                       : (unsigned)std::chrono::steady_clock::now().time_since_epoch().count();

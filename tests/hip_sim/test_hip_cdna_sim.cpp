@@ -8,17 +8,21 @@
 // (tests/hip_fake); this is a second, independent check and not AMD hardware; it checks the kernel's index math, masking, softmax and data flow.
 // The case table, reference and launch are shared with test_hip_rdna3_sim (sim_common.h).
 // Exit 0 pass, 1 fail. Seed: $PORTATTN_TEST_SEED, else the clock (printed).
+#include "cdna_entries.h"
 #include "cdna_fwd_kernel.h"
 
 #include "sim_common.h"
 
+// Every launch the host makes for instance d (cdna_entries.h): its instances of the dtype whose first
+// output column is below the call's Dv, one after another in each thread.
 static void run_cdna(const pa_fwd_args &a, bool bf, int d) {
-    if (bf) { if (d == 64) pa_cdna_fwd<true, 64>(a); else pa_cdna_fwd<true, 128>(a); }
-    else { if (d == 64) pa_cdna_fwd<false, 64>(a); else pa_cdna_fwd<false, 128>(a); }
+#define RUN(n, b16, dk, dn, c0) if (dk == d && (b16 != 0) == bf && c0 < a.dv) pa_cdna_fwd<b16 != 0, dk, dn, c0>(a);
+    PA_CDNA_ENTRIES(RUN)
+#undef RUN
 }
 
 int main(int argc, char **argv) {
-    const SimKernel k = {"hip-cdna", PA_CDNA_BM, PA_CDNA_WAVES * PA_WAVE, PA_WAVE, run_cdna};
+    const SimKernel k = {"hip-cdna", PA_CDNA_BM, PA_CDNA_WAVES * PA_WAVE, PA_WAVE, run_cdna, {PA_CDNA_DIMS}};
     pa_sim_mfma_ftz = 1; /* as gfx90a (MI200), the CDNA target whose MFMA flushes 16-bit subnormals */
     return sim_main(argc, argv, k);
 }

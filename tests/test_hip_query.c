@@ -1,0 +1,88 @@
+/* test_hip_query: what portattn_forward_query says about a HIP backend's head dims. A call runs on the
+ * smallest instance that holds its Dqk and Dv (d64, d128, d256), and the kernel name says the instance
+ * and, where they differ from it, the call's head dims; head dims that are not multiples of 8 are
+ * refused with that reason. Run with the backend's device present (tests/hip_fake on the CPU).
+ * usage: test_hip_query <hip-cdna|hip-rdna3>. Exit 0 pass, 1 fail, 77 no such device. */
+#include <stdio.h>
+#include <string.h>
+
+#include "devmem.h"
+#include "harness.h"
+
+static int fails;
+
+/* Queries a bf16 call of head dims dqk/dv forced onto backend be; want: the kernel name expected, or
+ * NULL with `refusal` a substring of the error. */
+static void check(portattn_backend_t be, int dqk, int dv, const char *want, const char *refusal)
+{
+    const int64_t s = 40, h = 2, d = dqk > dv ? dqk : dv;
+    void *buf = dm_alloc(DM_HIP, (size_t)(s * h * d * 2) * 4 + 64);
+    if (!buf) {
+        printf("FAIL %d/%d: no device memory\n", dqk, dv);
+        fails++;
+        return;
+    }
+    char *base = (char *)buf;
+    portattn_fwd_params_t p;
+    portattn_fwd_params_init(&p);
+    p.backend = be, p.dtype = PORTATTN_DTYPE_BF16;
+    p.batch = 1, p.seqlen_q = s, p.seqlen_k = s, p.heads_q = h, p.heads_kv = h;
+    p.head_dim_qk = dqk, p.head_dim_v = dv;
+    p.q = portattn_tensor_bshd(base, s, h, dqk);
+    p.k = portattn_tensor_bshd(base + s * h * d * 2, s, h, dqk);
+    p.v = portattn_tensor_bshd(base + 2 * s * h * d * 2, s, h, dv);
+    p.o = portattn_tensor_bshd(base + 3 * s * h * d * 2, s, h, dv);
+    portattn_selection_t sel;
+    memset(&sel, 0, sizeof sel);
+    const portattn_status_t st = portattn_forward_query(&p, &sel);
+    const char *err = portattn_last_error();
+    if (want) {
+        const int ok = st == PORTATTN_SUCCESS && !strcmp(sel.kernel, want);
+        printf("%s %3d/%-3d %s%s%s\n", ok ? "ok  " : "FAIL", dqk, dv, sel.kernel, ok ? "" : ", expected ", ok ? "" : want);
+        if (!ok && st) printf("     %s: %s\n", portattn_status_string(st), err);
+        fails += !ok;
+    } else {
+        const int ok = st == PORTATTN_ERROR_NOT_SUPPORTED && strstr(err, refusal);
+        printf("%s %3d/%-3d refused: %s\n", ok ? "ok  " : "FAIL", dqk, dv, st ? err : sel.kernel);
+        fails += !ok;
+    }
+    dm_free(DM_HIP, buf);
+}
+
+int main(int argc, char **argv)
+{
+    int ok = 0;
+    portattn_backend_t be = argc > 1 ? portattn_backend_from_name(argv[1], &ok) : PORTATTN_BACKEND_AUTO;
+    if (!ok || (be != PORTATTN_BACKEND_HIP_CDNA && be != PORTATTN_BACKEND_HIP_RDNA3)) {
+        fprintf(stderr, "usage: %s <hip-cdna|hip-rdna3>\n", argv[0]);
+        return 2;
+    }
+    const int present = test_backend_present(be);
+    if (present) return present;
+    const char *tag = be == PORTATTN_BACKEND_HIP_CDNA ? "cdna" : "rdna3";
+    const char *tile = be == PORTATTN_BACKEND_HIP_CDNA ? "128x32" : "64x16";
+    static const struct { int dqk, dv; const char *inst; } named[] = {
+        {64, 64, "d64,%s>"},
+        {32, 32, "d64(32/32),%s>"},
+        {40, 40, "d64(40/40),%s>"},
+        {80, 80, "d128(80/80),%s>"},
+        {128, 64, "d128(128/64),%s>"},
+        {112, 112, "d128(112/112),%s>"},
+        {128, 128, "d128,%s>"},
+        {192, 128, "d256(192/128),%s,1x128 columns>"},
+        {96, 160, "d256(96/160),%s,2x128 columns>"},
+        {224, 224, "d256(224/224),%s,2x128 columns>"},
+        {256, 256, "d256,%s,2x128 columns>"},
+    };
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
+        char inst[96], want[128];
+        snprintf(inst, sizeof inst, named[i].inst, tile);
+        snprintf(want, sizeof want, "%s<bf16,%s", tag, inst);
+        check(be, named[i].dqk, named[i].dv, want, NULL);
+    }
+    check(be, 59, 37, NULL, "not multiples of 8");
+    check(be, 64, 36, NULL, "not multiples of 8");
+    check(be, 264, 264, NULL, "over its largest instance");
+    printf("%s\n", fails ? "FAIL" : "PASS");
+    return fails ? 1 : 0;
+}
