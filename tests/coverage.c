@@ -44,7 +44,7 @@ static const char *const bwd[] = {KV_CACHE_CASES, DECODE_DIM_CASES, SERVE_CASES,
 static const char *const bwd_sm80[] = {KV_CACHE_CASES, DECODE_DIM_CASES, SERVE_CASES, ODD_SHAPE_CASES, "d32", "d80",
                                        "d160", "d192_v128", "d40", "d48_causal_gqa2", "d112_varlen", "d224_causal",
                                        "d136_v72_window", "d64_v128_varlen_causal", "d256", "d256_causal",
-                                       "varlen_softcap_d256", NULL};
+                                       "varlen_softcap_d256", "d192_padded", "d96_v160_padded", NULL};
 
 int coverage_expects_decline(portattn_backend_t backend, const char *name, portattn_dtype_t dtype, int backward)
 {
