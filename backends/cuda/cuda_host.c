@@ -153,6 +153,47 @@ static pa_ctx_id_fn pa_ctx_id_lookup(void)
     return (pa_ctx_id_fn)(uintptr_t)found;
 }
 
+typedef CUresult (*pa_func_attr_fn)(CUfunction, CUfunction_attribute, int);
+
+/* cuFuncSetAttribute from the driver, looked up once as cuCtxGetId is. */
+static pa_func_attr_fn pa_func_attr_lookup(void)
+{
+    static atomic_uintptr_t fn;
+    static atomic_int missing;
+    const uintptr_t f = atomic_load_explicit(&fn, memory_order_acquire);
+    if (f) return (pa_func_attr_fn)f;
+    if (atomic_load_explicit(&missing, memory_order_relaxed)) return NULL;
+    const cudaError_t pending = cudaPeekAtLastError();
+    enum cudaDriverEntryPointQueryResult q;
+    void *found = NULL;
+    if (cudaGetDriverEntryPointByVersion("cuFuncSetAttribute", &found, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || !found) {
+        pa_cuda_drop_error(pending);
+        atomic_store_explicit(&missing, 1, memory_order_relaxed);
+        return NULL;
+    }
+    atomic_store_explicit(&fn, (uintptr_t)found, memory_order_release);
+    return (pa_func_attr_fn)(uintptr_t)found;
+}
+
+/* The runtime's cudaFuncSetAttribute resets the thread's last error when it succeeds (CUDA 13,
+ * measured on the H200: a caller's pending cudaErrorInvalidDevice read cudaSuccess after it), which
+ * in a static build is the caller's slot. The driver's cuFuncSetAttribute on the kernel's CUfunction
+ * (cudaGetFuncBySymbol leaves the slot alone) sets the same attribute and leaves the slot alone: on
+ * the H200 a 200 KB launch then ran and the caller's error stayed pending. The driver route is taken
+ * only while an error is pending (one peek per opt-in, which happens once per kernel and context);
+ * otherwise, and without the driver entry point, the runtime's call. */
+cudaError_t pa_cuda_smem_optin(const void *kernel, int bytes)
+{
+    const pa_func_attr_fn set = cudaPeekAtLastError() != cudaSuccess ? pa_func_attr_lookup() : NULL;
+    if (!set) return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    cudaFunction_t f = NULL;
+    const cudaError_t e = cudaGetFuncBySymbol(&f, kernel);
+    if (e != cudaSuccess) return e;
+    const CUresult r = set((CUfunction)f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+    return r == CUDA_SUCCESS ? cudaSuccess : (cudaError_t)r; /* CUresult and cudaError_t share numbers */
+}
+
 int pa_cuda_context_key(void)
 {
     const pa_ctx_id_fn get = pa_ctx_id_lookup();

@@ -59,6 +59,10 @@ static inline void pa_cuda_drop_error(cudaError_t pending)
  * driver lacks cuCtxGetId. Keys caches of per-context state (sm80_attr.cuh): one driver call. */
 int pa_cuda_context_key(void);
 
+/* The dynamic shared memory opt-in of `kernel` in the current context, through the driver so that
+ * the runtime's last-error slot (the caller's, in a static build) is left alone. */
+cudaError_t pa_cuda_smem_optin(const void *kernel, int bytes);
+
 /* cudaSuccess -> PORTATTN_SUCCESS (err untouched); cudaErrorMemoryAllocation -> OUT_OF_MEMORY;
  * anything else -> DEVICE. Message "what: <cudaGetErrorString> (<cudaGetErrorName>)". */
 portattn_status_t pa_cuda_status(cudaError_t e, const char *what, char *err, size_t err_len);

@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 
 extern "C" int pa_cuda_context_key(void); /* cuda_host.c (declared in cuda_host.h too) */
+extern "C" cudaError_t pa_cuda_smem_optin(const void *kernel, int bytes); /* cuda_host.c: leaves the error slot */
 
 /* `done` belongs to the caller's launcher instance (a static array there): kernels of one signature
  * share a pointer type, so a static here would wrongly be shared between them. done[dev] is the key of
@@ -32,7 +33,7 @@ static cudaError_t sm80_smem_optin(Kernel kern, int bytes, int done[64])
     const bool cached = dev >= 0 && dev < 64;
     const int key = pa_cuda_context_key();
     if (cached && key && __atomic_load_n(&done[dev], __ATOMIC_ACQUIRE) == key) return cudaSuccess;
-    e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    e = pa_cuda_smem_optin((const void *)kern, bytes);
     if (e == cudaSuccess && cached) __atomic_store_n(&done[dev], pa_cuda_context_key(), __ATOMIC_RELEASE);
     return e;
 }
