@@ -29,6 +29,8 @@
  * that serves it (pa_fwd_instance_dim) whose first output column c0 is below the call's Dv. */
 typedef struct hip_entry { const char *name; int bf16, d, c0; } hip_entry;
 
+/* Loaded once per device for the life of the process: a caller's hipDeviceReset is not noticed
+ * (NOTES.md, "The caller's HIP state"). */
 typedef struct hip_module {
     int state; /* 0 untried, 1 loaded, -1 no usable code object */
     pa_hip_module mod;
@@ -63,7 +65,7 @@ static hip_family g_rdna3 = {"rdna3", "PORTATTN_HIP_RDNA3_ARCHS", pa_rdna3_code_
                              rdna3_dims, (int)(sizeof rdna3_dims / sizeof *rdna3_dims), {{0}}};
 static pthread_mutex_t g_mod_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void hip_load(const pa_hip_rt *rt, const hip_family *f, hip_module *m)
+static void hip_try_load(const pa_hip_rt *rt, const hip_family *f, hip_module *m)
 {
     char built[96] = "";
     for (int i = 0; i < *f->object_count; i++) {
@@ -82,10 +84,19 @@ static void hip_load(const pa_hip_rt *rt, const hip_family *f, hip_module *m)
         m->mod = mod, m->target = co->target, m->state = 1;
         return;
     }
-    (void)rt->GetLastError();
     snprintf(m->why, sizeof m->why, "no hip-%s code object loads on this GPU (built for %s; rebuild with -D%s=<its gfx "
              "target>)", f->tag, built, f->archs_option);
     m->state = -1;
+}
+
+/* Loads the first code object the current device takes. Another target's object failing to load is
+ * an answer, not an error, and so is a device none loads on (the backend is then unavailable, and
+ * automatic selection carries on): the errors those loads leave are dropped (hip_rt.h). */
+static void hip_load(const pa_hip_rt *rt, const hip_family *f, hip_module *m)
+{
+    const pa_hip_err pending = rt->PeekAtLastError();
+    hip_try_load(rt, f, m);
+    pa_hip_drop_error(rt, pending);
 }
 
 /* The current device's module of family f, or NULL with the reason in why. */
@@ -95,8 +106,7 @@ static const hip_module *hip_current(hip_family *f, const pa_hip_rt **rt_out, in
     if (!rt) return NULL;
     int n = 0, dev = 0;
     pa_hip_err e = rt->GetDeviceCount(&n);
-    if (e != PA_HIP_SUCCESS || n <= 0) {
-        (void)rt->GetLastError();
+    if (e != PA_HIP_SUCCESS || n <= 0) { /* its error stays: every later HIP call says "no device" too */
         pa_fmt(why, why_len, PORTATTN_ERROR_BACKEND_UNAVAILABLE, "no AMD GPU (hipGetDeviceCount: %s)",
                e != PA_HIP_SUCCESS ? rt->GetErrorName(e) : "0 devices");
         return NULL;
@@ -169,8 +179,7 @@ static portattn_status_t hip_run(hip_family *f, const pa_problem *pb, void *stre
         const hip_entry *ent = &f->entries[k];
         if (ent->d != d || ent->bf16 != bf16 || ent->c0 >= a.dv) continue; /* columns from c0 on: none of the call's */
         const pa_hip_err e = rt->ModuleLaunchKernel(m->fn[k], g[0], g[1], g[2], (unsigned)f->threads, 1, 1, 0, stream, args, NULL);
-        if (e != PA_HIP_SUCCESS) {
-            (void)rt->GetLastError();
+        if (e != PA_HIP_SUCCESS) { /* the call fails: the launch's error stays, as a failed runtime call's does */
             char what[32];
             snprintf(what, sizeof what, "hip-%s: kernel launch", f->tag);
             return pa_hip_status(rt, e, what, err, err_len);

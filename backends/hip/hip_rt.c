@@ -50,6 +50,7 @@ static void hip_rt_load(void)
     LOAD(ModuleLaunchKernel, "hipModuleLaunchKernel");
     LOAD(PointerGetAttributes, "hipPointerGetAttributes");
     LOAD(GetLastError, "hipGetLastError");
+    LOAD(PeekAtLastError, "hipPeekAtLastError");
     LOAD(GetErrorName, "hipGetErrorName");
     LOAD(GetErrorString, "hipGetErrorString");
     LOAD(Malloc, "hipMalloc");

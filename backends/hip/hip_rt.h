@@ -42,6 +42,7 @@ typedef struct pa_hip_rt {
                                      pa_hip_stream, void **, void **);
     pa_hip_err (*PointerGetAttributes)(pa_hip_ptr_attr *, const void *);
     pa_hip_err (*GetLastError)(void);
+    pa_hip_err (*PeekAtLastError)(void);
     const char *(*GetErrorName)(pa_hip_err);
     const char *(*GetErrorString)(pa_hip_err);
     pa_hip_err (*Malloc)(void **, size_t);
@@ -61,6 +62,17 @@ const pa_hip_rt *pa_hip_rt_get(char *why, size_t why_len);
 
 /* The library side (hip_host.c). A HIP error as a portattn status with "what: hipErrorName (string)" in err. */
 portattn_status_t pa_hip_status(const pa_hip_rt *rt, pa_hip_err e, const char *what, char *err, size_t err_len);
+
+/* HIP's last error (hipGetLastError) is one slot per thread, shared with the caller: libamdhip64 is
+ * one library per process. The rule: the library never clears an error it did not raise. A call of
+ * the library that fails leaves its runtime error there, as a failed runtime call does (the status
+ * carries it too). Only where the library carries on past a failed runtime call of its own (a pointer
+ * query of a host pointer, a code object for another GPU) does it clear that error, and only if the
+ * slot was clean before: `pending` is hipPeekAtLastError() from just before the call that may fail.
+ * Where a caller's error was pending, a failed call of ours replaces it with ours (HIP has no call to
+ * put it back), so an error stays pending but it may be ours. Runtimes before ROCm 7 set the slot to
+ * the code of every call, successes included, so there no library call can keep a caller's error. */
+void pa_hip_drop_error(const pa_hip_rt *rt, pa_hip_err pending);
 
 /* 1 if ptr is device (or managed) memory of device `dev`; else 0 with why naming `what`. */
 int pa_hip_ptr_check(const pa_hip_rt *rt, const void *ptr, int dev, const char *what, char *why, size_t why_len);

@@ -38,7 +38,9 @@ target sim_target()
 
 std::mutex g_mu;
 std::map<const char *, size_t, std::less<>> g_alloc; /* device allocations: base -> bytes */
-int g_last;
+/* The last error as ROCm 7 keeps it (and CUDA): one slot per thread, set by a failed call, left alone
+ * by a successful one, cleared only by hipGetLastError. */
+thread_local int g_last;
 int g_module_tag; /* the one module handle */
 
 int fail(int e) { return g_last = e; }
@@ -82,6 +84,7 @@ int hipDeviceGetName(char *name, int len, int dev)
     return OK;
 }
 int hipGetLastError(void) { const int e = g_last; g_last = OK; return e; }
+int hipPeekAtLastError(void) { return g_last; }
 const char *hipGetErrorName(int e) { return e == OK ? "hipSuccess" : e == ERR_NO_BINARY ? "hipErrorNoBinaryForGpu" : "hipErrorFake"; }
 const char *hipGetErrorString(int e) { return e == OK ? "no error" : "simulated runtime error"; }
 
