@@ -58,7 +58,7 @@ portattn_status_t pa_fwd_fill_args(const pa_problem *pb, pa_fwd_args *a, char *e
 }
 
 /* Rows are read and written as 16-byte vectors. */
-static int fwd_layout_ok(const portattn_tensor_t *t, const char *name, int varlen, char *why, size_t why_len)
+int pa_tiled_layout_ok(const portattn_tensor_t *t, const char *name, int varlen, char *why, size_t why_len)
 {
     if (t->stride[3] != 1) return REFUSE("%s.stride[3] = %lld, needs 1", name, (long long)t->stride[3]);
     if ((uintptr_t)t->data % 16) return REFUSE("%s.data %p is not 16-byte aligned", name, t->data);
@@ -73,9 +73,9 @@ int pa_fwd_layouts_ok(const pa_problem *pb, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
     const int needs_kv = p->seqlen_k > 0;
-    return fwd_layout_ok(&p->q, "q", pb->varlen, why, why_len) && fwd_layout_ok(&p->o, "o", pb->varlen, why, why_len) &&
-           (!needs_kv || (fwd_layout_ok(&p->k, "k", pb->varlen, why, why_len) &&
-                          fwd_layout_ok(&p->v, "v", pb->varlen, why, why_len)));
+    return pa_tiled_layout_ok(&p->q, "q", pb->varlen, why, why_len) && pa_tiled_layout_ok(&p->o, "o", pb->varlen, why, why_len) &&
+           (!needs_kv || (pa_tiled_layout_ok(&p->k, "k", pb->varlen, why, why_len) &&
+                          pa_tiled_layout_ok(&p->v, "v", pb->varlen, why, why_len)));
 }
 
 int pa_fwd_instance_dim(const int *dims, int n, int64_t dqk, int64_t dv)
@@ -105,14 +105,20 @@ int pa_fwd_dims_ok(const int *dims, int n, const pa_problem *pb, const char *who
     return 0;
 }
 
+const char *pa_dims_note(const pa_problem *pb, int d, char *buf, size_t len)
+{
+    const long long dqk = (long long)pb->p.head_dim_qk, dv = (long long)pb->p.head_dim_v;
+    if (dqk == d && dv == d) return "";
+    snprintf(buf, len, "(%lld/%lld)", dqk, dv);
+    return buf;
+}
+
 void pa_kernel_name(char *buf, size_t len, const char *family, const char *dtype, int d, const pa_problem *pb, int bm,
                     int bn)
 {
-    const long long dqk = (long long)pb->p.head_dim_qk, dv = (long long)pb->p.head_dim_v;
-    if (dqk == d && dv == d)
-        pa_fmt(buf, len, PORTATTN_SUCCESS, "%s<%s,d%d,%dx%d>", family, dtype, d, bm, bn);
-    else
-        pa_fmt(buf, len, PORTATTN_SUCCESS, "%s<%s,d%d(%lld/%lld),%dx%d>", family, dtype, d, dqk, dv, bm, bn);
+    char note[48];
+    pa_fmt(buf, len, PORTATTN_SUCCESS, "%s<%s,d%d%s,%dx%d>", family, dtype, d, pa_dims_note(pb, d, note, sizeof note),
+           bm, bn);
 }
 
 int pa_fwd_not_serving(const pa_problem *pb, char *why, size_t why_len)

@@ -24,6 +24,9 @@ portattn_status_t pa_fwd_fill_args(const struct pa_problem *pb, pa_fwd_args *a, 
 /* The tiled kernels' layout: unit innermost stride, 16-byte base pointers and row strides (Q and O,
  * and K and V when there are keys; varlen ignores the batch stride): 1, or 0 and why. */
 int pa_fwd_layouts_ok(const struct pa_problem *pb, char *why, size_t why_len);
+/* One tensor of it (varlen: its batch stride is not used): 1, or 0 and why. The backward kernels'
+ * gradients take the same rule. */
+int pa_tiled_layout_ok(const portattn_tensor_t *t, const char *name, int varlen, char *why, size_t why_len);
 /* The instance a tiled kernel family runs a call on: the smallest D in `dims` (ascending, n of them)
  * that holds both head dims. Both must be positive multiples of 8, because the kernels load and
  * store 16-byte column chunks: the chunks past Dqk (Q, K) and past Dv (V) are zero-filled on load
@@ -32,6 +35,8 @@ int pa_fwd_layouts_ok(const struct pa_problem *pb, char *why, size_t why_len);
 int pa_fwd_instance_dim(const int *dims, int n, int64_t dqk, int64_t dv);
 /* The kernel's name in the "which kernel" answer: family<dtype,dD,BMxBN>, and the call's head dims
  * after D where the instance is wider than them (family<bf16,d128(80/80),128x128>). */
+/* "(Dqk/Dv)" in buf when instance D is wider than the call's head dims, else "" (buf unused). */
+const char *pa_dims_note(const struct pa_problem *pb, int d, char *buf, size_t len);
 void pa_kernel_name(char *buf, size_t len, const char *family, const char *dtype, int d, const struct pa_problem *pb,
                     int bm, int bn);
 int pa_fwd_dims_ok(const int *dims, int n, const struct pa_problem *pb, const char *who, char *why, size_t why_len);

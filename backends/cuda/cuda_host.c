@@ -129,51 +129,44 @@ static int pa_cuda_record(pa_dev_info *out, char *name, size_t name_len)
     return 1;
 }
 
-typedef CUresult (*pa_ctx_id_fn)(CUcontext, unsigned long long *);
-
-/* cuCtxGetId from the driver, looked up once (CUDA 12.0 drivers have it); NULL when it is missing.
- * A failed lookup is carried on past, so its runtime error is cleared unless one was pending. */
-static pa_ctx_id_fn pa_ctx_id_lookup(void)
+/* A driver function's address by name (0: none), looked up once into *fn (racing first lookups store the same pointer);
+ * NULL when the driver lacks it. A failed lookup is carried on past, so its runtime error is
+ * cleared unless one was pending. */
+static uintptr_t pa_driver_entry(const char *name, atomic_uintptr_t *fn, atomic_int *missing)
 {
-    static atomic_uintptr_t fn;  /* racing first lookups store the same pointer */
-    static atomic_int missing;
-    const uintptr_t f = atomic_load_explicit(&fn, memory_order_acquire);
-    if (f) return (pa_ctx_id_fn)f;
-    if (atomic_load_explicit(&missing, memory_order_relaxed)) return NULL;
+    const uintptr_t f = atomic_load_explicit(fn, memory_order_acquire);
+    if (f) return f;
+    if (atomic_load_explicit(missing, memory_order_relaxed)) return 0;
     const cudaError_t pending = cudaPeekAtLastError();
     enum cudaDriverEntryPointQueryResult q;
     void *found = NULL;
-    if (cudaGetDriverEntryPointByVersion("cuCtxGetId", &found, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+    if (cudaGetDriverEntryPointByVersion(name, &found, 12000, cudaEnableDefault, &q) != cudaSuccess ||
         q != cudaDriverEntryPointSuccess || !found) {
         pa_cuda_drop_error(pending);
-        atomic_store_explicit(&missing, 1, memory_order_relaxed);
-        return NULL;
+        atomic_store_explicit(missing, 1, memory_order_relaxed);
+        return 0;
     }
-    atomic_store_explicit(&fn, (uintptr_t)found, memory_order_release);
-    return (pa_ctx_id_fn)(uintptr_t)found;
+    atomic_store_explicit(fn, (uintptr_t)found, memory_order_release);
+    return (uintptr_t)found;
 }
 
+typedef CUresult (*pa_ctx_id_fn)(CUcontext, unsigned long long *);
 typedef CUresult (*pa_func_attr_fn)(CUfunction, CUfunction_attribute, int);
 
-/* cuFuncSetAttribute from the driver, looked up once as cuCtxGetId is. */
+/* cuCtxGetId (CUDA 12.0 drivers have it). */
+static pa_ctx_id_fn pa_ctx_id_lookup(void)
+{
+    static atomic_uintptr_t fn;
+    static atomic_int missing;
+    return (pa_ctx_id_fn)pa_driver_entry("cuCtxGetId", &fn, &missing);
+}
+
+/* cuFuncSetAttribute. */
 static pa_func_attr_fn pa_func_attr_lookup(void)
 {
     static atomic_uintptr_t fn;
     static atomic_int missing;
-    const uintptr_t f = atomic_load_explicit(&fn, memory_order_acquire);
-    if (f) return (pa_func_attr_fn)f;
-    if (atomic_load_explicit(&missing, memory_order_relaxed)) return NULL;
-    const cudaError_t pending = cudaPeekAtLastError();
-    enum cudaDriverEntryPointQueryResult q;
-    void *found = NULL;
-    if (cudaGetDriverEntryPointByVersion("cuFuncSetAttribute", &found, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess || !found) {
-        pa_cuda_drop_error(pending);
-        atomic_store_explicit(&missing, 1, memory_order_relaxed);
-        return NULL;
-    }
-    atomic_store_explicit(&fn, (uintptr_t)found, memory_order_release);
-    return (pa_func_attr_fn)(uintptr_t)found;
+    return (pa_func_attr_fn)pa_driver_entry("cuFuncSetAttribute", &fn, &missing);
 }
 
 /* The runtime's cudaFuncSetAttribute resets the thread's last error when it succeeds (CUDA 13,

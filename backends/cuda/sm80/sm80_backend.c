@@ -2,7 +2,6 @@
  * kernel. This file is the backend table: which kernel takes a call, and why not otherwise (the selector then falls back to
  * cuda-generic and shows the reason in the "which kernel" query). */
 #include <stdint.h>
-#include <stdio.h>
 
 #include "backend.h"
 #include "cuda_host.h"
@@ -77,15 +76,6 @@ static int sm80_decode_ok(const pa_problem *pb, char *why, size_t why_len)
 
 static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len);
 
-/* "(Dqk/Dv)" after an instance's D that is wider than the call's head dims, else "". */
-static const char *sm80_dims_note(const pa_problem *pb, int d)
-{
-    static _Thread_local char note[48];
-    if (pb->p.head_dim_qk == d && pb->p.head_dim_v == d) return "";
-    snprintf(note, sizeof note, "(%lld/%lld)", (long long)pb->p.head_dim_qk, (long long)pb->p.head_dim_v);
-    return note;
-}
-
 static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     if (!sm80_device_ok(why, why_len) || !pa_fwd_not_serving(pb, why, why_len)) return 0;
@@ -94,9 +84,12 @@ static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (sm80_decode_candidate(pb)) {
         char dwhy[256];
         if (sm80_decode_ok(pb, dwhy, sizeof dwhy)) {
-            if (kernel && kernel_len)
+            if (kernel && kernel_len) {
+                char note[48];
+                const int d = pa_sm80_decode_dim(pb);
                 pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80-decode<%s,d%d%s,splits=%d>", pa_dtype_name(pb->p.dtype),
-                       pa_sm80_decode_dim(pb), sm80_dims_note(pb, pa_sm80_decode_dim(pb)), pa_sm80_decode_splits(pb));
+                       d, pa_dims_note(pb, d, note, sizeof note), pa_sm80_decode_splits(pb));
+            }
             return 1;
         }
         if (pb->kv_cache) return REFUSE("KV cache needs the decode kernel: %s", dwhy);
@@ -139,12 +132,7 @@ static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kern
     const portattn_fwd_params_t *p = &pb->p; /* the device was checked by sm80_supports */
     const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
     if (!dt) return REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
-    static const int dims[] = {
-#define PA_X(d) d,
-        PA_SM80_DIMS(PA_X)
-#undef PA_X
-    };
-    if (!pa_fwd_dims_ok(dims, (int)(sizeof dims / sizeof dims[0]), pb, "cuda-sm80", why, why_len)) return 0;
+    if (!pa_sm80_dims_ok(pb, why, why_len)) return 0;
     const int d = pa_sm80_dim(pb);
     if (p->seqlen_q > PA_SM80_MAX_SEQ || p->seqlen_k > PA_SM80_MAX_SEQ)
         return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);

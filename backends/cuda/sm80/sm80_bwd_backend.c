@@ -10,18 +10,6 @@
 
 #define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
 
-/* Rows are read and written as 16-byte (or 4-byte) pieces at 16-byte aligned row starts. */
-static int bwd_layout_ok(const portattn_tensor_t *t, const char *name, int varlen, char *why, size_t why_len)
-{
-    if (t->stride[3] != 1) return REFUSE("%s.stride[3] = %lld, needs 1", name, (long long)t->stride[3]);
-    if ((uintptr_t)t->data % 16) return REFUSE("%s.data %p is not 16-byte aligned", name, t->data);
-    for (int i = varlen ? 1 : 0; i < 3; i++)
-        if (t->stride[i] % 8)
-            return REFUSE("%s.stride[%d] = %lld is not a multiple of 8 elements (16 bytes)", name, i,
-                          (long long)t->stride[i]);
-    return 1;
-}
-
 /* The problem's shape against the instances and the grid. */
 static int bwd_shape_ok(const pa_bwd_problem *bp, char *why, size_t why_len)
 {
@@ -47,9 +35,9 @@ static int bwd_tensors_ok(const pa_bwd_problem *bp, char *why, size_t why_len)
     const portattn_fwd_params_t *p = &pb->p;
     if (p->batch == 0 || (pb->max_seqlen_q == 0 && pb->max_seqlen_k == 0)) return 1;
     const int kv = p->seqlen_k > 0, vl = pb->varlen;
-    if (!pa_fwd_layouts_ok(pb, why, why_len) || !bwd_layout_ok(&bp->dout, "dout", vl, why, why_len) ||
-        !bwd_layout_ok(&bp->dq, "dq", vl, why, why_len) ||
-        (kv && (!bwd_layout_ok(&bp->dk, "dk", vl, why, why_len) || !bwd_layout_ok(&bp->dv, "dv", vl, why, why_len))))
+    if (!pa_fwd_layouts_ok(pb, why, why_len) || !pa_tiled_layout_ok(&bp->dout, "dout", vl, why, why_len) ||
+        !pa_tiled_layout_ok(&bp->dq, "dq", vl, why, why_len) ||
+        (kv && (!pa_tiled_layout_ok(&bp->dk, "dk", vl, why, why_len) || !pa_tiled_layout_ok(&bp->dv, "dv", vl, why, why_len))))
         return 0;
     const struct { const void *ptr; const char *what; } need[] = {
         {p->q.data, "q.data"}, {p->k.data, "k.data"}, {p->v.data, "v.data"}, {p->o.data, "o.data"},

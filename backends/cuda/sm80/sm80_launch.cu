@@ -19,14 +19,21 @@ extern "C" int pa_sm80_block_rows(int d)
                                                                                              : PA_SM80_BM(256);
 }
 
+static const int sm80_dims[] = {
+#define PA_X(d) d,
+    PA_SM80_DIMS(PA_X)
+#undef PA_X
+};
+#define SM80_NDIMS ((int)(sizeof sm80_dims / sizeof sm80_dims[0]))
+
 extern "C" int pa_sm80_dim(const pa_problem *pb)
 {
-    static const int dims[] = {
-#define PA_X(d) d,
-        PA_SM80_DIMS(PA_X)
-#undef PA_X
-    };
-    return pa_fwd_instance_dim(dims, (int)(sizeof dims / sizeof dims[0]), pb->p.head_dim_qk, pb->p.head_dim_v);
+    return pa_fwd_instance_dim(sm80_dims, SM80_NDIMS, pb->p.head_dim_qk, pb->p.head_dim_v);
+}
+
+extern "C" int pa_sm80_dims_ok(const pa_problem *pb, char *why, size_t why_len)
+{
+    return pa_fwd_dims_ok(sm80_dims, SM80_NDIMS, pb, "cuda-sm80", why, why_len);
 }
 
 extern "C" portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)

@@ -32,12 +32,7 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (!sm90_device(why, why_len)) return 0;
     const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
     if (!dt) return REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
-    static const int dims[] = {
-#define PA_X(d) d,
-        PA_SM90_DIMS(PA_X)
-#undef PA_X
-    };
-    if (!pa_fwd_dims_ok(dims, (int)(sizeof dims / sizeof dims[0]), pb, "cuda-sm90", why, why_len)) return 0;
+    if (!pa_sm90_dims_ok(pb, why, why_len)) return 0;
     const int d = pa_sm90_dim(pb);
     if (!pa_fwd_not_serving(pb, why, why_len)) return 0;
     if (pb->kv_cache) return REFUSE("KV cache: not in this kernel (cuda-sm80's decode kernel takes it)");

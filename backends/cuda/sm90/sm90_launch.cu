@@ -19,14 +19,21 @@ PA_SM90_DIMS(PA_X)
 
 extern "C" int pa_sm90_compiled(void) { return 1; }
 
+static const int sm90_dims[] = {
+#define PA_X(d) d,
+    PA_SM90_DIMS(PA_X)
+#undef PA_X
+};
+#define SM90_NDIMS ((int)(sizeof sm90_dims / sizeof sm90_dims[0]))
+
 extern "C" int pa_sm90_dim(const pa_problem *pb)
 {
-    static const int dims[] = {
-#define PA_X(d) d,
-        PA_SM90_DIMS(PA_X)
-#undef PA_X
-    };
-    return pa_fwd_instance_dim(dims, (int)(sizeof dims / sizeof dims[0]), pb->p.head_dim_qk, pb->p.head_dim_v);
+    return pa_fwd_instance_dim(sm90_dims, SM90_NDIMS, pb->p.head_dim_qk, pb->p.head_dim_v);
+}
+
+extern "C" int pa_sm90_dims_ok(const pa_problem *pb, char *why, size_t why_len)
+{
+    return pa_fwd_dims_ok(sm90_dims, SM90_NDIMS, pb, "cuda-sm90", why, why_len);
 }
 
 extern "C" int pa_sm90_nc(int d, int64_t max_seqlen_q)

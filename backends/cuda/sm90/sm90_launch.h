@@ -40,6 +40,8 @@ extern "C" {
 portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *stream, char *err, size_t err_len);
 /* The instance a call runs on (0: none holds its head dims). */
 int pa_sm90_dim(const pa_problem *pb);
+/* supports()' form: 1, or 0 and why (head dims not multiples of 8, or over the largest instance). */
+int pa_sm90_dims_ok(const pa_problem *pb, char *why, size_t why_len);
 /* Its consumer warpgroups: the short-query shape where its 128-row blocks pad less than the default
  * 192-row ones (d64, at most 256 query rows), else PA_SM90_NC(d). */
 int pa_sm90_nc(int d, int64_t max_seqlen_q);
