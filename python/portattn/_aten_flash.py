@@ -8,8 +8,11 @@ A call portattn does not take raises Declined with the reason; portattn.torch th
 kernel (or raises, when activated with fallback=False). The functions take CPU tensors too, which is
 how the tests check them where PyTorch has no registration API."""
 
+import ctypes
+
 from . import _autograd
-from ._lib import PortattnError
+from ._core import _check, _text
+from ._lib import PortattnError, Selection, Status, load
 from ._torch import _dense, _varlen
 
 __all__ = ["Declined", "sdpa_forward", "sdpa_backward", "flash_forward", "flash_backward"]
@@ -92,12 +95,40 @@ def sdpa_forward(query, key, value, dropout_p=0.0, is_causal=False, return_debug
     return out.transpose(1, 2), lse, None, None, query.shape[2], key.shape[2], rng, unused, mask
 
 
+# Backends whose backward is an oracle rather than a fast path: taken only with slow_backward=True.
+SLOW_BACKWARDS = ("cuda-generic",)
+options = {"slow_backward": False}
+_backends = {}  # backward call shape -> (backend name or None, the library's reason)
+
+
+def _backward_backend(torch, spec, q, k, v, out, lse):
+    """Which backend portattn_backward would run this call on, and the library's reason (why faster
+    ones were passed over, or why none can). Asked once per call shape, as _autograd asks."""
+    key = _autograd._verdict_key(spec, q, k, v)
+    if key is not None and key in _backends:
+        return _backends[key]
+    params = _autograd._backward_params(spec, q, k, v, out, lse, out, torch.empty_like(q), torch.empty_like(k),
+                                        torch.empty_like(v))
+    sel = Selection()
+    st = load().portattn_backward_query(ctypes.byref(params), ctypes.byref(sel))
+    if st == Status.ERROR_NOT_SUPPORTED:
+        answer = (None, _text(load().portattn_last_error()))
+    else:
+        _check(st)
+        answer = (_text(sel.backend_name), _text(sel.reason))
+    if key is not None:
+        if len(_backends) >= 4096:
+            _backends.clear()
+        _backends[key] = answer
+    return answer
+
+
 def flash_backward(grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
                    is_causal, rng_state, unused, *, scale=None, window_size_left=None, window_size_right=None,
                    **extra):
-    """aten::_flash_attention_backward through portattn_backward, where a backend has the call (the
-    library's selector decides: cuda-sm80 for its head dims, else cuda-generic; cpu for CPU tensors).
-    Returns (grad_query, grad_key, grad_value) in the layouts of query, key and value."""
+    """aten::_flash_attention_backward through portattn_backward, where a fast backend has the call
+    (the library's selector decides: cuda-sm80 for its head dims; cpu for CPU tensors). A call only
+    cuda-generic takes is declined unless options["slow_backward"] (activate(slow_backward=True)). Returns (grad_query, grad_key, grad_value) in the layouts of query, key and value."""
     torch = _torch()
     _refuse_common(dropout_p, extra=extra)
     packed = cum_seq_q is not None
@@ -111,11 +142,14 @@ def flash_backward(grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_s
     if 0 in grad_out.stride():  # autograd may hand over an expanded gradient
         grad_out = grad_out.contiguous()
     try:
-        reason = _autograd._no_backward_reason(torch, spec, query, key, value, out, logsumexp)
+        backend, reason = _backward_backend(torch, spec, query, key, value, out, logsumexp)
     except (PortattnError, ValueError, TypeError) as e:
         raise Declined("%s: %s" % (type(e).__name__, e)) from e
-    if reason is not None:
+    if backend is None:
         raise Declined("no portattn backward for this call: %s" % reason)
+    if backend in SLOW_BACKWARDS and not options["slow_backward"]:
+        raise Declined("portattn's backward for this call is %s, a correctness oracle far slower than PyTorch's "
+                       "kernel (faster ones passed over: %s)" % (backend, reason))
     # rows outside every packed sequence are not written by the backward: they start at 0
     alloc = torch.zeros_like if packed else torch.empty_like
     dq, dk, dv = alloc(query), alloc(key), alloc(value)

@@ -8,9 +8,10 @@ registry, the way FlashAttention-3/4 plug in).
 
 While active, portattn computes the CUDA kernels of aten::_scaled_dot_product_flash_attention,
 aten::_flash_attention_forward and their two backward operators. A call portattn does not take
-(dropout, a debug mask, ALiBi, seqused_k, a backward no portattn backend has, ...) runs on PyTorch's
-own kernel, the one that was registered before activation; last_fallback_reason() says why and
-counts() how often. activate(fallback=False) raises RuntimeError with the reason instead.
+(dropout, a debug mask, ALiBi, seqused_k, a backward only portattn's cuda-generic oracle has, ...)
+runs on PyTorch's own kernel, the one that was registered before activation; last_fallback_reason()
+says why and counts() how often. activate(fallback=False) raises RuntimeError with the reason
+instead; activate(slow_backward=True) runs such backwards on cuda-generic.
 On a PyTorch without the registry (before 2.11) activate() raises RuntimeError.
 """
 
@@ -111,14 +112,15 @@ def _register():
     return _Handle(lib)
 
 
-def activate(*, fallback=True):
+def activate(*, fallback=True, slow_backward=False):
     """Make portattn PyTorch's flash attention. fallback=True: calls portattn does not take run on
     PyTorch's own kernel (last_fallback_reason() says why); False: they raise RuntimeError.
-    Raises RuntimeError on a PyTorch without the registry, PortattnError when the loaded library has
+    slow_backward=True: backwards that only cuda-generic (correct, far slower) has run on it. Raises RuntimeError on a PyTorch without the registry, PortattnError when the loaded library has
     no GPU backend."""
     att = _api()
     _check_gpu_build("cuda")
     _state["fallback"] = bool(fallback)
+    _aten_flash.options["slow_backward"] = bool(slow_backward)
     current = _current(att)
     if current != NAME:
         _state["previous"] = current
@@ -147,9 +149,9 @@ def is_active():
 
 
 @contextlib.contextmanager
-def activated(*, fallback=True):
+def activated(*, fallback=True, slow_backward=False):
     """with portattn.torch.activated(): ... -- activate() on entry, restore() on exit."""
-    activate(fallback=fallback)
+    activate(fallback=fallback, slow_backward=slow_backward)
     try:
         yield
     finally:

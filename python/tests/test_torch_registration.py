@@ -150,6 +150,19 @@ def test_declined_calls():
         assert word in str(e.value), (word, str(e.value))
 
 
+def test_slow_backward_declined_unless_asked(monkeypatch):
+    """A backward only an oracle backend has goes to PyTorch's kernel unless slow_backward; the CPU
+    backend stands in for cuda-generic here."""
+    q, k, v, dout = (bhsd(1, 2, 8, 16) for _ in range(4))
+    res = af.sdpa_forward(q, k, v)
+    args = (dout, q, k, v, res[0], res[1], None, None, 8, 8, 0.0, False, res[6], res[7])
+    monkeypatch.setattr(af, "SLOW_BACKWARDS", ("cpu",))
+    with pytest.raises(af.Declined, match="oracle"):
+        af.sdpa_backward(*args)
+    monkeypatch.setitem(af.options, "slow_backward", True)
+    assert af.sdpa_backward(*args)[0].shape == q.shape
+
+
 class FakeKernel:
     """Stands in for the PyTorch kernel registered before portattn's."""
 
@@ -245,7 +258,13 @@ def test_sdpa_flash_on_portattn(registry):
             gqa = {"enable_gqa": True} if H != Hk else {}
             xs = [t.detach().requires_grad_(True) for t in (q, k, v)]
             before = pt.counts()["portattn"]
-            out = flash_sdpa(*xs, is_causal=causal, **gqa)
+            try:
+                out = flash_sdpa(*xs, is_causal=causal, **gqa)
+            except RuntimeError as e:
+                if gqa and "No available kernel" in str(e):  # this PyTorch's FLASH backend has no GQA
+                    print("    skipped GQA case: %s" % str(e).splitlines()[0])
+                    continue
+                raise
             out.backward(dout)
             assert pt.counts()["portattn"] - before >= 2, "portattn ran neither the forward nor the backward"
             refs = [t.detach().double().requires_grad_(True) for t in (q, k, v)]
@@ -267,8 +286,10 @@ def test_fallback_and_restore(registry):
     before = flash_sdpa(q, k, v, is_causal=True)  # PyTorch's own kernel
     pt.activate()
     assert pt.is_active()
+    n = pt.counts()
     ours = flash_sdpa(q, k, v, is_causal=True)
-    assert not torch.equal(ours, before) or pt.counts()["portattn"] > 0
+    assert pt.counts()["portattn"] == n["portattn"] + 1
+    assert (ours.float() - before.float()).abs().max().item() < 2e-2  # two bf16 kernels, one result
     n = pt.counts()
     flash_sdpa(q, k, v, dropout_p=0.2)
     assert pt.counts()["pytorch"] == n["pytorch"] + 1 and "dropout" in pt.last_fallback_reason()
