@@ -73,20 +73,24 @@ def flash_forward(query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout
     if seqused_k is not None:
         raise Declined("seqused_k: portattn takes it only in its KV-cache form")
     window = _window(window_size_left, window_size_right)
+    # The output's layout is the query's, as PyTorch's kernel and its meta function (which compiled
+    # graphs trust) make it.
+    out = torch.empty_like(query) if value.shape[-1] == query.shape[-1] else None
     if cum_seq_q is None and cum_seq_k is None:
-        out, lse = _attempt(_dense, query, key, value, 0.0, scale, bool(is_causal), window, 0.0, return_lse=True)
+        out, lse = _attempt(_dense, query, key, value, 0.0, scale, bool(is_causal), window, 0.0, return_lse=True,
+                            out=out)
     elif cum_seq_q is None or cum_seq_k is None:
         raise Declined("cum_seq_q and cum_seq_k must be given together")
     else:
         out, lse = _attempt(_varlen, query, key, value, cum_seq_q, cum_seq_k, int(max_q), int(max_k), 0.0, scale,
-                            bool(is_causal), window, 0.0, return_lse=True)
+                            bool(is_causal), window, 0.0, return_lse=True, out=out)
     return (out, lse) + _rng_outputs(torch, query)
 
 
 def sdpa_forward(query, key, value, dropout_p=0.0, is_causal=False, return_debug_mask=False, *, scale=None):
     """aten::_scaled_dot_product_flash_attention on (B, H, S, D) tensors. Returns (output, logsumexp,
     cum_seq_q, cum_seq_k, max_q, max_k, rng_state, unused, debug_attn_mask) as PyTorch's kernel:
-    output (B, H, Sq, Dv) over (B, Sq, H, Dv) memory, logsumexp (B, H, Sq) float32, no cum_seq."""
+    output (B, H, Sq, Dv) laid out as the query, logsumexp (B, H, Sq) float32, no cum_seq."""
     if query.dim() != 4:
         raise Declined("SDPA query must have 4 dimensions, got %d" % query.dim())
     out, lse, rng, unused, mask = flash_forward(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2),
