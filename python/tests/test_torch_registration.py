@@ -252,7 +252,6 @@ GPU_CASES = [  # B, Hq, Hk, S_q, S_k, D, causal
 
 @pytest.mark.cuda
 def test_sdpa_flash_on_portattn(registry):
-    from torch.nn.attention import SDPBackend, sdpa_kernel
     pt.activate(fallback=False)
     for dtype in (torch.bfloat16, torch.float16):
         for B, H, Hk, sq, sk, D, causal in GPU_CASES:
@@ -274,9 +273,10 @@ def test_sdpa_flash_on_portattn(registry):
             refs = [t.detach().double().requires_grad_(True) for t in (q, k, v)]
             ref = math_bhsd(*refs, causal=causal)[0]
             ref.backward(dout.double())
+            # the same-precision math attention computes in the input dtype (SDPA's MATH backend may
+            # upcast half types, which would make it a near-exact reference instead)
             low = [t.detach().requires_grad_(True) for t in (q, k, v)]
-            with sdpa_kernel(SDPBackend.MATH):
-                same = torch.nn.functional.scaled_dot_product_attention(*low, is_causal=causal, **gqa)
+            same = math_bhsd(*low, causal=causal)[0]
             same.backward(dout)
             name = "%s %s" % (dtype, (B, H, Hk, sq, sk, D, causal))
             fa_rule(name + " out", out, same, ref.detach())
@@ -320,7 +320,8 @@ def test_compile_fullgraph(registry):
     n = pt.counts()["portattn"]
     compiled = torch.compile(Attn(), fullgraph=True)(q, k, v)
     assert pt.counts()["portattn"] > n, "the compiled graph did not run portattn"
-    assert torch.equal(compiled, eager)
+    # the compiled graph may hand over other layouts, and a layout may pick another portattn kernel
+    assert (compiled.float() - eager.float()).abs().max().item() < 2e-2
 
 
 @pytest.mark.cuda
