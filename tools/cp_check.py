@@ -16,8 +16,9 @@ PyTorch's ring needs): B1, --heads, --dim, bf16, SDPA under the FLASH backend,
     max |ring - one GPU| is printed beside it;
   - time: median of --iters calls, events around each, the slowest rank's; TFLOPS in total for the
     ring (FLOPs 4*B*H*S*S*D, halved when causal; x3.5 with --backward) and for one GPU, their ratio.
-With --backward the timed step is forward+backward and the gradients' max |ring - one GPU| is printed
-beside PyTorch's own kernel's. NVLink multicast (NCCL_NVLS_ENABLE) is left as the environment sets it.
+With --backward the timed step is forward+backward and the gradients' max |ring - one GPU| goes into
+the rows beside PyTorch's own kernel's. Calls portattn declines run on PyTorch's kernel: each row
+counts them and keeps the reason. NVLink multicast (NCCL_NVLS_ENABLE) is left as the environment sets it.
 Exit status: 0 every ring output passes, 1 one fails, 2 cannot run (no CUDA, no process group,
 PyTorch without context_parallel or the flash registry).
 """
@@ -100,9 +101,10 @@ def run_config(torch, dist, mesh, impl, S, causal, args):
     q, k, v, dout = (torch.randn(shape, device=dev, dtype=torch.bfloat16, generator=gen) for _ in range(4))
     rows = torch.randperm(S, device=dev, generator=gen)[:args.rows].sort().values
     if impl == "portattn":
-        pt.activate(fallback=False)
+        pt.activate()  # a declined call runs on PyTorch's kernel; the row counts them and keeps the reason
     else:
         pt.restore()
+    calls = pt.counts()
     cp_options.enable_load_balance = causal
 
     def step(q, k, v, dout):
@@ -144,6 +146,10 @@ def run_config(torch, dist, mesh, impl, S, causal, args):
     row["tflops_one_gpu"] = f / t_one / 1e9
     row["tflops_ring_total"] = f / t_ring / 1e9
     row["ring_over_one_gpu"] = t_one / t_ring
+    now = pt.counts()
+    row["portattn_calls"] = now["portattn"] - calls["portattn"]
+    row["pytorch_fallbacks"] = now["pytorch"] - calls["pytorch"]
+    row["fallback_reason"] = pt.last_fallback_reason() if row["pytorch_fallbacks"] else None
     row["pass"] = row["err_ring"] <= 3 * row["err_bf16_math"]
     pt.restore()
     return row
@@ -187,6 +193,9 @@ def main(argv=None):
                               row["ring_over_one_gpu"], row["tflops_one_gpu"], row["err_ring"], row["err_one_gpu"],
                               row["err_bf16_math"], row["ring_vs_one_gpu"], "ok" if row["pass"] else "FAIL"),
                           flush=True)
+                    if row["pytorch_fallbacks"]:
+                        print("    %d calls ran on PyTorch's kernel: %s" % (row["pytorch_fallbacks"],
+                                                                        row["fallback_reason"]), flush=True)
                 torch.cuda.empty_cache()
     if rank0 and args.json:
         with open(args.json, "w") as f:
