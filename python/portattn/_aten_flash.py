@@ -132,7 +132,8 @@ def flash_backward(grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_s
                    **extra):
     """aten::_flash_attention_backward through portattn_backward, where a fast backend has the call
     (the library's selector decides: cuda-sm80 for its head dims; cpu for CPU tensors). A call only
-    cuda-generic takes is declined unless options["slow_backward"] (activate(slow_backward=True)). Returns (grad_query, grad_key, grad_value) in the layouts of query, key and value."""
+    cuda-generic takes is declined unless options["slow_backward"] (activate(slow_backward=True)).
+    Returns (grad_query, grad_key, grad_value) in the layouts of query, key and value."""
     torch = _torch()
     _refuse_common(dropout_p, extra=extra)
     packed = cum_seq_q is not None

@@ -8,14 +8,14 @@ get the LSE and to accumulate gradients into buffers of their own:
 
 Argument lists and results are those of flash_attn.flash_attn_interface in FlashAttention 2.7-2.8
 (window_size_left/right as two integers; the forward returns (out, softmax_lse, S_dmask, rng_state),
-the backward writes dq, dk, dv and returns softmax_d). FlashAttention 2.6's forms (a window_size
-pair; an 8-tuple from the forward) are not provided. What differs: dropout_p must be 0 and
-alibi_slopes None (ValueError / NotImplementedError); S_dmask is an empty tensor (it is the dropout
-pattern, and there is none); rng_state is zeros; a query row that sees no key has LSE -inf (FlashAttention:
-+inf). The varlen forward's block_table, leftpad_k and seqused_k raise NotImplementedError (use
-portattn.flash_attn_varlen_func's KV-cache form). The backward runs portattn_backward on the backend
-the library picks and raises NotImplementedError with the library's reason where none has the call.
-These functions carry no autograd history, as FlashAttention's do not.
+the backward writes dq, dk, dv and returns softmax_d); FlashAttention 2.6's forms are in
+portattn.flash_attn_compat_v26. What differs: dropout_p must be 0 and alibi_slopes None (ValueError /
+NotImplementedError); S_dmask is an empty tensor (it is the dropout pattern, and there is none);
+rng_state is zeros; a query row that sees no key has LSE -inf (FlashAttention: +inf). The varlen
+forward's block_table, leftpad_k and seqused_k raise NotImplementedError (portattn.flash_attn_varlen_func
+has a KV-cache form). The backward runs portattn_backward on the backend the library picks and raises
+NotImplementedError with the library's reason where none has the call. These functions carry no
+autograd history, as FlashAttention's do not.
 """
 
 from . import _autograd
@@ -76,12 +76,15 @@ def _backward(torch, spec, dout, q, k, v, out, softmax_lse, dq, dk, dv, dropout_
     if reason is not None:
         raise NotImplementedError("portattn has no backward pass for this call on %s tensors: %s"
                                   % (q.device.type, reason))
-    dq = torch.empty_like(q) if dq is None else dq
-    dk = torch.empty_like(k) if dk is None else dk
-    dv = torch.empty_like(v) if dv is None else dv
+    dq, dk, dv = _fill(q, k, v, dq, dk, dv)
     _autograd._run_backward(torch, _autograd._backward_params(spec, q, k, v, out, softmax_lse, dout, dq, dk, dv),
                             q.device)
     return dout
+
+
+def _fill(q, k, v, dq, dk, dv):
+    """The gradient buffers, allocated where the caller gave None (as FlashAttention does)."""
+    return tuple(x.new_empty(x.shape) if g is None else g for x, g in ((q, dq), (k, dk), (v, dv)))
 
 
 def _row_dot(torch, dout, out):

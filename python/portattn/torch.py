@@ -115,7 +115,8 @@ def _register():
 def activate(*, fallback=True, slow_backward=False):
     """Make portattn PyTorch's flash attention. fallback=True: calls portattn does not take run on
     PyTorch's own kernel (last_fallback_reason() says why); False: they raise RuntimeError.
-    slow_backward=True: backwards that only cuda-generic (correct, far slower) has run on it. Raises RuntimeError on a PyTorch without the registry, PortattnError when the loaded library has
+    slow_backward=True: backwards that only cuda-generic (correct, far slower) has run on it.
+    Raises RuntimeError on a PyTorch without the registry, PortattnError when the loaded library has
     no GPU backend."""
     att = _api()
     _check_gpu_build("cuda")

@@ -5,7 +5,8 @@
 The forwards against portattn's own flash_attn_func / flash_attn_varlen_func (bitwise: the same library
 call), the backwards against autograd through those functions (dq, dk, dv written into poisoned buffers of
 the caller's), softmax_d against rowsum(dout * out) in FlashAttention's layouts (dense padded to 128 rows;
-varlen with 128 columns after each sequence), and the arguments refused. CPU tensors here; the same checks
+varlen with 128 columns after each sequence), FlashAttention 2.6's forms (portattn.flash_attn_compat_v26)
+against them, and the arguments refused. CPU tensors here; the same checks
 on CUDA tensors are marked cuda. Fresh random inputs each run; the seed is printed.
 """
 import glob
@@ -125,3 +126,38 @@ def test_refused_arguments():
     out, lse, _, _ = fa._flash_attn_forward(q, k, v, 0.0, None, False, -1, -1, 0.0, None, False)
     with pytest.raises(ValueError, match="dropout"):
         fa._flash_attn_backward(q, q, k, v, out, lse, None, None, None, 0.1, None, False, -1, -1, 0.0, None, False)
+
+
+def test_flash_attn_2_6_forms(device):
+    """portattn.flash_attn_compat_v26: the same results in FlashAttention 2.6's shapes of call."""
+    from portattn import flash_attn_compat_v26 as fa26
+    dt = dtype_for(device)
+    q = torch.randn(2, 29, 4, 64, device=device, dtype=dt)
+    k, v = (torch.randn(2, 29, 2, 64, device=device, dtype=dt) for _ in range(2))
+    dout = torch.randn_like(q)
+    res = fa26._flash_attn_forward(q, k, v, 0.0, None, True, (7, 0), 0.0, None, False)
+    out, lse = fa._flash_attn_forward(q, k, v, 0.0, None, True, 7, 0, 0.0, None, False)[:2]
+    assert len(res) == 8 and res[1] is q and res[2] is k and res[3] is v and res[4] is res[0]
+    assert torch.equal(res[0], out) and torch.equal(res[5], lse)
+    dq, dk, dv, d = fa26._flash_attn_backward(dout, q, k, v, out, lse, None, None, None, 0.0, None, True, (7, 0),
+                                              0.0, None, True)
+    want = poisoned(q, k, v)
+    want_d = fa._flash_attn_backward(dout, q, k, v, out, lse, *want, 0.0, None, True, 7, 0, 0.0, None, True)
+    for got, w in zip((dq, dk, dv, d), want + [want_d]):
+        assert torch.equal(got, w)
+
+    cu = torch.tensor([0, 11, 29], dtype=torch.int32, device=device)
+    qp, kp, vp, dp = (t[0] for t in (q, k, v, dout))
+    res = fa26._flash_attn_varlen_forward(qp, kp, vp, cu, cu, 18, 18, 0.0, None, False, (-1, -1), 2.0)
+    out, lse = fa._flash_attn_varlen_forward(qp, kp, vp, cu, cu, 18, 18, 0.0, None, False, -1, -1, 2.0)[:2]
+    assert len(res) == 8 and torch.equal(res[0], out) and torch.equal(res[5], lse)
+    got = fa26._flash_attn_varlen_backward(dp, qp, kp, vp, out, lse, None, None, None, cu, cu, 18, 18, 0.0, None,
+                                           False, (-1, -1), 2.0, None, True)
+    want = poisoned(qp, kp, vp)
+    want_d = fa._flash_attn_varlen_backward(dp, qp, kp, vp, out, lse, *want, cu, cu, 18, 18, 0.0, None, False, -1,
+                                            -1, 2.0, None, True)
+    for g, w in zip(got, want + [want_d]):
+        assert torch.equal(g, w)
+    with pytest.raises(NotImplementedError, match="block_table"):
+        fa26._flash_attn_varlen_forward(qp, kp, vp, cu, cu, 18, 18, 0.0, None, False,
+                                        block_table=torch.zeros(2, 1, dtype=torch.int32, device=device))
