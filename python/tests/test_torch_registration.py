@@ -214,6 +214,19 @@ def test_activate_needs_the_registry():
     assert not pt.is_active()
 
 
+def test_tools_say_why_they_cannot_run():
+    """tools/cp_check.py and tools/hf_check.py load and exit with their cannot-run / skip status."""
+    import importlib.util
+    if hasattr(torch.nn, "attention") and hasattr(torch.nn.attention, "register_flash_attention_impl"):
+        pytest.skip("PyTorch %s has the registry: the tools run on a GPU" % torch.__version__)
+    tools = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tools")
+    for name, status in (("cp_check", 2), ("hf_check", 77)):
+        spec = importlib.util.spec_from_file_location(name, os.path.join(tools, name + ".py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        assert mod.main([]) == status, name
+
+
 # ---- CUDA tensors through SDPA (PyTorch 2.11+) --------------------------------------------------
 
 @pytest.fixture
