@@ -5,8 +5,8 @@
  * (in f32, on the same dtype-exact inputs). Splits: keys dealt at random to the parts (no mask, a part
  * may be empty), or contiguous chunks under a causal mask (a window per chunk), where rows see no key
  * of a chunk, and with Sq > Sk none at all. Accumulators: the first part's own output, or an fp32 one
- * (BHSD) that starts empty (LSE -inf) over NaN. Partials: the output dtype, or f32 (the forward run in
- * f32 on the same values). The rule, as the case table's: the merged output's max error is at most
+ * (BHSD) that starts empty (LSE -inf) over NaN, merged with backend AUTO (the others force the backend
+ * under test). Partials: the output dtype, or f32 (the forward run in f32 on the same values). The rule, as the case table's: the merged output's max error is at most
  * twice that of the backend's one-shot forward in the same dtype, plus one rounding of the
  * accumulator's dtype (1e-5 relative for f32); an fp32 ring over f32 partials, 1e-5 relative alone. */
 #include <math.h>
@@ -201,13 +201,15 @@ static void gather(const prob *pr, const int64_t *part_of, float *k, float *v, i
     }
 }
 
-static portattn_status_t merge_into(const prob *pr, portattn_dtype_t acc_t, portattn_tensor_t acc_o, float *acc_lse,
-                                    int64_t acc_lse_stride[3], portattn_dtype_t part_t, void *part_o, float *part_lse)
+/* be: the backend under test (forced), or AUTO, which must place the merge where the memory is. */
+static portattn_status_t merge_into(const prob *pr, portattn_backend_t be, portattn_dtype_t acc_t,
+                                    portattn_tensor_t acc_o, float *acc_lse, int64_t acc_lse_stride[3],
+                                    portattn_dtype_t part_t, void *part_o, float *part_lse)
 {
     const mcase *c = pr->c;
     portattn_merge_params_t m;
     portattn_merge_params_init(&m);
-    m.dtype = acc_t, m.dtype_part = part_t, m.backend = backend;
+    m.dtype = acc_t, m.dtype_part = part_t, m.backend = be;
     m.batch = c->b, m.seqlen_q = c->sq, m.heads_q = c->hq, m.head_dim_v = c->d;
     m.o = acc_o, m.lse = acc_lse;
     memcpy(m.lse_stride, acc_lse_stride, sizeof m.lse_stride);
@@ -249,7 +251,8 @@ static void run(const prob *pr, portattn_dtype_t part_t, acc_kind acc, const res
         void *po = poisoned(part_t, no);
         float *pl = poisoned(PORTATTN_DTYPE_F32, nl);
         st = forward(pr, backend, part_t, k, v, first[p], count[p], c->causal, po, pl);
-        if (!st) merge_failed = (st = merge_into(pr, acc_t, acc_view, acc_lse, acc_lse_stride, part_t, po, pl)) != 0;
+        if (!st) merge_failed = (st = merge_into(pr, acc == ACC_F32 ? PORTATTN_BACKEND_AUTO : backend, acc_t, acc_view, acc_lse,
+                                             acc_lse_stride, part_t, po, pl)) != 0;
         dm_free(mem, po), dm_free(mem, pl);
     }
     if (st == PORTATTN_ERROR_NOT_SUPPORTED && !merge_failed) { /* the backend's forward refuses this dtype */
