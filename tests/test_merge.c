@@ -6,9 +6,10 @@
  * may be empty), or contiguous chunks under a causal mask (a window per chunk), where rows see no key
  * of a chunk, and with Sq > Sk none at all. Accumulators: the first part's own output, or an fp32 one
  * (BHSD) that starts empty (LSE -inf) over NaN, merged with backend AUTO (the others force the backend
- * under test). Partials: the output dtype, or f32 (the forward run in f32 on the same values). The rule, as the case table's: the merged output's max error is at most
- * twice that of the backend's one-shot forward in the same dtype, plus one rounding of the
- * accumulator's dtype (1e-5 relative for f32); an fp32 ring over f32 partials, 1e-5 relative alone. */
+ * under test). Partials: the output dtype, or f32 (the forward run in f32 on the same values).
+ * The rule, as the case table's: the merged output's max error is at most twice that of the
+ * backend's one-shot forward in the same dtype, plus one rounding of the accumulator's dtype (1e-5
+ * relative for f32); an fp32 ring over f32 partials, 1e-5 relative alone. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
