@@ -6,7 +6,8 @@
 static void merge_row(const portattn_merge_params_t *p, int64_t b, int64_t s, int64_t h)
 {
     float *lse = p->lse + b * p->lse_stride[0] + h * p->lse_stride[1] + s * p->lse_stride[2];
-    const float lse_part = p->lse_part[b * p->lse_part_stride[0] + h * p->lse_part_stride[1] + s * p->lse_part_stride[2]];
+    const int64_t *lps = p->lse_part_stride;
+    const float lse_part = p->lse_part[b * lps[0] + h * lps[1] + s * lps[2]];
     float w, w_part, merged;
     pa_merge_weights(*lse, lse_part, &w, &w_part, &merged);
     const int64_t o0 = b * p->o.stride[0] + s * p->o.stride[1] + h * p->o.stride[2];

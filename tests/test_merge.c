@@ -252,8 +252,8 @@ static void run(const prob *pr, portattn_dtype_t part_t, acc_kind acc, const res
         void *po = poisoned(part_t, no);
         float *pl = poisoned(PORTATTN_DTYPE_F32, nl);
         st = forward(pr, backend, part_t, k, v, first[p], count[p], c->causal, po, pl);
-        if (!st) merge_failed = (st = merge_into(pr, acc == ACC_F32 ? PORTATTN_BACKEND_AUTO : backend, acc_t, acc_view, acc_lse,
-                                             acc_lse_stride, part_t, po, pl)) != 0;
+        const portattn_backend_t be = acc == ACC_F32 ? PORTATTN_BACKEND_AUTO : backend;
+        if (!st) st = merge_into(pr, be, acc_t, acc_view, acc_lse, acc_lse_stride, part_t, po, pl), merge_failed = st != 0;
         dm_free(mem, po), dm_free(mem, pl);
     }
     if (st == PORTATTN_ERROR_NOT_SUPPORTED && !merge_failed) { /* the backend's forward refuses this dtype */
@@ -262,7 +262,8 @@ static void run(const prob *pr, portattn_dtype_t part_t, acc_kind acc, const res
         dm_free(mem, acc_o), dm_free(mem, acc_lse);
         return;
     }
-    float *o = malloc(sizeof(float) * (size_t)no), *raw = malloc(sizeof(float) * (size_t)no), *lse = malloc(sizeof(float) * (size_t)nl);
+    float *o = malloc(sizeof(float) * (size_t)no), *raw = malloc(sizeof(float) * (size_t)no);
+    float *lse = malloc(sizeof(float) * (size_t)nl);
     download(acc_t, acc_o, raw, no);
     download(PORTATTN_DTYPE_F32, acc_lse, lse, nl);
     for (int64_t b = 0; b < c->b; b++) /* back to BSHD */
@@ -303,7 +304,8 @@ static void merge_case(const mcase *c, portattn_dtype_t dtype, uint64_t *rng)
     const dm_kind saved = mem;
     mem = DM_HOST;
     result ref = {poisoned(PORTATTN_DTYPE_F32, nq), poisoned(PORTATTN_DTYPE_F32, nl)};
-    portattn_status_t st = forward(&pr, PORTATTN_BACKEND_CPU, PORTATTN_DTYPE_F32, k, v, 0, c->sk, c->causal, ref.o, ref.lse);
+    portattn_status_t st =
+        forward(&pr, PORTATTN_BACKEND_CPU, PORTATTN_DTYPE_F32, k, v, 0, c->sk, c->causal, ref.o, ref.lse);
     mem = saved;
     void *one_o = poisoned(dtype, nq);
     float *one_lse = poisoned(PORTATTN_DTYPE_F32, nl);

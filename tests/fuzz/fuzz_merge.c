@@ -93,7 +93,8 @@ static int alloc_side(side *v, int elem, int lse, portattn_dtype_t dt, uint64_t 
     for (int64_t i = 0; i < v->n; i++) {
         const uint64_t x = mix(rng);
         const float u = (float)((double)(x >> 11) * (2.0 / 9007199254740992.0) - 1.0);
-        if (lse) ((float *)v->buf)[i] = x % 17 == 0 ? -INFINITY : x % 31 == 0 ? NAN : x % 13 == 0 ? 60.0f * u : 6.0f * u;
+        if (lse)
+            ((float *)v->buf)[i] = x % 17 == 0 ? -INFINITY : x % 31 == 0 ? NAN : x % 13 == 0 ? 60.0f * u : 6.0f * u;
         else if (elem == pa_dtype_size(dt)) pa_store_elem(dt, v->buf, i, u);
     }
     return 1;
@@ -111,11 +112,13 @@ static void finding(const char *what, const portattn_merge_params_t *p)
             (long long)p->heads_q, (long long)p->head_dim_v);
     const portattn_tensor_t *t[2] = {&p->o, &p->o_part};
     for (int i = 0; i < 2; i++)
-        fprintf(stderr, "%s %p strides %lld %lld %lld %lld\n", i ? "o_part" : "o", t[i]->data, (long long)t[i]->stride[0],
-                (long long)t[i]->stride[1], (long long)t[i]->stride[2], (long long)t[i]->stride[3]);
+        fprintf(stderr, "%s %p strides %lld %lld %lld %lld\n", i ? "o_part" : "o", t[i]->data,
+                (long long)t[i]->stride[0], (long long)t[i]->stride[1], (long long)t[i]->stride[2],
+                (long long)t[i]->stride[3]);
     fprintf(stderr, "lse %p strides %lld %lld %lld, lse_part %p strides %lld %lld %lld\n", (void *)p->lse,
-            (long long)p->lse_stride[0], (long long)p->lse_stride[1], (long long)p->lse_stride[2], (const void *)p->lse_part,
-            (long long)p->lse_part_stride[0], (long long)p->lse_part_stride[1], (long long)p->lse_part_stride[2]);
+            (long long)p->lse_stride[0], (long long)p->lse_stride[1], (long long)p->lse_stride[2],
+            (const void *)p->lse_part, (long long)p->lse_part_stride[0], (long long)p->lse_part_stride[1],
+            (long long)p->lse_part_stride[2]);
     abort();
 }
 
@@ -144,8 +147,9 @@ static int row_ok(const portattn_merge_params_t *p, const side *o, const side *o
         if (y != -INFINITY) want += ey * pa_load_elem(tp, op->buf, j);
         want = empty ? 0 : want / (ex + ey);
         if (!(fabs(got - want) <= tol * (1 + fabs(want))))
-            return fprintf(stderr, "row (%lld, %lld, %lld) lse %g and %g: o[%lld] = %g, expected %g (o %g, o_part %g)\n", (long long)b,
-                           (long long)s, (long long)h, x, y, (long long)d, got, want, pa_load_elem(p->dtype, o_before, i), pa_load_elem(tp, op->buf, j)), 0;
+            return fprintf(stderr, "row (%lld, %lld, %lld) lse %g, %g: o[%lld] = %g, expected %g (o %g, o_part %g)\n",
+                           (long long)b, (long long)s, (long long)h, x, y, (long long)d, got, want,
+                           pa_load_elem(p->dtype, o_before, i), pa_load_elem(tp, op->buf, j)), 0;
     }
     return 1;
 }
@@ -161,7 +165,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     else unsetenv("PORTATTN_BACKEND");
     p.backend = sel & 0x80 ? (portattn_backend_t)((sel >> 3) % 10) : PORTATTN_BACKEND_CPU;
     p.dtype = (portattn_dtype_t)(take(&b, 1) % 5), p.dtype_part = (portattn_dtype_t)(take(&b, 1) % 5);
-    p.batch = take_dim(&b, 3), p.seqlen_q = take_dim(&b, 12), p.heads_q = take_dim(&b, 4), p.head_dim_v = take_dim(&b, 40);
+    p.batch = take_dim(&b, 3), p.seqlen_q = take_dim(&b, 12);
+    p.heads_q = take_dim(&b, 4), p.head_dim_v = take_dim(&b, 40);
     const uint8_t fl = (uint8_t)take(&b, 1);
     if (fl & 1) p.struct_size = (size_t)take(&b, 2);
     uint64_t rng = take(&b, 8) | 1;
