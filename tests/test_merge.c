@@ -253,7 +253,10 @@ static void run(const prob *pr, portattn_dtype_t part_t, acc_kind acc, const res
         float *pl = poisoned(PORTATTN_DTYPE_F32, nl);
         st = forward(pr, backend, part_t, k, v, first[p], count[p], c->causal, po, pl);
         const portattn_backend_t be = acc == ACC_F32 ? PORTATTN_BACKEND_AUTO : backend;
-        if (!st) st = merge_into(pr, be, acc_t, acc_view, acc_lse, acc_lse_stride, part_t, po, pl), merge_failed = st != 0;
+        if (!st) {
+            st = merge_into(pr, be, acc_t, acc_view, acc_lse, acc_lse_stride, part_t, po, pl);
+            merge_failed = st != 0;
+        }
         dm_free(mem, po), dm_free(mem, pl);
     }
     if (st == PORTATTN_ERROR_NOT_SUPPORTED && !merge_failed) { /* the backend's forward refuses this dtype */
