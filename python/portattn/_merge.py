@@ -3,7 +3,7 @@ import ctypes
 
 from ._core import _check, backend_id
 from ._lib import DType, MergeParams, Tensor, load
-from ._torch import _torch
+from ._torch import _check_gpu_build, _torch
 
 __all__ = ["merge"]
 
@@ -69,6 +69,10 @@ def merge(out, lse, out_part, lse_part, *, backend=None):
     p.lse, p.lse_part = lse.data_ptr(), lse_part.data_ptr()
     p.lse_stride[:], p.lse_part_stride[:] = _lse_strides(lse, packed), _lse_strides(lse_part, packed)
     p.backend = backend_id(backend)
-    stream = torch.cuda.current_stream(out.device).cuda_stream if out.device.type == "cuda" else None
-    _check(lib.portattn_merge(ctypes.byref(p), ctypes.c_void_p(stream or None)))
+    if out.device.type != "cuda":
+        _check(lib.portattn_merge(ctypes.byref(p), None))
+        return out, lse
+    _check_gpu_build(out.device)  # a CPU-only library would take device pointers for host ones
+    with torch.cuda.device(out.device):
+        _check(lib.portattn_merge(ctypes.byref(p), ctypes.c_void_p(torch.cuda.current_stream(out.device).cuda_stream)))
     return out, lse
