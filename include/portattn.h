@@ -287,6 +287,43 @@ PORTATTN_API portattn_status_t portattn_backward_workspace_size(const portattn_b
 PORTATTN_API portattn_status_t portattn_backward_query(const portattn_bwd_params_t *params,
                                                        portattn_selection_t *selection);
 
+/* ---- merge ------------------------------------------------------------------------------- */
+
+/* Combines two attention results of the same queries over disjoint key sets, (O, LSE) and
+ * (O_part, LSE_part), into the first pair, in place: per row, with m = max(LSE, LSE_part),
+ *   LSE <- m + log(e^(LSE - m) + e^(LSE_part - m)),   O <- (e^(LSE - m) O + e^(LSE_part - m) O_part) / that sum,
+ * in fp32 or wider, so that merging portattn_forward results over key sets K1, K2 gives the forward
+ * over K1 u K2 (ring attention, split-KV). A side with LSE = -inf saw no key: its O is not read (a
+ * ring may start from LSE = -inf and O uninitialised); both -inf gives O = 0 and LSE = -inf, as the
+ * forward writes a row that sees no key. A NaN LSE makes the row NaN. Each O may be F16, BF16 or F32
+ * independently (an fp32 accumulator, fp32 partials: no rounding between ring steps).
+ *   O, O_part [B, Sq, Hq, Dv] (any strides)     LSE, LSE_part fp32 [B, Hq, Sq], strides (batch, head, seq)
+ * Packed (varlen) results: batch 1, seqlen_q = the packed total, LSE strides (0, head, token).
+ * O_part and LSE_part are read only and must share no memory with O or LSE. */
+typedef struct portattn_merge_params {
+    size_t struct_size;          /* sizeof(portattn_merge_params_t), set by portattn_merge_params_init */
+    portattn_dtype_t dtype;      /* of o */
+    portattn_dtype_t dtype_part; /* of o_part; 0 = the same as dtype */
+    int64_t batch, seqlen_q, heads_q, head_dim_v;
+
+    portattn_tensor_t o;         /* read and written */
+    float *lse;                  /* read and written */
+    int64_t lse_stride[3];
+    portattn_tensor_t o_part;
+    const float *lse_part;
+    int64_t lse_part_stride[3];
+
+    /* AUTO (or PORTATTN_BACKEND when set): the CPU for host memory, CUDA for device memory.
+     * CPU forces the host loop; any CUDA backend forces the one CUDA merge kernel. */
+    portattn_backend_t backend;
+} portattn_merge_params_t;
+
+/* Sets struct_size, dtype BF16, dtype_part 0 (= dtype), backend AUTO, every other field 0. */
+PORTATTN_API void portattn_merge_params_init(portattn_merge_params_t *params);
+
+/* Validates and merges (asynchronous on `stream` for CUDA memory, synchronous on the host). */
+PORTATTN_API portattn_status_t portattn_merge(const portattn_merge_params_t *params, void *stream);
+
 /* ---- backends ---------------------------------------------------------------------------- */
 
 typedef struct portattn_backend_info {

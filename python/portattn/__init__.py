@@ -7,6 +7,7 @@
     out = portattn.flash_attn_qkvpacked_func(qkv)    # also kvpacked, varlen_qkvpacked, varlen_kvpacked
     out = portattn.flash_attn_with_kvcache(q, k_cache, v_cache, k, v, cache_seqlens=lens, block_table=bt)
     portattn.which(q, k, v, causal=True)   # {'backend': 'cuda-generic', 'kernel': ..., 'reason': ...}
+    portattn.merge(out, lse, out_part, lse_part)   # in place: attention over both key sets (ring steps)
     portattn.backends(), portattn.version()
     portattn.forward_raw(q_ptr, k_ptr, v_ptr, o_ptr, dtype="f32", batch=..., ...)  # no PyTorch
 
@@ -22,6 +23,7 @@ from ._core import (address, backend_id, backends, dtype_id, forward, forward_ra
 from ._torch import (flash_attn_func, flash_attn_kvpacked_func, flash_attn_qkvpacked_func, flash_attn_varlen_func,
                      flash_attn_varlen_kvpacked_func, flash_attn_varlen_qkvpacked_func, which)
 from ._kvcache import flash_attn_with_kvcache
+from ._merge import merge
 from ._version import __version__
 
 
@@ -37,7 +39,7 @@ def _define_ops():
 
 _define_ops()
 
-__all__ = ["flash_attn_func", "flash_attn_varlen_func", "flash_attn_with_kvcache", "flash_attn_qkvpacked_func", "flash_attn_kvpacked_func",
+__all__ = ["flash_attn_func", "flash_attn_varlen_func", "flash_attn_with_kvcache", "merge", "flash_attn_qkvpacked_func", "flash_attn_kvpacked_func",
            "flash_attn_varlen_qkvpacked_func", "flash_attn_varlen_kvpacked_func", "which", "backends", "version",
            "forward_raw", "query_raw", "make_params", "forward", "query", "load", "library_path", "last_error",
            "address", "backend_id", "dtype_id", "PortattnError", "PortattnLoadError", "Status", "DType", "Backend",

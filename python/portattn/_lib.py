@@ -6,7 +6,7 @@ import glob
 import os
 import threading
 
-__all__ = ["Status", "DType", "Backend", "Tensor", "FwdParams", "BwdParams", "Selection", "BackendInfo",
+__all__ = ["Status", "DType", "Backend", "Tensor", "FwdParams", "BwdParams", "MergeParams", "Selection", "BackendInfo",
            "PortattnError", "PortattnLoadError", "load", "library_path", "candidates"]
 
 # ---- enums ----------------------------------------------------------------------------------
@@ -133,6 +133,26 @@ class BwdParams(ctypes.Structure):
     ]
 
 
+class MergeParams(ctypes.Structure):
+    """portattn_merge_params_t: two (O, LSE) results of the same queries, merged into the first."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("dtype", ctypes.c_int),
+        ("dtype_part", ctypes.c_int),
+        ("batch", ctypes.c_int64),
+        ("seqlen_q", ctypes.c_int64),
+        ("heads_q", ctypes.c_int64),
+        ("head_dim_v", ctypes.c_int64),
+        ("o", Tensor),
+        ("lse", ctypes.c_void_p),  # float *
+        ("lse_stride", ctypes.c_int64 * 3),
+        ("o_part", Tensor),
+        ("lse_part", ctypes.c_void_p),  # const float *
+        ("lse_part_stride", ctypes.c_int64 * 3),
+        ("backend", ctypes.c_int),
+    ]
+
+
 class Selection(ctypes.Structure):
     """portattn_selection_t."""
     _fields_ = [("backend", ctypes.c_int), ("backend_name", ctypes.c_char * 32),
@@ -254,6 +274,8 @@ def _declare(lib):
         "portattn_backward": (c_int, [ctypes.POINTER(BwdParams), c_vp]),
         "portattn_backward_query": (c_int, [ctypes.POINTER(BwdParams), ctypes.POINTER(Selection)]),
         "portattn_backward_workspace_size": (c_int, [ctypes.POINTER(BwdParams), ctypes.POINTER(ctypes.c_size_t)]),
+        "portattn_merge_params_init": (None, [ctypes.POINTER(MergeParams)]),
+        "portattn_merge": (c_int, [ctypes.POINTER(MergeParams), c_vp]),
         "portattn_backend_get_info": (c_int, [c_int, ctypes.POINTER(BackendInfo)]),
         "portattn_backend_name": (c_cp, [c_int]),
         "portattn_backend_from_name": (c_int, [c_cp, ctypes.POINTER(c_int)]),
@@ -288,6 +310,12 @@ def _check_abi(lib, path):
             -1, -1, 0, 0):
         raise _AbiMismatch("%s: portattn_bwd_params_t is %d bytes in the library but %d in this Python binding, "
                            "or its defaults land on the wrong fields" % (path, b.struct_size, ctypes.sizeof(BwdParams)))
+    m = MergeParams()
+    ctypes.memset(ctypes.byref(m), 0x5A, ctypes.sizeof(m))
+    lib.portattn_merge_params_init(ctypes.byref(m))
+    if m.struct_size != ctypes.sizeof(MergeParams) or (m.dtype, m.dtype_part, m.batch, m.backend) != (DType.BF16, 0, 0, 0):
+        raise _AbiMismatch("%s: portattn_merge_params_t is %d bytes in the library but %d in this Python binding, "
+                           "or its defaults land on the wrong fields" % (path, m.struct_size, ctypes.sizeof(MergeParams)))
     t = lib.portattn_tensor_bshd(ctypes.c_void_p(0x1000), 3, 5, 7)
     if t.data != 0x1000 or list(t.stride) != [105, 35, 7, 1]:
         raise _AbiMismatch("%s: portattn_tensor_t layout differs from this binding's" % path)
