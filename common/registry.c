@@ -201,7 +201,7 @@ static portattn_status_t select_pass(const pa_problem *pb, const pa_backend **be
         }
     }
     sel->backend = (*be)->id;
-    snprintf(sel->backend_name, sizeof sel->backend_name, "%s", (*be)->name);
+    if (explain) snprintf(sel->backend_name, sizeof sel->backend_name, "%s", (*be)->name);
     return PORTATTN_SUCCESS;
 }
 

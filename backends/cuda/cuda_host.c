@@ -200,11 +200,12 @@ int pa_cuda_probe(char *detail, size_t detail_len)
 {
     int major = 0, minor = 0, sms = 0;
     char name[128];
-    if (!pa_cuda_device_info(&major, &minor, &sms, name, sizeof name)) {
-        if (detail && detail_len) snprintf(detail, detail_len, "%s", name);
+    const int words = detail && detail_len; /* the selector's quiet pass formats nothing */
+    if (!pa_cuda_device_info(&major, &minor, &sms, words ? name : NULL, words ? sizeof name : 0)) {
+        if (words) snprintf(detail, detail_len, "%s", name);
         return 0;
     }
-    if (detail && detail_len)
+    if (words)
         snprintf(detail, detail_len, "%s (sm_%d%d, %d SMs)", name, major, minor, sms);
     return 1;
 }
