@@ -8,15 +8,20 @@
  *   check    portattn_forward_workspace_size: validation and the quiet selection, no launch
  *   forward  portattn_forward with a caller workspace (GPUs only: on the CPU it would compute)
  * and, once, the floor: one launch of an empty kernel in this process (cudaLaunchKernel, as the
- * library launches). forward - floor is what the library adds to its one launch. Without a GPU only
- * the check column is measured (the CUDA backends are refused at their probe there), which still
- * times validation and the walk over the backends. Exit 0, or 1 when a call fails. */
+ * library launches). forward - floor is what the library adds to its one launch. Also once: one
+ * pointer-attribute query and one cudaGetDevice, the runtime calls the checks are made of, so that
+ * the check column can be attributed. Without a GPU only the check column is measured (the CUDA
+ * backends are refused at their probe there), which still times validation and the walk over the
+ * backends. Exit 0, or 1 when a call fails. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "devmem.h"
 #include "portattn.h"
+#ifdef PORTATTN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 enum { HQ = 32, HKV = 8, D = 128, MAX_B = 32, MAX_KV = 65536 };
 
@@ -63,6 +68,34 @@ static int call_check(void *arg)
 }
 
 static int call_forward(void *arg) { return portattn_forward((const portattn_fwd_params_t *)arg, NULL) != PORTATTN_SUCCESS; }
+
+#ifdef PORTATTN_HAVE_CUDA
+static int query_pointer(void *ptr)
+{
+    struct cudaPointerAttributes a;
+    return cudaPointerGetAttributes(&a, ptr) != cudaSuccess;
+}
+
+static int query_device(void *unused)
+{
+    int dev;
+    (void)unused;
+    return cudaGetDevice(&dev) != cudaSuccess;
+}
+#endif
+
+/* The runtime calls the checks are made of, timed alone (GPUs). */
+static void print_runtime_costs(const bufs *m, int calls)
+{
+#ifdef PORTATTN_HAVE_CUDA
+    double ptr_us = -1, dev_us = -1;
+    if (m->kind == DM_CUDA && !dm_host_cost(m->kind, calls, query_pointer, m->k, &ptr_us) &&
+        !dm_host_cost(m->kind, calls, query_device, NULL, &dev_us))
+        printf("# one cudaPointerGetAttributes (device memory): %.3f us; one cudaGetDevice: %.3f us\n", ptr_us, dev_us);
+#else
+    (void)m, (void)calls;
+#endif
+}
 
 /* One shape's row: 0, or 1 with the API's message printed. */
 static int shape_row(bufs *m, int64_t b, int64_t kv, int with_used, portattn_backend_t be, int calls)
@@ -121,6 +154,7 @@ int main(int argc, char **argv)
     printf("# check = workspace_size (validation + selection, no launch); forward = portattn_forward\n");
     if (floor_us >= 0) printf("# one empty-kernel launch (the floor of any forward): %.2f us\n", floor_us);
     else printf("# no GPU: forward and the launch floor are not measured\n");
+    print_runtime_costs(&m, calls);
     printf("%-22s %-42s %8s %8s\n", "shape", "kernel", "check", "forward");
     const int64_t batches[] = {1, 8, 32}, kvs[] = {4096, 16384, 65536};
     int failed = 0;
