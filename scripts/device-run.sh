@@ -96,6 +96,7 @@ for be in $BACKENDS; do
   $BENCH --backend "$be" --sweep --sweep-dims "$DIMS" --sweep-seqlens "$SEQS" --dtype "$DTYPES" \
     --no-check --json "$OUT/bench_$be.json" >> "$OUT/bench.log" 2>&1
 done
+grep -E "^# (host time|one empty-kernel launch)" "$OUT/bench.log" # host cost beside the floor, per backend
 echo "== peers (tools/peer_bench.py, in-process) $(t)"
 peers "$OUT/peers.json" --d ${DIMS//,/ } --s ${SEQS//,/ } --dtype "$(echo "$DTYPES" | sed 's/\bf16\b/fp16/g')"
 : > "$OUT/summary.md"
@@ -111,8 +112,11 @@ if [ -n "${DECODE:-}" ]; then # decode latency beside peer_bench.py --sweep deco
   be=${BACKENDS%% *}
   for v in "cold:" "warm:--kv-copies 1" "bhsd:--layout bhsd" "nows:--no-workspace" "paged64:--page-size 64" \
            "paged16:--page-size 16" "paged256:--page-size 256"; do
-    $BENCH --backend "$be" --sweep decode --no-check ${v#*:} --json "$OUT/dec_${v%%:*}.json" >> "$OUT/bench.log" 2>&1
+    $BENCH --backend "$be" --sweep decode --no-check ${v#*:} --json "$OUT/dec_${v%%:*}.json" > "$OUT/dec.tmp" 2>&1
+    echo "${v%%:*}: $(grep -E "^# (host time|one empty-kernel launch)" "$OUT/dec.tmp" | tr '\n' ' ')"
+    cat "$OUT/dec.tmp" >> "$OUT/bench.log"
   done
+  rm -f "$OUT/dec.tmp"
   peers "$OUT/peers_decode.json" --sweep decode
   copy=$(python3 -c '
 import torch
