@@ -259,13 +259,11 @@ static int gpu_estimate(const dm_clock *c, int (*fn)(void *), void *arg, double 
     return bad;
 }
 
+static int no_sync(void) { return 0; } /* dm_host_cost's clock on the CPU */
+
 /* The host time of one call, apart from the timed loop: there the launches of a short kernel outrun
  * the device, fill the launch queue and then wait for room, which is not the API's cost. Calls go in
  * groups of 8 with a device sync between groups (so the queue never fills); the median call. */
-static int no_sync(void) { return 0; }
-
-/* Median host time of one fn(arg), calls back to back with a sync every 8 (the launch queue stays
- * short, so no call waits for a free slot). */
 static int gpu_host_cost(const dm_clock *c, int calls, int (*fn)(void *), void *arg, double *us)
 {
     double *h = malloc(sizeof(double) * (size_t)calls);
