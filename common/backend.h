@@ -55,6 +55,7 @@ extern const pa_bwd_backend pa_bwd_backend_cuda_generic; /* backends/cuda/generi
 int pa_cuda_ptr_is_device_only(const void *ptr); /* host cannot dereference it */
 int pa_cuda_ptr_is_device_accessible(const void *ptr); /* current device can dereference it */
 int pa_cuda_take_device_error(char *buf, size_t len);  /* a device error this thread's queries met */
+void pa_cuda_memo(int on); /* answers reused within one resolution (cuda_host.h) */
 #endif
 
 #ifdef PORTATTN_HAVE_HIP

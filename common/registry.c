@@ -201,7 +201,7 @@ static portattn_status_t select_pass(const pa_problem *pb, const pa_backend **be
         }
     }
     sel->backend = (*be)->id;
-    snprintf(sel->backend_name, sizeof sel->backend_name, "%s", (*be)->name);
+    if (explain) snprintf(sel->backend_name, sizeof sel->backend_name, "%s", (*be)->name);
     return PORTATTN_SUCCESS;
 }
 
@@ -237,15 +237,28 @@ static portattn_status_t select_for_empty(const pa_problem *pb, portattn_selecti
     return PORTATTN_SUCCESS;
 }
 
+/* Within one resolution a pointer's residency is asked once (validation and every backend tried
+ * share the answer); outside it, every query is fresh. */
+static void pointer_memo(int on)
+{
+#ifdef PORTATTN_HAVE_CUDA
+    pa_cuda_memo(on);
+#endif
+    (void)on;
+}
+
 /* The one rule of all three entry points: validate, then select (no backend for an empty call). */
 static portattn_status_t resolve(const portattn_fwd_params_t *params, pa_problem *pb, const pa_backend **be,
                                  portattn_selection_t *sel, int explain, char *why, size_t why_len)
 {
+    pointer_memo(1);
     portattn_status_t st = pa_validate(params, pb, why, why_len);
-    if (st) return st;
     *be = NULL;
-    return problem_is_empty(pb) ? select_for_empty(pb, sel, why, why_len)
-                                : select_backend(pb, be, sel, explain, why, why_len);
+    if (!st)
+        st = problem_is_empty(pb) ? select_for_empty(pb, sel, why, why_len)
+                                  : select_backend(pb, be, sel, explain, why, why_len);
+    pointer_memo(0);
+    return st;
 }
 
 portattn_status_t portattn_forward_query(const portattn_fwd_params_t *params, portattn_selection_t *selection)

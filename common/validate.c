@@ -157,14 +157,16 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Whether the host may read the cache tables (pa_host_accessible; 1 for NULL). */
+typedef struct host_view { int seqused_k, block_table; } host_view;
+
 /* Appending through a page table: two sequences whose tables name the same page would both write
  * its rows (a race, and one of them reads the other's keys). Checked when the host can read the
  * tables: every cache row an append writes must be distinct. */
-static portattn_status_t check_append_targets(const portattn_fwd_params_t *p, int64_t new_tokens, char *why,
-                                              size_t why_len)
+static portattn_status_t check_append_targets(const portattn_fwd_params_t *p, int64_t new_tokens, const host_view *hv,
+                                              char *why, size_t why_len)
 {
-    if (!p->block_table || !new_tokens || !pa_host_accessible(p->block_table) || !pa_host_accessible(p->seqused_k))
-        return PORTATTN_SUCCESS;
+    if (!p->block_table || !new_tokens || !hv->block_table || !hv->seqused_k) return PORTATTN_SUCCESS;
     if ((uint64_t)p->batch > SIZE_MAX / sizeof(int64_t) / (uint64_t)new_tokens) return PORTATTN_SUCCESS;
     int64_t n = 0, *rows = malloc(sizeof(int64_t) * (size_t)(p->batch * new_tokens) + 1);
     if (!rows) return pa_fmt(why, why_len, PORTATTN_ERROR_OUT_OF_MEMORY, "checking append targets: out of host memory");
@@ -200,11 +202,9 @@ static int cmp_page_use(const void *a, const void *b)
 }
 
 static portattn_status_t check_append_readers(const portattn_fwd_params_t *p, int64_t pages_per_seq,
-                                              int64_t new_tokens, char *why, size_t why_len)
+                                              int64_t new_tokens, const host_view *hv, char *why, size_t why_len)
 {
-    if (!p->block_table || !new_tokens || !pa_host_accessible(p->block_table) ||
-        !pa_host_accessible(p->seqused_k))
-        return PORTATTN_SUCCESS;
+    if (!p->block_table || !new_tokens || !hv->block_table || !hv->seqused_k) return PORTATTN_SUCCESS;
     if ((uint64_t)p->batch > SIZE_MAX / sizeof(page_use) / 2 / (uint64_t)pages_per_seq) return PORTATTN_SUCCESS;
     page_use *u = malloc(sizeof(page_use) * (size_t)(p->batch * pages_per_seq * 2) + 1);
     if (!u) return pa_fmt(why, why_len, PORTATTN_ERROR_OUT_OF_MEMORY, "checking append targets: out of host memory");
@@ -237,11 +237,11 @@ static portattn_status_t check_append_readers(const portattn_fwd_params_t *p, in
 /* seqused_k and block_table contents, when the host can read them: lengths (plus appended tokens)
  * within the capacity, and every page a sequence uses inside the pool. */
 static portattn_status_t check_kv_cache(const portattn_fwd_params_t *p, int64_t pages_per_seq, int64_t new_tokens,
-                                        char *why, size_t why_len)
+                                        const host_view *hv, char *why, size_t why_len)
 {
     for (int64_t b = 0; b < p->batch; b++) {
         int64_t used = p->seqlen_k;
-        if (p->seqused_k && pa_host_accessible(p->seqused_k)) {
+        if (p->seqused_k && hv->seqused_k) {
             used = p->seqused_k[b];
             if (used < 0 || used > p->seqlen_k - new_tokens)
                 return INVALID("seqused_k[%lld] = %lld is outside [0, seqlen_k - seqlen_new = %lld]", (long long)b,
@@ -252,7 +252,7 @@ static portattn_status_t check_kv_cache(const portattn_fwd_params_t *p, int64_t 
                 return INVALID("seqused_k[%lld] = %lld exceeds max_seqlen_k = %lld", (long long)b, (long long)used,
                                (long long)p->max_seqlen_k);
         }
-        if (!p->block_table || !pa_host_accessible(p->block_table)) continue;
+        if (!p->block_table || !hv->block_table) continue;
         for (int64_t g = 0; g < pages_per_seq && g * p->page_size < used; g++) {
             int32_t page = p->block_table[b * p->block_table_stride + g];
             if (page < 0 || page >= p->num_pages)
@@ -441,9 +441,11 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
         for (int i = 0; i < 5; i++)
             if (views_overlap(&bt, outs[i]) || views_overlap(&su, outs[i]))
                 return INVALID("block_table or seqused_k overlaps %s, which is written", outs[i]->name);
-        if ((st = check_kv_cache(p, pages_per_seq, pb->seqlen_new, why, why_len)) ||
-            (st = check_append_targets(p, pb->seqlen_new, why, why_len)) ||
-            (st = check_append_readers(p, pages_per_seq, pb->seqlen_new, why, why_len)))
+        /* asked once per call (each answer is a pointer-attribute query on a GPU build), not per sequence */
+        const host_view hv = {pa_host_accessible(p->seqused_k), pa_host_accessible(p->block_table)};
+        if ((st = check_kv_cache(p, pages_per_seq, pb->seqlen_new, &hv, why, why_len)) ||
+            (st = check_append_targets(p, pb->seqlen_new, &hv, why, why_len)) ||
+            (st = check_append_readers(p, pages_per_seq, pb->seqlen_new, &hv, why, why_len)))
             return st;
     }
     if (varlen && p->batch > 0) {

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # One full session on a CUDA machine (the H200 of the device tool): build, the case table on the
 # chosen backends, compute-sanitizer on a subset, the ISA gates, then portattn-bench beside the
-# PyTorch peers (.anchors/sdpa.py, a copy of shared/anchors/sdpa.py) in the same call.
+# PyTorch peers in the same call. The peers are measured by tools/peer_bench.py: portattn (through the
+# Python binding, on this build's library) and SDPA's FlashAttention-2 and cuDNN backends in ONE
+# process under one protocol (do_bench's: time-based reps, L2 flush, median; torch.randn inputs),
+# so its rows compare like with like; portattn-bench's rows sit beside them.
 # The device returns at most 8 files from $OUT, so logs are few; the summary goes to stdout.
 #
 # Environment:
@@ -15,8 +18,8 @@
 #   SKIP_SANITIZER=1, SKIP_BENCH=1 leave those steps out; the sanitizer runs last (it is the slowest)
 #   SANITIZE_CASES  space-separated tool:case entries, e.g. "racecheck:d256_causal memcheck:varlen"
 #   DECODE=1  decode sweeps of the first backend (cold = K/V cycled through 256 MiB of copies, warm =
-#             one copy as sdpa.py, bhsd = sdpa.py's layout, no-workspace = the library allocating
-#             its split scratch per call, paged 16/64/256) beside sdpa.py --decode and the measured
+#             one copy as the peers, bhsd = the peers' layout, no-workspace = the library allocating
+#             its split scratch per call, paged 16/64/256) beside peer_bench.py --sweep decode and the measured
 #             device-to-device copy bandwidth: decode.md (tools/decode_table.py) + decode.tgz
 #   REPORT=1  also the decode sweep + peers, tools/report.py over everything, python/peer_bench.py;
 #             JSON/CSV/report go into one report.tgz (the device returns at most 8 files)
@@ -34,6 +37,13 @@ DIMS=${DIMS:-64,128}
 SEQS=${SEQS:-1024,4096,16384}
 S=$(date +%s)
 t() { echo "[$(( $(date +%s) - S ))s]"; }
+# peers JSON [peer_bench args]: tools/peer_bench.py on this build's library, its log into bench.log
+peers() {
+  local json=$1; shift
+  PYTHONUNBUFFERED=1 PORTATTN_LIBRARY=$B/libportattn.so python3 tools/peer_bench.py "$@" --json "$json" \
+    >> "$OUT/bench.log" 2>&1
+  echo "peer_bench $* exit $?"
+}
 
 { nvidia-smi; nvcc --version; git log -1 --format='commit %H %cd' 2>/dev/null; git status --short 2>/dev/null; date -u; } \
   > "$OUT/build.log" 2>&1
@@ -86,27 +96,28 @@ for be in $BACKENDS; do
   $BENCH --backend "$be" --sweep --sweep-dims "$DIMS" --sweep-seqlens "$SEQS" --dtype "$DTYPES" \
     --no-check --json "$OUT/bench_$be.json" >> "$OUT/bench.log" 2>&1
 done
-echo "== peers $(t)"
-PYTHONUNBUFFERED=1 python3 .anchors/sdpa.py --d ${DIMS//,/ } --s ${SEQS//,/ } --dtype "$(echo "$DTYPES" | sed 's/\bf16\b/fp16/g')" \
-  --json "$OUT/peers.json" >> "$OUT/bench.log" 2>&1
-sed 's/"fp16"/"f16"/g' "$OUT/peers.json" > "$OUT/peers_f16.tmp" # sdpa.py says fp16, portattn-bench f16
+grep -E "^# (host time|one empty-kernel launch)" "$OUT/bench.log" # host cost beside the floor, per backend
+echo "== peers (tools/peer_bench.py, in-process) $(t)"
+peers "$OUT/peers.json" --d ${DIMS//,/ } --s ${SEQS//,/ } --dtype "$(echo "$DTYPES" | sed 's/\bf16\b/fp16/g')"
 : > "$OUT/summary.md"
-for be in $BACKENDS; do
-  python3 tools/compare_peers.py "$OUT/bench_$be.json" "$OUT/peers_f16.tmp" --title "$be" >> "$OUT/summary.md"
+for be in $BACKENDS; do # report.py maps the dtype names (peer_bench says fp16, portattn-bench f16)
+  python3 tools/compare_peers.py "$OUT/bench_$be.json" "$OUT/peers.json" --title "$be" >> "$OUT/summary.md"
   echo >> "$OUT/summary.md"
 done
-rm -f "$OUT/peers_f16.tmp"
 cat "$OUT/summary.md"
 fi
 
-if [ -n "${DECODE:-}" ]; then # decode latency beside sdpa.py --decode, cold and warm, contiguous and paged
+if [ -n "${DECODE:-}" ]; then # decode latency beside peer_bench.py --sweep decode, cold and warm, contiguous and paged
   echo "== decode sweeps and peers $(t)"
   be=${BACKENDS%% *}
   for v in "cold:" "warm:--kv-copies 1" "bhsd:--layout bhsd" "nows:--no-workspace" "paged64:--page-size 64" \
            "paged16:--page-size 16" "paged256:--page-size 256"; do
-    $BENCH --backend "$be" --sweep decode --no-check ${v#*:} --json "$OUT/dec_${v%%:*}.json" >> "$OUT/bench.log" 2>&1
+    $BENCH --backend "$be" --sweep decode --no-check ${v#*:} --json "$OUT/dec_${v%%:*}.json" > "$OUT/dec.tmp" 2>&1
+    echo "${v%%:*}: $(grep -E "^# (host time|one empty-kernel launch)" "$OUT/dec.tmp" | tr '\n' ' ')"
+    cat "$OUT/dec.tmp" >> "$OUT/bench.log"
   done
-  PYTHONUNBUFFERED=1 python3 .anchors/sdpa.py --decode --json "$OUT/peers_decode.json" >> "$OUT/bench.log" 2>&1
+  rm -f "$OUT/dec.tmp"
+  peers "$OUT/peers_decode.json" --sweep decode
   copy=$(python3 -c '
 import torch
 from triton.testing import do_bench
@@ -124,7 +135,7 @@ fi
 if [ -n "${REPORT:-}" ]; then # the porting-study flow of docs/porting-study.md, plus the Python comparison
   echo "== decode sweep and peers $(t)"
   $BENCH --sweep decode --no-check --json "$OUT/bench_decode.json" --csv "$OUT/bench_decode.csv" >> "$OUT/bench.log" 2>&1
-  PYTHONUNBUFFERED=1 python3 .anchors/sdpa.py --decode --json "$OUT/peers_decode.json" >> "$OUT/bench.log" 2>&1
+  peers "$OUT/peers_decode.json" --sweep decode
   for be in $BACKENDS; do $BENCH --backend "$be" --sweep --sweep-dims "$DIMS" --sweep-seqlens "$SEQS" --dtype "$DTYPES" \
     --rep-ms 20 --no-check --csv "$OUT/bench_$be.csv" > /dev/null 2>&1; done # the CSV form of the same sweep
   python3 tools/report.py $OUT/bench_*.json "$OUT/peers.json" "$OUT/peers_decode.json" --out "$OUT/report" \

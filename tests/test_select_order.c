@@ -58,6 +58,7 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *params, pa_problem *p
 int pa_cuda_ptr_is_device_only(const void *ptr) { return (void)ptr, 0; }
 int pa_cuda_ptr_is_device_accessible(const void *ptr) { return (void)ptr, 1; }
 int pa_cuda_take_device_error(char *buf, size_t len) { return (void)buf, (void)len, 0; }
+void pa_cuda_memo(int on) { (void)on; }
 
 int main(void)
 {

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Decode latency table: portattn-bench decode rows (one or more --json files, each a series) beside
-the PyTorch SDPA peers of sdpa.py --decode, measured in the same device call, as Markdown.
+the PyTorch SDPA peers of tools/peer_bench.py --sweep decode (or an sdpa.py --decode file), measured
+in the same device call, as Markdown.
 
   tools/decode_table.py LABEL=BENCH.json [LABEL=BENCH.json ...] --peers PEERS.json [--copy-tbps X]
 
@@ -28,9 +29,18 @@ def bench_rows(path):
 
 
 def peer_rows(path):
+    """{(batch, KV tokens): {"cudnn_us", "flash_us"}} from peer_bench.py's rows or sdpa.py's "decode" list."""
     with open(path) as f:
         doc = json.load(f)
-    return {(int(r["b"]), int(r["skv"])): r for r in doc.get("decode", [])}
+    if doc.get("tool") != "peer_bench":
+        return {(int(r["b"]), int(r["skv"])): r for r in doc.get("decode", [])}
+    out = {}
+    for r in doc.get("rows", []):
+        if r.get("mode") != "decode":
+            continue
+        us = {k: round(m["ms"] * 1e3, 1) for k, m in r.get("impls", {}).items() if m.get("ms") is not None}
+        out[(int(r["b"]), int(r["skv"]))] = {"cudnn_us": us.get("cuDNN"), "flash_us": us.get("FA2")}
+    return out
 
 
 def main():

@@ -200,11 +200,12 @@ int pa_cuda_probe(char *detail, size_t detail_len)
 {
     int major = 0, minor = 0, sms = 0;
     char name[128];
-    if (!pa_cuda_device_info(&major, &minor, &sms, name, sizeof name)) {
-        if (detail && detail_len) snprintf(detail, detail_len, "%s", name);
+    const int words = detail && detail_len; /* the selector's quiet pass formats nothing */
+    if (!pa_cuda_device_info(&major, &minor, &sms, words ? name : NULL, words ? sizeof name : 0)) {
+        if (words) snprintf(detail, detail_len, "%s", name);
         return 0;
     }
-    if (detail && detail_len)
+    if (words)
         snprintf(detail, detail_len, "%s (sm_%d%d, %d SMs)", name, major, minor, sms);
     return 1;
 }
@@ -218,11 +219,50 @@ typedef enum pa_cuda_mem {
     PA_MEM_MANAGED
 } pa_cuda_mem;
 
+/* The answers this thread already had in the front end's current resolution (pa_cuda_memo): the
+ * validation asks about seqused_k, block_table and cu_seqlens, then each backend the selector tries
+ * asks about every pointer its kernel reads, and a failed quiet pass is chosen again with words.
+ * Inside one call on one thread no pointer changes hands (another thread freeing it mid-call would
+ * break the launch anyway), so a second query's answer is the first's. Failed queries are not kept
+ * (their device error must be met again), and nothing is kept outside a resolution. */
+#define PA_MEMO_SLOTS 16
+typedef struct pa_memo {
+    int on, n;
+    const void *ptr[PA_MEMO_SLOTS];
+    pa_cuda_mem mem[PA_MEMO_SLOTS];
+    int device[PA_MEMO_SLOTS], mapped[PA_MEMO_SLOTS];
+} pa_memo;
+static _Thread_local pa_memo g_memo;
+
+void pa_cuda_memo(int on)
+{
+    g_memo.on = on;
+    g_memo.n = 0;
+}
+
+static pa_cuda_mem pa_cuda_query_ptr(const void *ptr, int *device, int *mapped);
+
 static pa_cuda_mem pa_cuda_where(const void *ptr, int *device, int *mapped)
 {
     *device = -1;
     *mapped = 0;
     if (!ptr || pa_cuda_absent()) return PA_MEM_UNKNOWN;
+    for (int i = 0; g_memo.on && i < g_memo.n; i++)
+        if (g_memo.ptr[i] == ptr) {
+            *device = g_memo.device[i], *mapped = g_memo.mapped[i];
+            return g_memo.mem[i];
+        }
+    const pa_cuda_mem m = pa_cuda_query_ptr(ptr, device, mapped);
+    if (g_memo.on && m != PA_MEM_UNKNOWN && g_memo.n < PA_MEMO_SLOTS) {
+        const int i = g_memo.n++;
+        g_memo.ptr[i] = ptr, g_memo.mem[i] = m, g_memo.device[i] = *device, g_memo.mapped[i] = *mapped;
+    }
+    return m;
+}
+
+/* One runtime query (no memo). */
+static pa_cuda_mem pa_cuda_query_ptr(const void *ptr, int *device, int *mapped)
+{
     struct cudaPointerAttributes a;
     cudaError_t e = cudaPointerGetAttributes(&a, ptr);
     if (e != cudaSuccess) {

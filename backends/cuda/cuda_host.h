@@ -31,6 +31,10 @@ int pa_cuda_ptr_is_device_accessible(const void *ptr);
  * e.g. "q.data is host memory", "k.data is on device 1, current device 0". */
 int pa_cuda_ptr_check(const void *ptr, const char *what, char *why, size_t why_len);
 
+/* on = 1 at the start of one front-end resolution (validation and selection), 0 at its end: while
+ * on, a pointer this thread already asked about is answered from the first query (cuda_host.c). */
+void pa_cuda_memo(int on);
+
 /* 1 if a CUDA query of this thread failed with a device error (not "no device", not a bad
  * pointer) since the last call; copies the message and clears it. */
 int pa_cuda_take_device_error(char *buf, size_t len);

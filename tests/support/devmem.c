@@ -259,6 +259,8 @@ static int gpu_estimate(const dm_clock *c, int (*fn)(void *), void *arg, double 
     return bad;
 }
 
+static int no_sync(void) { return 0; } /* dm_host_cost's clock on the CPU */
+
 /* The host time of one call, apart from the timed loop: there the launches of a short kernel outrun
  * the device, fill the launch queue and then wait for room, which is not the API's cost. Calls go in
  * groups of 8 with a device sync between groups (so the queue never fills); the median call. */
@@ -322,6 +324,50 @@ int dm_time(dm_kind kind, const dm_protocol *pr, int (*fn)(void *), void *arg, d
     else out->host_us = -1;
     free(t);
     return bad;
+}
+
+#ifdef PORTATTN_HAVE_CUDA
+/* An empty kernel, JIT-compiled from PTX by the runtime so that this C file needs no nvcc. */
+static const char empty_ptx[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
+                                ".visible .entry dm_empty()\n{\n\tret;\n}\n";
+
+static int cu_empty_launch(void *kernel)
+{
+    const dim3 one = {1, 1, 1};
+    return cudaLaunchKernel((const void *)kernel, one, one, NULL, 0, NULL) != cudaSuccess;
+}
+#endif
+
+int dm_host_cost(dm_kind kind, int calls, int (*fn)(void *), void *arg, double *us)
+{
+    static const dm_clock none = {NULL, NULL, NULL, NULL, NULL, no_sync};
+    const dm_clock *c = kind == DM_HOST ? &none : clock_of(kind);
+    *us = -1;
+    return calls < 1 || !c || gpu_host_cost(c, calls, fn, arg, us);
+}
+
+int dm_launch_floor(dm_kind kind, int calls, double *us)
+{
+    *us = -1;
+#ifdef PORTATTN_HAVE_CUDA
+    if (kind != DM_CUDA) return 1;
+    cudaLibrary_t lib = NULL;
+    cudaKernel_t kernel = NULL;
+    if (cudaLibraryLoadData(&lib, empty_ptx, NULL, NULL, 0, NULL, NULL, 0) != cudaSuccess ||
+        cudaLibraryGetKernel(&kernel, lib, "dm_empty") != cudaSuccess) {
+        if (lib) (void)cudaLibraryUnload(lib);
+        (void)cudaGetLastError();
+        return 1;
+    }
+    int bad = cu_empty_launch(kernel) || cuda_clock.sync(); /* first launch: module load, not timed */
+    bad = bad || dm_host_cost(kind, calls, cu_empty_launch, kernel, us);
+    (void)cudaLibraryUnload(lib);
+    if (bad) *us = -1;
+    return bad;
+#else
+    (void)kind, (void)calls;
+    return 1;
+#endif
 }
 
 const char *dm_kind_name(dm_kind kind) { return kind == DM_CUDA ? "cuda" : kind == DM_HIP ? "hip" : "host"; }

@@ -38,6 +38,15 @@ typedef struct dm_timing {
 
 /* Times fn(arg) (0 = success) on the kind's clock; 0 on success, 1 if a call or the clock failed. */
 int dm_time(dm_kind kind, const dm_protocol *pr, int (*fn)(void *), void *arg, dm_timing *out);
+/* Median host time (us) of one fn(arg) over `calls` calls back to back, the device synchronised every
+ * 8 so that the launch queue never fills (as dm_timing's host_us); on DM_HOST without syncs. 0 on
+ * success, 1 if a call or a sync failed. */
+int dm_host_cost(dm_kind kind, int calls, int (*fn)(void *), void *arg, double *us);
+/* The host-cost floor of any call that launches a kernel: the median host time of one launch of an
+ * empty kernel (cudaLaunchKernel, as the library launches), measured as dm_timing's host_us (calls
+ * back to back, a sync every 8). 0 and *us on success; 1 and *us = -1 where there is no such launch
+ * (the CPU, HIP) or it failed. */
+int dm_launch_floor(dm_kind kind, int calls, double *us);
 #define DM_FLUSH_MIB 256
 #define DM_XSTR(x) #x
 #define DM_STR(x) DM_XSTR(x)

@@ -114,6 +114,7 @@ typedef struct run_info {
     const char *device, *entry, *table, *sweep, *date;
     const char *timing; /* "do_bench", "burst" or "host" */
     const opts *o;
+    double launch_floor_us; /* host time of one empty-kernel launch in this run (-1 = none: the CPU) */
     char command[2048];
 } run_info;
 
@@ -210,7 +211,8 @@ void progress_show(int i, int n, const shape *s);
 void progress_end(int n, int nfailed); /* clears the line; a sweep's summary */
 void print_header(void);
 void print_row(const row *r);
-void print_host_cost(const row *rows, int n);
+/* The median host time per portattn_forward over the GPU rows, beside the empty-launch floor. */
+void print_host_cost(const row *rows, int n, double launch_floor_us);
 
 /* ---- output.c ---------------------------------------------------------------------------- */
 

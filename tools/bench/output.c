@@ -51,6 +51,7 @@ static void json_run(FILE *f, const run_info *ri)
     JS("sweep", ri->sweep);
     JS("date", ri->date);
     JS("command", ri->command);
+    JN("launch_floor_us", ri->launch_floor_us >= 0 ? ri->launch_floor_us : NAN);
     const opts *o = ri->o;
     fprintf(f, ",\"protocol\":{\"timing\":\"%s\",\"statistic\":\"median\",\"inputs\":\"%s\"", ri->timing,
             o->normal ? "normal" : "uniform");

@@ -104,8 +104,8 @@ static int cmp_f64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The API's host cost over the rows that ran on a GPU: the median and the largest. */
-void print_host_cost(const row *rows, int n)
+/* The API's host cost over the rows that ran on a GPU: the median and the largest, and the floor. */
+void print_host_cost(const row *rows, int n, double launch_floor_us)
 {
     double *h = malloc(sizeof(double) * (size_t)(n ? n : 1));
     int m = 0;
@@ -115,6 +115,9 @@ void print_host_cost(const row *rows, int n)
         qsort(h, (size_t)m, sizeof(double), cmp_f64);
         printf("# host time inside portattn_forward: median %.2f us, max %.2f us per call over %d rows\n",
                m % 2 ? h[m / 2] : 0.5 * (h[m / 2 - 1] + h[m / 2]), h[m - 1], m);
+        if (launch_floor_us >= 0)
+            printf("# one empty-kernel launch (cudaLaunchKernel, this process, this run): %.2f us per call; "
+                   "the call's own cost is the difference\n", launch_floor_us);
     }
     free(h);
 }

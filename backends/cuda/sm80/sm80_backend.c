@@ -33,7 +33,7 @@ static int sm80_device_ok(char *why, size_t why_len)
 {
     int major = 0, minor = 0;
     char dev[96];
-    if (!pa_cuda_device_info(&major, &minor, NULL, dev, sizeof dev)) return REFUSE("%s", dev);
+    if (!pa_cuda_device_info(&major, &minor, NULL, why ? dev : NULL, why ? sizeof dev : 0)) return REFUSE("%s", dev);
     if (major < 8) return REFUSE("needs compute capability 8.0+, device is %d.%d", major, minor);
     return 1;
 }

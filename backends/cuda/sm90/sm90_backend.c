@@ -15,7 +15,7 @@ static int sm90_device(char *why, size_t why_len)
 {
     int major = 0, minor = 0;
     char dev[96];
-    if (!pa_cuda_device_info(&major, &minor, NULL, dev, sizeof dev)) return REFUSE("%s", dev);
+    if (!pa_cuda_device_info(&major, &minor, NULL, why ? dev : NULL, why ? sizeof dev : 0)) return REFUSE("%s", dev);
     if (major != 9 || minor != 0)
         return REFUSE("needs compute capability 9.0 (sm_90a code), device is %d.%d", major, minor);
     return 1;
