@@ -208,8 +208,9 @@ class Model:
         out = self.module.generate(input_ids=ids, attention_mask=self.torch.ones_like(ids), do_sample=False,
                                    max_new_tokens=new_tokens, return_dict_in_generate=True, output_scores=True)
         tokens = out.sequences[:, ids.shape[1]:]
-        if tokens.shape[1] != new_tokens:
-            raise RuntimeError("generate gave %d new tokens, not %d" % (tokens.shape[1], new_tokens))
+        if tokens.shape[1] != new_tokens or len(out.scores or ()) != new_tokens:
+            raise RuntimeError("generate gave %d new tokens and %d scores, not %d" % (
+                tokens.shape[1], len(out.scores or ()), new_tokens))
         top = self.torch.stack(out.scores, 1).float().topk(2, -1).values
         return tokens, top[..., 0] - top[..., 1]
 
