@@ -2,17 +2,19 @@
 
   PORTATTN_LIBRARY=build/libportattn.so python3 -m pytest python/tests/test_tools.py -s
 
-hf_check: the model choice, the plain decoder and its KV cache (a stand-in SDPA where PyTorch has none),
-the SDPA watcher's counts and fallback reasons, the dtype cast that keeps rotary buffers, the token
-comparison and the verdict (a run in which portattn computed nothing fails). peer_bench --sdpa-portattn:
-its refusal on a PyTorch without the flash registry, and its check, speed comparison and table on rows
-as the GPU run fills them. Fresh random inputs each run; the seed is printed (PORTATTN_TEST_SEED).
+hf_check: the model choice, its glue to transformers (on a stand-in for it), the plain decoder and its
+KV cache (a stand-in SDPA where PyTorch has none), the SDPA watcher's counts and fallback reasons, the
+dtype cast that keeps rotary buffers, the token comparison and the verdict (a run in which portattn
+computed nothing fails). peer_bench --sdpa-portattn: its refusal on a PyTorch without the flash
+registry, and its check, speed comparison and table on rows as the GPU run fills them. Fresh random
+inputs each run; the seed is printed (PORTATTN_TEST_SEED).
 """
 import importlib.util
 import math
 import os
 import random
 import time
+import types
 
 import pytest
 
@@ -130,6 +132,57 @@ def test_hf_check_cast_keeps_float_buffers():
     hf.Model(torch, "transformers", module).to(dtype=torch.bfloat16)
     assert module.weight.dtype == torch.bfloat16
     assert module.inv_freq.dtype == torch.float32 and torch.equal(module.inv_freq, freq)
+
+
+class FakeLlama(torch.nn.Module):
+    """What hf_check uses of transformers' LlamaForCausalLM: config, lm_head, forward(...).logits and
+    generate(...).sequences/.scores."""
+
+    def __init__(self, cfg, zero_head=False):
+        super().__init__()
+        self.config = types.SimpleNamespace(_attn_implementation=cfg.kw["attn_implementation"])
+        self.lm_head = torch.nn.Linear(cfg.kw["hidden_size"], cfg.kw["vocab_size"], bias=False)
+        if zero_head:
+            torch.nn.init.zeros_(self.lm_head.weight)
+        self.steps = None
+
+    def generate(self, input_ids, attention_mask, do_sample, max_new_tokens, return_dict_in_generate,
+                 output_scores):
+        assert bool(attention_mask.all()) and not do_sample and return_dict_in_generate and output_scores
+        B, V = input_ids.shape[0], self.lm_head.weight.shape[0]
+        scores = [torch.randn(B, V) for _ in range(self.steps or max_new_tokens)]
+        toks = torch.stack([sc.argmax(-1) for sc in scores], 1)
+        return types.SimpleNamespace(sequences=torch.cat((input_ids, toks), 1), scores=tuple(scores))
+
+
+def fake_transformers(zero_head=False):
+    class LlamaConfig:
+        def __init__(self, **kw):
+            self.kw = kw
+    return types.SimpleNamespace(LlamaConfig=LlamaConfig, __version__="0-fake",
+                                 LlamaForCausalLM=lambda cfg: FakeLlama(cfg, zero_head))
+
+
+def test_hf_check_transformers_glue(seed):
+    """build_hf's config and head scaling, Model.generate's tokens and gaps, on a stand-in for transformers
+    (not installed here: the real model runs on the GPU machine)."""
+    hf = load_tool("hf_check")
+    args = small_args(hf)
+    model = hf.build_hf(torch, fake_transformers(), args)
+    torch.manual_seed(args.seed)  # build_hf draws the weights from --seed
+    fresh = FakeLlama(types.SimpleNamespace(kw={"attn_implementation": "sdpa", "hidden_size": args.hidden,
+                                                "vocab_size": args.vocab}))
+    assert torch.allclose(model.lm_head.weight, fresh.lm_head.weight * hf.HEAD_SCALE)
+    torch.manual_seed(seed)  # the inputs below are fresh again
+    with pytest.raises(RuntimeError, match="uninitialised"):
+        hf.build_hf(torch, fake_transformers(zero_head=True), args)
+
+    ids = torch.randint(0, args.vocab, (args.batch, args.prompt))
+    tokens, gaps = hf.Model(torch, "transformers", model).generate(ids, args.new_tokens)
+    assert tokens.shape == gaps.shape == (args.batch, args.new_tokens) and bool((gaps > 0).all())
+    model.steps = args.new_tokens - 1  # a generate that stopped early
+    with pytest.raises(RuntimeError, match="new tokens"):
+        hf.Model(torch, "transformers", model).generate(ids, args.new_tokens)
 
 
 def test_hf_check_token_comparison_and_verdict():
