@@ -18,12 +18,18 @@ input dtype stands in.
   python3 tools/peer_bench.py --sweep decode                      # one query token, GQA 32/8, d128
   python3 tools/peer_bench.py --host-cost                         # host time per call, tiny shape
   python3 tools/peer_bench.py --backend cuda-sm80 --d 128 --s 8192 16384 --causal yes
+  python3 tools/peer_bench.py --sweep standard --sdpa-portattn    # also SDPA FLASH running on portattn
 
 Sweeps: prefill = bf16 and fp16, d 64/128/256, s 512..16384, causal no and yes; decode = batch 1/8/32
 x KV 4k/16k/64k, Hq 32, Hkv 8, d128, bf16; standard = both. SDPA takes (B, H, S, D) and portattn
 (B, S, H, D): both see the same memory through transposed views (--layout says which one is the
-contiguous storage). tools/report.py reads the --json file. Exit status: 0 every portattn run
-correct, 1 a correctness failure, 2 cannot run (no PyTorch, no CUDA device, no library).
+contiguous storage). --sdpa-portattn (PyTorch 2.11+) adds to every point the row "SDPA-FLASH[portattn]":
+F.scaled_dot_product_attention under SDPBackend.FLASH_ATTENTION with portattn.torch active (fallback off:
+a call portattn declines fails), checked by the same rule, timed by the same protocol on the same inputs,
+its speed beside the direct portattn call's (direct time / SDPA time, and whether the two medians differ
+by less than the wider p20-p80 spread); PyTorch is restored after each point. tools/report.py reads the
+--json file. Exit status: 0 every portattn run correct, 1 a correctness failure, 2 cannot run (no
+PyTorch, no CUDA device, no library, --sdpa-portattn on a PyTorch without the registry).
 """
 import argparse
 import contextlib
@@ -42,6 +48,7 @@ except ImportError:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 
 PEERS = (("FA2", "FLASH_ATTENTION"), ("cuDNN", "CUDNN_ATTENTION"))
+SDPA_PORTATTN = "SDPA-FLASH[portattn]"  # not "portattn...": tools/report.py keeps its series to direct calls
 DTYPES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "f16": "float16", "float16": "float16",
           "fp32": "float32", "f32": "float32", "float32": "float32"}
 
@@ -288,7 +295,58 @@ def run_point(torch, F, portattn, row, tensors, args, ctx, bench, variants):
             res.setdefault("check", "FAIL")
             if not cuda_alive(torch):
                 raise CudaLost("%s: %s" % (label, res["error"]))
+    if args.sdpa_portattn:
+        row["impls"][SDPA_PORTATTN] = sdpa_on_portattn(torch, sdpa, row, ref, args, ctx, bench)
     return row
+
+
+def sdpa_on_portattn(torch, sdpa, row, ref, args, ctx, bench):
+    """The point's SDPA call under the FLASH backend with portattn.torch active (fallback off), checked
+    and timed as the direct call; PyTorch's own flash kernel is back on return."""
+    import portattn.torch as pa_torch
+    res = {}
+    try:
+        with on_portattn_ctx(True), ctx("FLASH_ATTENTION"):
+            n = pa_torch.counts()["portattn"]
+            o = sdpa()
+            torch.cuda.synchronize()
+            res["portattn_calls"] = pa_torch.counts()["portattn"] - n
+            res.update(errors(torch, o, ref))
+            del o
+            if not args.no_bench:
+                timed(res, bench, sdpa, row.get("flops"), row.get("kv_bytes"))
+    except Exception as e:
+        res["error"] = first_line(e)
+        if not cuda_alive(torch):
+            raise CudaLost("%s: %s" % (SDPA_PORTATTN, res["error"]))
+    res["check"] = sdpa_check(res, row)
+    res.update(beside(res, row["impls"]))
+    return res
+
+
+def sdpa_check(res, row):
+    """PASS: portattn computed the call and its rel-L2 is within the point's bound. n/a: PyTorch's FLASH
+    backend itself does not take this point (the FA2 peer did not run either)."""
+    if "rel_l2" not in res:
+        return "n/a" if "rel_l2" not in row["impls"].get("FA2", {}) else "FAIL"
+    if not res.get("portattn_calls"):
+        res.setdefault("error", "SDPA ran without calling portattn")
+        return "FAIL"
+    return "PASS" if finite(res["rel_l2"]) and res["rel_l2"] <= row["bound"] else "FAIL"
+
+
+def beside(res, impls):
+    """Speed against the direct portattn call (its time / this one's: 1 is the same speed) and whether
+    the medians differ by less than the wider of the two p20-p80 spreads; the peers' ratios too."""
+    out = {}
+    for label, key in [("portattn", "vs_direct")] + [(p, "vs_" + p) for p, _ in PEERS]:
+        other = impls.get(label, {})
+        if finite(other.get("ms")) and finite(res.get("ms")):
+            out[key] = other["ms"] / res["ms"]
+            if label == "portattn":
+                width = max(r["ms_p80"] - r["ms_p20"] for r in (res, other))
+                out["within_spread"] = abs(res["ms"] - other["ms"]) <= width
+    return out
 
 
 # ---- output -----------------------------------------------------------------------------------
@@ -319,6 +377,8 @@ def print_point(row):
                 notes.append("%s (bound %.2e from %s)" % (r.get("check", "?"), row["bound"], row["bound_from"]))
             if r.get("kernel"):
                 notes.append("%s %s" % (r.get("backend"), r["kernel"]))
+        elif label == SDPA_PORTATTN:
+            notes.append(sdpa_notes(r, row))
         if r.get("error"):
             notes.append("n/a: " + r["error"] if "rel_l2" not in r else "error: " + r["error"])
         say("  %-24s %-10s %-10s %11s %8s %9s  %s" % (
@@ -329,6 +389,41 @@ def print_point(row):
 
 def ratio(x):
     return "%.2fx" % x if finite(x) else "n/a"
+
+
+def ours(label):
+    """Rows that run portattn (directly, or through SDPA) and must pass the check."""
+    return label.startswith("portattn") or label == SDPA_PORTATTN
+
+
+def sdpa_notes(r, row):
+    speed = "time of direct portattn / this %s (%s)" % (ratio(r.get("vs_direct")), {
+        True: "the same within the spread", False: "outside the spread", None: "not compared"}[r.get("within_spread")])
+    check = r.get("check", "?") if r.get("check") == "n/a" else "%s (bound %.2e from %s)" % (
+        r.get("check", "?"), row["bound"], row["bound_from"])
+    return "%s  %s  %s portattn calls" % (speed, check, r.get("portattn_calls", 0))
+
+
+def print_sdpa_table(rows):
+    """Markdown: SDPA FLASH running on portattn beside the direct portattn call, every point."""
+    pts = [r for r in rows if SDPA_PORTATTN in r["impls"]]
+    if not pts:
+        return
+    say("\n| point | ms portattn | ms SDPA FLASH on portattn | direct / SDPA | same within spread | rel-L2 | "
+        "bound | check |")
+    say("|---|---|---|---|---|---|---|---|")
+    for row in pts:
+        d, r = row["impls"].get("portattn", {}), row["impls"][SDPA_PORTATTN]
+        same = {True: "yes", False: "no"}.get(r.get("within_spread"), "-")
+        say("| %s | %s | %s | %s | %s | %s | %.2e | %s |" % (
+            point_name(row), fmt_f(d.get("ms"), "%.4f"), fmt_f(r.get("ms"), "%.4f"), ratio(r.get("vs_direct")),
+            same, fmt_e(r.get("rel_l2")), row["bound"], r.get("check", "?")))
+    speeds = sorted(r["impls"][SDPA_PORTATTN]["vs_direct"] for r in pts
+                    if finite(r["impls"][SDPA_PORTATTN].get("vs_direct")))
+    outside = sum(r["impls"][SDPA_PORTATTN].get("within_spread") is False for r in pts)
+    if speeds:
+        say("\nSDPA FLASH on portattn: %d points timed, direct / SDPA median %.3f (min %.3f, max %.3f), %d outside "
+            "the spread" % (len(speeds), statistics.median(speeds), speeds[0], speeds[-1], outside))
 
 
 def print_table(rows, variants):
@@ -403,6 +498,8 @@ def parse_args(argv):
     p.add_argument("--host-cost", action="store_true",
                    help="only the host time per call on a tiny shape (portattn and SDPA, --host-calls each)")
     p.add_argument("--host-calls", type=int, default=2000)
+    p.add_argument("--sdpa-portattn", action="store_true",
+                   help="also SDPA FLASH with portattn.torch active, beside the direct call (PyTorch 2.11+)")
     args = p.parse_args(argv)
     if args.sweep in ("prefill", "standard"):
         args.d, args.s, args.dtype, args.causal = [64, 128, 256], [512, 1024, 2048, 4096, 8192, 16384], "bf16,fp16", "both"
@@ -437,19 +534,31 @@ def point_name(row):
     return "decode %s b=%d kv=%d hq=%d hk=%d d=%d" % (row["dtype"], row["b"], row["skv"], row["hq"], row["hk"], row["d"])
 
 
+def on_portattn_ctx(on):
+    """portattn.torch active (fallback off) inside, when `on`."""
+    if not on:
+        return contextlib.nullcontext()
+    import portattn.torch as pa_torch
+    return pa_torch.activated(fallback=False)
+
+
 def host_cost(torch, F, portattn, ctx, args, info):
     """Host time per call on a tiny shape: n calls back to back, one sync, wall time / n. The GPU work of
     one call takes a few microseconds, so the host is the bottleneck and this is its cost per call."""
     q, k, v = (torch.randn(1, 8, 2, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     qs, ks, vs = (t.transpose(1, 2) for t in (q, k, v))
-    impls = [("portattn flash_attn_func", None, lambda: portattn.flash_attn_func(q, k, v))]
-    for label, name in PEERS:
-        impls.append(("SDPA " + label, name, lambda: F.scaled_dot_product_attention(qs, ks, vs)))
+    def sdpa():
+        return F.scaled_dot_product_attention(qs, ks, vs)
+
+    impls = [("portattn flash_attn_func", None, lambda: portattn.flash_attn_func(q, k, v), False)]
+    impls += [("SDPA " + label, name, sdpa, False) for label, name in PEERS]
+    if args.sdpa_portattn:
+        impls.append(("SDPA FLASH on portattn", "FLASH_ATTENTION", sdpa, True))
     rows = []
-    for label, backend, fn in impls:
+    for label, backend, fn, on_portattn in impls:
         try:
             per = []
-            with ctx(backend) if backend else contextlib.nullcontext():
+            with ctx(backend) if backend else contextlib.nullcontext(), on_portattn_ctx(on_portattn):
                 for _ in range(3):
                     fn()
                     torch.cuda.synchronize()
@@ -479,6 +588,13 @@ def main(argv=None):
     except ImportError as e:
         say("peer_bench: needs PyTorch (%s)" % e)
         return 2
+    if args.sdpa_portattn:  # asked before the device: a PyTorch that cannot do it says so anywhere
+        import portattn.torch as pa_torch
+        try:
+            pa_torch._api()
+        except RuntimeError as e:
+            say("peer_bench: --sdpa-portattn: %s" % e)
+            return 2
     if not torch.cuda.is_available():
         say("peer_bench: no CUDA device visible to PyTorch")
         return 2
@@ -560,7 +676,7 @@ def main(argv=None):
             rows.append(row)
             print_point(row)
             for label, r in row["impls"].items():
-                if label.startswith("portattn") and r.get("check") == "FAIL":
+                if ours(label) and r.get("check") == "FAIL":
                     failures.append("%s %s: rel-L2 %s > bound %.2e%s" % (
                         name, label, fmt_e(r.get("rel_l2")), row["bound"], " (%s)" % r["error"] if r.get("error") else ""))
     except CudaLost as e:
@@ -570,7 +686,8 @@ def main(argv=None):
     finally:
         if rows:
             print_table(rows, variants)
-        runs = [r for row in rows for lab, r in row["impls"].items() if lab.startswith("portattn")]
+            print_sdpa_table(rows)
+        runs = [r for row in rows for lab, r in row["impls"].items() if ours(lab)]
         n_pass = sum(r.get("check") == "PASS" for r in runs)
         n_na = sum(r.get("check") == "n/a" for r in runs)
         n_fail = len(runs) - n_pass - n_na
