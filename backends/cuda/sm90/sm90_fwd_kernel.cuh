@@ -11,7 +11,7 @@
  * Per K/V tile a consumer issues S = Q K^T as wgmma (both operands from shared memory), applies
  * the mask and the online softmax (base 2, scale folded) to S in registers, packs P into the A
  * fragments of the register-A wgmma and issues O += P V with V as the N-major B operand; O is
- * normalised once at the end and written from registers.
+ * normalised once at the end and written with 16-byte stores after a transpose across each quad.
  *
  * Shared memory holds every tile as 64-column blocks of 128-byte rows with the 128-byte swizzle the
  * TMA writes (chunk c of row r at c ^ (r & 7)); the wgmma descriptors describe the same layout.
@@ -181,16 +181,44 @@ __device__ __forceinline__ int64_t sm90_item(int64_t r, int64_t base)
     return base + ((r & 1) ? gridDim.x - 1 - blockIdx.x : blockIdx.x);
 }
 
+/* A 4x4 transpose across the quad (lanes 4i..4i+3 hold one accumulator row): on entry x[c] holds
+ * this lane's two columns of the c-th 8-column tile of a group of four; on return lane t holds
+ * tile t's eight columns in order, one 16-byte chunk. Two exchange rounds (bit 0, then bit 1 of lane
+ * and slot), each a shuffle per slot pair and selects, so no register is indexed at run time. */
+__device__ __forceinline__ void sm90_quad_transpose(uint32_t (&x)[4], int lane)
+{
+    const bool odd = lane & 1, hi = lane & 2;
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+        const uint32_t got = __shfl_xor_sync(0xffffffffu, odd ? x[2 * p] : x[2 * p + 1], 1);
+        if (odd) x[2 * p] = got;
+        else x[2 * p + 1] = got;
+    }
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+        const uint32_t got = __shfl_xor_sync(0xffffffffu, hi ? x[p] : x[p + 2], 2);
+        if (hi) x[p] = got;
+        else x[p + 2] = got;
+    }
+}
+
 /* Epilogue of a work item: row sums across the quad, normalise once, write O (its first Dv columns)
- * and the LSE from registers. Varlen: packed row q0 + row, the batch strides ignored (LSE indexed
- * (head, packed token)). */
+ * and the LSE. Varlen: packed row q0 + row, the batch strides ignored (LSE indexed (head, packed
+ * token)). In the accumulator layout a lane holds 4 bytes of each 16-byte chunk of its row, and
+ * storing those directly wrote half of every 32-byte sector per instruction (ncu: twice the sectors
+ * O needs). The quad transposes each group of four tiles first, so every lane stores whole 16-byte
+ * chunks and a quad fills 64 contiguous bytes of its row. The front end has checked O for 16-byte
+ * rows (data and strides, pa_tiled_layout_ok) and the head dims for multiples of 8, so a chunk is
+ * either wholly inside Dv or wholly past it. */
 template <typename T, int NO, bool VL>
 __device__ __forceinline__ void sm90_epilogue(const sm80_args &a, const sm90_work &w, const float (&o)[NO * 4],
                                               const float (&mrow)[2], const float (&lsum_part)[2], int rowc, int lane,
                                               T tag)
 {
+    static_assert(NO % 4 == 0, "O is stored in groups of four 8-column tiles");
     T *oh = (T *)a.o + (VL ? (int64_t)w.q0 * a.os[1] : w.b * a.os[0]) + w.h * a.os[2];
     const int64_t lse0 = (VL ? (int64_t)w.q0 * a.ls[2] : w.b * a.ls[0]) + w.h * a.ls[1];
+    const int t = lane & 3;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         float l = lsum_part[r];
@@ -198,17 +226,24 @@ __device__ __forceinline__ void sm90_epilogue(const sm80_args &a, const sm90_wor
         l += __shfl_xor_sync(0xffffffffu, l, 2);
         const int row = w.m0 + rowc + 8 * r;
         const float inv = l > 0.f ? __fdividef(1.f, l) : 0.f;
-        if (row < w.sq) {
-            T *orow = oh + (int64_t)row * a.os[1] + (lane & 3) * 2;
+        const bool live = row < w.sq; /* the shuffles below run in every lane; only the stores are guarded */
+        T *orow = oh + (int64_t)row * a.os[1] + t * 8;
 #pragma unroll
-            for (int j = 0; j < NO; ++j)
-                if (j * 8 < a.dv) /* the instance's columns past the call's Dv are not the caller's */
-                    *(uint32_t *)(orow + j * 8) = l == 0.f ? 0u /* no visible key: 0, not 0 x NaN */
-                                                            : sm80_pack(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv, tag);
-            if (a.lse && (lane & 3) == 0)
-                a.lse[lse0 + (int64_t)row * a.ls[2]] =
-                    l > 0.f ? (mrow[r] * a.mult + __log2f(l)) * 0.69314718055994531f : l == 0.f ? -INFINITY : NAN;
+        for (int g = 0; g < NO / 4; ++g) {
+            uint32_t x[4];
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+                const int j = 4 * g + c;
+                x[c] = l == 0.f ? 0u /* no visible key: 0, not 0 x NaN */
+                                : sm80_pack(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv, tag);
+            }
+            sm90_quad_transpose(x, lane);
+            if (live && (4 * g + t) * 8 < a.dv) /* the instance's columns past the call's Dv are not the caller's */
+                sm90_st_global16(orow + g * 32, x[0], x[1], x[2], x[3]);
         }
+        if (live && a.lse && t == 0)
+            a.lse[lse0 + (int64_t)row * a.ls[2]] =
+                l > 0.f ? (mrow[r] * a.mult + __log2f(l)) * 0.69314718055994531f : l == 0.f ? -INFINITY : NAN;
     }
 }
 
