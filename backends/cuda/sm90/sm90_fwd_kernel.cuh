@@ -89,12 +89,18 @@ template <typename T, int BN> struct sm90_tile_softmax {
                     if (c < lo[r] || c > hi[r]) sc[4 * j + e] = -INFINITY;
                 }
         }
-        float mnew[2] = {mrow[0], mrow[1]}, base2[2];
+        /* Row maxima as a tree (exact, as any order of fmaxf): a running max over the tile was a
+         * chain of BN / 4 dependent instructions ahead of every exponential, and two consumer warps
+         * per scheduler cannot hide that latency (ncu: "wait" stalls 1.6 per instruction, cuDNN 0.9). */
+        float m0[NS], m1[NS];
 #pragma unroll
-        for (int j = 0; j < NS; ++j) {
-            mnew[0] = fmaxf(mnew[0], fmaxf(sc[4 * j], sc[4 * j + 1]));
-            mnew[1] = fmaxf(mnew[1], fmaxf(sc[4 * j + 2], sc[4 * j + 3]));
-        }
+        for (int j = 0; j < NS; ++j)
+            m0[j] = fmaxf(sc[4 * j], sc[4 * j + 1]), m1[j] = fmaxf(sc[4 * j + 2], sc[4 * j + 3]);
+#pragma unroll
+        for (int st = 1; st < NS; st *= 2)
+#pragma unroll
+            for (int j = 0; j + st < NS; j += 2 * st) m0[j] = fmaxf(m0[j], m0[j + st]), m1[j] = fmaxf(m1[j], m1[j + st]);
+        float mnew[2] = {fmaxf(mrow[0], m0[0]), fmaxf(mrow[1], m1[0])}, base2[2];
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 1));
@@ -104,16 +110,20 @@ template <typename T, int BN> struct sm90_tile_softmax {
             mrow[r] = mnew[r];
             lsum[r] *= corr[r];
         }
+        /* Row sums in two interleaved partial sums per row: half the dependent chain of adds. */
+        float part[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
 #pragma unroll
         for (int j = 0; j < NS; ++j) {
             const float p0 = sm80_ex2(fmaf(sc[4 * j], mult, -base2[0]));
             const float p1 = sm80_ex2(fmaf(sc[4 * j + 1], mult, -base2[0]));
             const float p2 = sm80_ex2(fmaf(sc[4 * j + 2], mult, -base2[1]));
             const float p3 = sm80_ex2(fmaf(sc[4 * j + 3], mult, -base2[1]));
-            lsum[0] += p0 + p1;
-            lsum[1] += p2 + p3;
+            part[0][j & 1] += p0 + p1;
+            part[1][j & 1] += p2 + p3;
             sc[4 * j] = p0, sc[4 * j + 1] = p1, sc[4 * j + 2] = p2, sc[4 * j + 3] = p3;
         }
+        lsum[0] += part[0][0] + part[0][1];
+        lsum[1] += part[1][0] + part[1][1];
     }
 
     /* P (fp32 in the S layout) into the A fragments of the P V wgmma: the S accumulator of 16 keys
