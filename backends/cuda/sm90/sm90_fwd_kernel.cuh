@@ -160,21 +160,33 @@ struct sm90_work {
  * share K/V in L2. Under varlen nmb is the longest sequence's (a.seqlen_q is the packed total) and a
  * row block past its own sequence's end is no work (0 returned): cu_seqlens and lin are the same for
  * every thread, so all of them skip it or none, and no barrier phase is spent on it. */
-template <int BM, int BN, bool VL>
-__device__ __forceinline__ int sm90_work_of(const sm80_args &a, int64_t lin, int nmb, int chunk, sm90_work &w)
+template <typename I>
+__device__ __forceinline__ void sm90_pair_of(const sm80_args &a, I lin, I nmb, I chunk, sm90_work &w, int &mb)
 {
-    const int64_t nbh = (int64_t)a.batch * a.heads;
-    int64_t bh;
-    int mb;
+    const I nbh = (I)a.batch * (I)a.heads, heads = (I)a.heads;
+    I bh;
     if (a.wr >= 0) { /* chunk ci holds pairs [c0, c0 + cn) (the last may be short) */
-        const int64_t ci = lin / ((int64_t)chunk * nmb), c0 = ci * chunk, l = lin - c0 * nmb;
-        const int64_t cn = nbh - c0 < chunk ? nbh - c0 : chunk, last = (nbh - 1) / chunk;
-        const int lev = (int)(l / cn);
-        bh = c0 + l % cn, mb = ((last - ci) & 1) ? lev : nmb - 1 - lev;
+        const I ci = lin / (chunk * nmb), c0 = ci * chunk, l = lin - c0 * nmb;
+        const I cn = nbh - c0 < chunk ? nbh - c0 : chunk, last = (nbh - 1) / chunk, lev = l / cn;
+        bh = c0 + (l - lev * cn), mb = (int)(((last - ci) & 1) ? lev : nmb - 1 - lev);
     } else {
-        bh = lin / nmb, mb = (int)(lin % nmb);
+        bh = lin / nmb, mb = (int)(lin - bh * nmb);
     }
-    w.b = (int)(bh / a.heads), w.h = (int)(bh % a.heads), w.hk = w.h / a.group;
+    const I b = bh / heads;
+    w.b = (int)b, w.h = (int)(bh - b * heads);
+}
+
+/* i32: every item index fits in 32 bits (the usual case; a varlen batch of very many sequences with
+ * one long one may not). Every thread maps every item, and a 64-bit division is a call of some 70
+ * instructions on the GPU where a 32-bit one is a short inline sequence. */
+template <int BM, int BN, bool VL>
+__device__ __forceinline__ int sm90_work_of(const sm80_args &a, int64_t lin, int nmb, int chunk, bool i32,
+                                            sm90_work &w)
+{
+    int mb;
+    if (i32) sm90_pair_of<uint32_t>(a, (uint32_t)lin, (uint32_t)nmb, (uint32_t)chunk, w, mb);
+    else sm90_pair_of<int64_t>(a, lin, nmb, chunk, w, mb);
+    w.hk = w.h / a.group;
     w.q0 = 0, w.k0 = 0, w.sq = a.seqlen_q, w.sk = a.seqlen_k, w.tb = w.b;
     if (VL) { /* right-bounded: the t-th row block from this sequence's own end, as without varlen */
         sm80_seq(a.cu_q, w.b, a.seqlen_q, &w.q0, &w.sq);
@@ -301,6 +313,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
 
     const int tid = threadIdx.x, wg = tid >> 7;
     const int64_t nwork = (int64_t)nmb * a.batch * a.heads;
+    const bool i32 = nwork <= INT32_MAX;
 
     if (tid == 0) {
         pa_bar_init(full_q, 1);
@@ -322,7 +335,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
         for (int64_t r = 0, base = 0; base < nwork; ++r, base += gridDim.x) {
             const int64_t lin = sm90_item(r, base);
             sm90_work w;
-            if (lin >= nwork || !sm90_work_of<BM, BN, VL>(a, lin, nmb, chunk, w)) continue;
+            if (lin >= nwork || !sm90_work_of<BM, BN, VL>(a, lin, nmb, chunk, i32, w)) continue;
             if (qi > 0) pa_bar_wait(empty_q, (qi - 1) & 1);
             pa_bar_expect_tx(full_q, QBYTES);
 #pragma unroll
@@ -358,7 +371,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
     for (int64_t r = 0, base = 0; base < nwork; ++r, base += gridDim.x) {
         const int64_t lin = sm90_item(r, base);
         sm90_work w;
-        if (lin >= nwork || !sm90_work_of<BM, BN, VL>(a, lin, nmb, chunk, w)) continue;
+        if (lin >= nwork || !sm90_work_of<BM, BN, VL>(a, lin, nmb, chunk, i32, w)) continue;
         const int n_lo = w.n_lo, n_hi = w.n_hi, sk = w.sk;
         sm90_tile_softmax<T, BN> sm;
         sm.init(a, w.m0 + rowc, w.sq, sk, lane);
