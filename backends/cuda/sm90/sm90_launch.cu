@@ -51,9 +51,13 @@ extern "C" int pa_sm90_nc(int d, int64_t max_seqlen_q)
  * pair's K/V from DRAM again. The kernel orders the pairs in chunks instead (FlashAttention-3's L2
  * swizzle); this is the chunk the K/V budget allows: the pairs whose K/V heads fill half the L2 (the
  * rest for Q, O and the other chunk's tail), whole GQA groups. The instance clamps it (sm90_chunk). */
+#ifndef PA_SM90_L2_CHUNKS /* 0 (-DCMAKE_CUDA_FLAGS=-DPA_SM90_L2_CHUNKS=0): one chunk, for A/B runs */
+#define PA_SM90_L2_CHUNKS 1
+#endif
 static int64_t sm90_l2_pairs(const pa_problem *pb)
 {
     const portattn_fwd_params_t *p = &pb->p;
+    if (!PA_SM90_L2_CHUNKS) return (int64_t)p->batch * p->heads_q;
     const int64_t group = p->heads_kv > 0 && p->heads_q % p->heads_kv == 0 ? p->heads_q / p->heads_kv : 1;
     const int64_t sk = pb->max_seqlen_k > 0 ? pb->max_seqlen_k : 1;
     const int64_t kv_head = sk * (p->head_dim_qk + p->head_dim_v) * 2; /* f16/bf16 */
