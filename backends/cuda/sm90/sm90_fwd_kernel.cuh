@@ -90,7 +90,7 @@ template <typename T, int BN> struct sm90_tile_softmax {
                 }
         }
         /* Row maxima as a tree (exact, as any order of fmaxf): a running max over the tile was a
-         * chain of BN / 4 dependent instructions ahead of every exponential, and two consumer warps
+         * chain of BN / 8 dependent instructions ahead of every exponential, and two consumer warps
          * per scheduler cannot hide that latency (ncu: "wait" stalls 1.6 per instruction, cuDNN 0.9). */
         float m0[NS], m1[NS];
 #pragma unroll
@@ -99,7 +99,8 @@ template <typename T, int BN> struct sm90_tile_softmax {
 #pragma unroll
         for (int st = 1; st < NS; st *= 2)
 #pragma unroll
-            for (int j = 0; j + st < NS; j += 2 * st) m0[j] = fmaxf(m0[j], m0[j + st]), m1[j] = fmaxf(m1[j], m1[j + st]);
+            for (int j = 0; j + st < NS; j += 2 * st)
+                m0[j] = fmaxf(m0[j], m0[j + st]), m1[j] = fmaxf(m1[j], m1[j + st]);
         float mnew[2] = {fmaxf(mrow[0], m0[0]), fmaxf(mrow[1], m1[0])}, base2[2];
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
@@ -150,16 +151,7 @@ struct sm90_work {
     int full_lo, full_hi; /* tiles every row of the block sees in full (no mask) */
 };
 
-/* Work item `lin` of nmb x batch x heads. Right-bounded masks (causal) go chunk by chunk of `chunk`
- * consecutive (batch, head) pairs (sized on the host so that a chunk's K/V stay in L2 while its row
- * blocks run: sm90_chunk), and within a chunk by row-block length, longest first in the last chunk
- * and in every second one before it, shortest first in the others: item lengths then rise and fall
- * without jumps, so the snake (sm90_item) still pairs long items with short ones (a sawtooth of
- * longest-first chunks left some CTAs up to 20% more work in a model of the schedule), and the grid
- * still ends on the shortest items. Otherwise the row blocks of a pair run together so that they
- * share K/V in L2. Under varlen nmb is the longest sequence's (a.seqlen_q is the packed total) and a
- * row block past its own sequence's end is no work (0 returned): cu_seqlens and lin are the same for
- * every thread, so all of them skip it or none, and no barrier phase is spent on it. */
+/* The (batch, head) pair and row block of item `lin` (the order: sm90_work_of), in index type I. */
 template <typename I>
 __device__ __forceinline__ void sm90_pair_of(const sm80_args &a, I lin, I nmb, I chunk, sm90_work &w, int &mb)
 {
@@ -176,7 +168,17 @@ __device__ __forceinline__ void sm90_pair_of(const sm80_args &a, I lin, I nmb, I
     w.b = (int)b, w.h = (int)(bh - b * heads);
 }
 
-/* i32: every item index fits in 32 bits (the usual case; a varlen batch of very many sequences with
+/* Work item `lin` of nmb x batch x heads. Right-bounded masks (causal) go chunk by chunk of `chunk`
+ * consecutive (batch, head) pairs (sized on the host so that a chunk's K/V stay in L2 while its row
+ * blocks run: sm90_chunk), and within a chunk by row-block length, longest first in the last chunk
+ * and in every second one before it, shortest first in the others: item lengths then rise and fall
+ * without jumps, so the snake (sm90_item) still pairs long items with short ones (a sawtooth of
+ * longest-first chunks left some CTAs up to 20% more work in a model of the schedule), and the grid
+ * still ends on the shortest items. Otherwise the row blocks of a pair run together so that they
+ * share K/V in L2. Under varlen nmb is the longest sequence's (a.seqlen_q is the packed total) and a
+ * row block past its own sequence's end is no work (0 returned): cu_seqlens and lin are the same for
+ * every thread, so all of them skip it or none, and no barrier phase is spent on it.
+ * i32: every item index fits in 32 bits (the usual case; a varlen batch of very many sequences with
  * one long one may not). Every thread maps every item, and a 64-bit division is a call of some 70
  * instructions on the GPU where a 32-bit one is a short inline sequence. */
 template <int BM, int BN, bool VL>
@@ -546,7 +548,8 @@ static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap
 
 template <int D, int NC, int BN, int ST>
 static cudaError_t sm90_launch_shape(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
-                                     const sm80_args *a, int bf16, int64_t max_sq, int64_t l2_pairs, cudaStream_t stream)
+                                     const sm80_args *a, int bf16, int64_t max_sq, int64_t l2_pairs,
+                                     cudaStream_t stream)
 {
     if (a->cu_q)
         return bf16 ? sm90_launch_instance<__nv_bfloat16, D, NC, BN, ST, true>(tq, tk, tv, a, max_sq, l2_pairs, stream)
