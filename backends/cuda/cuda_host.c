@@ -10,6 +10,7 @@
 typedef struct pa_dev_info {
     int major, minor, sms;
     int smem_optin, smem_per_sm; /* bytes: per block with the opt-in attribute, per SM */
+    int l2_bytes;
     char name[96];
 } pa_dev_info;
 
@@ -74,6 +75,7 @@ static cudaError_t pa_cuda_query(int dev, pa_dev_info *out)
     out->sms = prop.multiProcessorCount;
     out->smem_optin = (int)prop.sharedMemPerBlockOptin;
     out->smem_per_sm = (int)prop.sharedMemPerMultiprocessor;
+    out->l2_bytes = prop.l2CacheSize;
     snprintf(out->name, sizeof out->name, "%.*s", (int)sizeof out->name - 1, prop.name);
     return cudaSuccess;
 }
@@ -98,6 +100,14 @@ int pa_cuda_device_smem(int *optin, int *per_sm)
     if (!pa_cuda_record(&info, NULL, 0)) return 0;
     if (optin) *optin = info.smem_optin;
     if (per_sm) *per_sm = info.smem_per_sm;
+    return 1;
+}
+
+int pa_cuda_device_l2(int *bytes)
+{
+    pa_dev_info info;
+    if (!pa_cuda_record(&info, NULL, 0)) return 0;
+    if (bytes) *bytes = info.l2_bytes;
     return 1;
 }
 

@@ -20,6 +20,9 @@ int pa_cuda_device_info(int *cc_major, int *cc_minor, int *sm_count, char *name,
  * with the device info). 0 if no device is usable. Either pointer may be NULL. */
 int pa_cuda_device_smem(int *optin, int *per_sm);
 
+/* Current device's L2 cache in bytes (cached with the device info). 0 if no device is usable. */
+int pa_cuda_device_l2(int *bytes);
+
 /* 1 if a CUDA device is usable, detail "NVIDIA H200 (sm_90, 132 SMs)"; else 0 and why. */
 int pa_cuda_probe(char *detail, size_t detail_len);
 

@@ -11,7 +11,7 @@
  * Per K/V tile a consumer issues S = Q K^T as wgmma (both operands from shared memory), applies
  * the mask and the online softmax (base 2, scale folded) to S in registers, packs P into the A
  * fragments of the register-A wgmma and issues O += P V with V as the N-major B operand; O is
- * normalised once at the end and written from registers.
+ * normalised once at the end and written with 16-byte stores after a transpose across each quad.
  *
  * Shared memory holds every tile as 64-column blocks of 128-byte rows with the 128-byte swizzle the
  * TMA writes (chunk c of row r at c ^ (r & 7)); the wgmma descriptors describe the same layout.
@@ -89,12 +89,19 @@ template <typename T, int BN> struct sm90_tile_softmax {
                     if (c < lo[r] || c > hi[r]) sc[4 * j + e] = -INFINITY;
                 }
         }
-        float mnew[2] = {mrow[0], mrow[1]}, base2[2];
+        /* Row maxima as a tree (exact, as any order of fmaxf): a running max over the tile was a
+         * chain of BN / 8 dependent instructions ahead of every exponential, and two consumer warps
+         * per scheduler cannot hide that latency (ncu: "wait" stalls 1.6 per instruction, cuDNN 0.9). */
+        float m0[NS], m1[NS];
 #pragma unroll
-        for (int j = 0; j < NS; ++j) {
-            mnew[0] = fmaxf(mnew[0], fmaxf(sc[4 * j], sc[4 * j + 1]));
-            mnew[1] = fmaxf(mnew[1], fmaxf(sc[4 * j + 2], sc[4 * j + 3]));
-        }
+        for (int j = 0; j < NS; ++j)
+            m0[j] = fmaxf(sc[4 * j], sc[4 * j + 1]), m1[j] = fmaxf(sc[4 * j + 2], sc[4 * j + 3]);
+#pragma unroll
+        for (int st = 1; st < NS; st *= 2)
+#pragma unroll
+            for (int j = 0; j + st < NS; j += 2 * st)
+                m0[j] = fmaxf(m0[j], m0[j + st]), m1[j] = fmaxf(m1[j], m1[j + st]);
+        float mnew[2] = {fmaxf(mrow[0], m0[0]), fmaxf(mrow[1], m1[0])}, base2[2];
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 1));
@@ -104,16 +111,20 @@ template <typename T, int BN> struct sm90_tile_softmax {
             mrow[r] = mnew[r];
             lsum[r] *= corr[r];
         }
+        /* Row sums in two interleaved partial sums per row: half the dependent chain of adds. */
+        float part[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
 #pragma unroll
         for (int j = 0; j < NS; ++j) {
             const float p0 = sm80_ex2(fmaf(sc[4 * j], mult, -base2[0]));
             const float p1 = sm80_ex2(fmaf(sc[4 * j + 1], mult, -base2[0]));
             const float p2 = sm80_ex2(fmaf(sc[4 * j + 2], mult, -base2[1]));
             const float p3 = sm80_ex2(fmaf(sc[4 * j + 3], mult, -base2[1]));
-            lsum[0] += p0 + p1;
-            lsum[1] += p2 + p3;
+            part[0][j & 1] += p0 + p1;
+            part[1][j & 1] += p2 + p3;
             sc[4 * j] = p0, sc[4 * j + 1] = p1, sc[4 * j + 2] = p2, sc[4 * j + 3] = p3;
         }
+        lsum[0] += part[0][0] + part[0][1];
+        lsum[1] += part[1][0] + part[1][1];
     }
 
     /* P (fp32 in the S layout) into the A fragments of the P V wgmma: the S accumulator of 16 keys
@@ -140,20 +151,44 @@ struct sm90_work {
     int full_lo, full_hi; /* tiles every row of the block sees in full (no mask) */
 };
 
-/* Work item `lin` of nmb x batch x heads. Right-bounded masks (causal) hand out the longest row
- * blocks first over all pairs; otherwise the row blocks of a pair run together so that they share
- * K/V in L2. Under varlen nmb is the longest sequence's (a.seqlen_q is the packed total) and a row
- * block past its own sequence's end is no work (0 returned): cu_seqlens and lin are the same for
- * every thread, so all of them skip it or none, and no barrier phase is spent on it. */
-template <int BM, int BN, bool VL>
-__device__ __forceinline__ int sm90_work_of(const sm80_args &a, int64_t lin, int nmb, sm90_work &w)
+/* The (batch, head) pair and row block of item `lin` (the order: sm90_work_of), in index type I. */
+template <typename I>
+__device__ __forceinline__ void sm90_pair_of(const sm80_args &a, I lin, I nmb, I chunk, sm90_work &w, int &mb)
 {
-    const int64_t nbh = (int64_t)a.batch * a.heads;
-    int64_t bh;
+    const I nbh = (I)a.batch * (I)a.heads, heads = (I)a.heads;
+    I bh;
+    if (a.wr >= 0) { /* chunk ci holds pairs [c0, c0 + cn) (the last may be short) */
+        const I ci = lin / (chunk * nmb), c0 = ci * chunk, l = lin - c0 * nmb;
+        const I cn = nbh - c0 < chunk ? nbh - c0 : chunk, last = (nbh - 1) / chunk, lev = l / cn;
+        bh = c0 + (l - lev * cn), mb = (int)(((last - ci) & 1) ? lev : nmb - 1 - lev);
+    } else {
+        bh = lin / nmb, mb = (int)(lin - bh * nmb);
+    }
+    const I b = bh / heads;
+    w.b = (int)b, w.h = (int)(bh - b * heads);
+}
+
+/* Work item `lin` of nmb x batch x heads. Right-bounded masks (causal) go chunk by chunk of `chunk`
+ * consecutive (batch, head) pairs (sized on the host so that a chunk's K/V stay in L2 while its row
+ * blocks run: sm90_chunk), and within a chunk by row-block length, longest first in the last chunk
+ * and in every second one before it, shortest first in the others: item lengths then rise and fall
+ * without jumps, so the snake (sm90_item) still pairs long items with short ones (a sawtooth of
+ * longest-first chunks left some CTAs up to 20% more work in a model of the schedule), and the grid
+ * still ends on the shortest items. Otherwise the row blocks of a pair run together so that they
+ * share K/V in L2. Under varlen nmb is the longest sequence's (a.seqlen_q is the packed total) and a
+ * row block past its own sequence's end is no work (0 returned): cu_seqlens and lin are the same for
+ * every thread, so all of them skip it or none, and no barrier phase is spent on it.
+ * i32: every item index fits in 32 bits (the usual case; a varlen batch of very many sequences with
+ * one long one may not). Every thread maps every item, and a 64-bit division is a call of some 70
+ * instructions on the GPU where a 32-bit one is a short inline sequence. */
+template <int BM, int BN, bool VL>
+__device__ __forceinline__ int sm90_work_of(const sm80_args &a, int64_t lin, int nmb, int chunk, bool i32,
+                                            sm90_work &w)
+{
     int mb;
-    if (a.wr >= 0) bh = lin % nbh, mb = nmb - 1 - (int)(lin / nbh);
-    else bh = lin / nmb, mb = (int)(lin % nmb);
-    w.b = (int)(bh / a.heads), w.h = (int)(bh % a.heads), w.hk = w.h / a.group;
+    if (i32) sm90_pair_of<uint32_t>(a, (uint32_t)lin, (uint32_t)nmb, (uint32_t)chunk, w, mb);
+    else sm90_pair_of<int64_t>(a, lin, nmb, chunk, w, mb);
+    w.hk = w.h / a.group;
     w.q0 = 0, w.k0 = 0, w.sq = a.seqlen_q, w.sk = a.seqlen_k, w.tb = w.b;
     if (VL) { /* right-bounded: the t-th row block from this sequence's own end, as without varlen */
         sm80_seq(a.cu_q, w.b, a.seqlen_q, &w.q0, &w.sq);
@@ -181,16 +216,44 @@ __device__ __forceinline__ int64_t sm90_item(int64_t r, int64_t base)
     return base + ((r & 1) ? gridDim.x - 1 - blockIdx.x : blockIdx.x);
 }
 
+/* A 4x4 transpose across the quad (lanes 4i..4i+3 hold one accumulator row): on entry x[c] holds
+ * this lane's two columns of the c-th 8-column tile of a group of four; on return lane t holds
+ * tile t's eight columns in order, one 16-byte chunk. Two exchange rounds (bit 0, then bit 1 of lane
+ * and slot), each a shuffle per slot pair and selects, so no register is indexed at run time. */
+__device__ __forceinline__ void sm90_quad_transpose(uint32_t (&x)[4], int lane)
+{
+    const bool odd = lane & 1, hi = lane & 2;
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+        const uint32_t got = __shfl_xor_sync(0xffffffffu, odd ? x[2 * p] : x[2 * p + 1], 1);
+        if (odd) x[2 * p] = got;
+        else x[2 * p + 1] = got;
+    }
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+        const uint32_t got = __shfl_xor_sync(0xffffffffu, hi ? x[p] : x[p + 2], 2);
+        if (hi) x[p] = got;
+        else x[p + 2] = got;
+    }
+}
+
 /* Epilogue of a work item: row sums across the quad, normalise once, write O (its first Dv columns)
- * and the LSE from registers. Varlen: packed row q0 + row, the batch strides ignored (LSE indexed
- * (head, packed token)). */
+ * and the LSE. Varlen: packed row q0 + row, the batch strides ignored (LSE indexed (head, packed
+ * token)). In the accumulator layout a lane holds 4 bytes of each 16-byte chunk of its row, and
+ * storing those directly wrote half of every 32-byte sector per instruction (ncu: twice the sectors
+ * O needs). The quad transposes each group of four tiles first, so every lane stores whole 16-byte
+ * chunks and a quad fills 64 contiguous bytes of its row. The front end has checked O for 16-byte
+ * rows (data and strides, pa_tiled_layout_ok) and the head dims for multiples of 8, so a chunk is
+ * either wholly inside Dv or wholly past it. */
 template <typename T, int NO, bool VL>
 __device__ __forceinline__ void sm90_epilogue(const sm80_args &a, const sm90_work &w, const float (&o)[NO * 4],
                                               const float (&mrow)[2], const float (&lsum_part)[2], int rowc, int lane,
                                               T tag)
 {
+    static_assert(NO % 4 == 0, "O is stored in groups of four 8-column tiles");
     T *oh = (T *)a.o + (VL ? (int64_t)w.q0 * a.os[1] : w.b * a.os[0]) + w.h * a.os[2];
     const int64_t lse0 = (VL ? (int64_t)w.q0 * a.ls[2] : w.b * a.ls[0]) + w.h * a.ls[1];
+    const int t = lane & 3;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         float l = lsum_part[r];
@@ -198,17 +261,24 @@ __device__ __forceinline__ void sm90_epilogue(const sm80_args &a, const sm90_wor
         l += __shfl_xor_sync(0xffffffffu, l, 2);
         const int row = w.m0 + rowc + 8 * r;
         const float inv = l > 0.f ? __fdividef(1.f, l) : 0.f;
-        if (row < w.sq) {
-            T *orow = oh + (int64_t)row * a.os[1] + (lane & 3) * 2;
+        const bool live = row < w.sq; /* the shuffles below run in every lane; only the stores are guarded */
+        T *orow = oh + (int64_t)row * a.os[1] + t * 8;
 #pragma unroll
-            for (int j = 0; j < NO; ++j)
-                if (j * 8 < a.dv) /* the instance's columns past the call's Dv are not the caller's */
-                    *(uint32_t *)(orow + j * 8) = l == 0.f ? 0u /* no visible key: 0, not 0 x NaN */
-                                                            : sm80_pack(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv, tag);
-            if (a.lse && (lane & 3) == 0)
-                a.lse[lse0 + (int64_t)row * a.ls[2]] =
-                    l > 0.f ? (mrow[r] * a.mult + __log2f(l)) * 0.69314718055994531f : l == 0.f ? -INFINITY : NAN;
+        for (int g = 0; g < NO / 4; ++g) {
+            uint32_t x[4];
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+                const int j = 4 * g + c;
+                x[c] = l == 0.f ? 0u /* no visible key: 0, not 0 x NaN */
+                                : sm80_pack(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv, tag);
+            }
+            sm90_quad_transpose(x, lane);
+            if (live && (4 * g + t) * 8 < a.dv) /* the instance's columns past the call's Dv are not the caller's */
+                sm90_st_global16(orow + g * 32, x[0], x[1], x[2], x[3]);
         }
+        if (live && a.lse && t == 0)
+            a.lse[lse0 + (int64_t)row * a.ls[2]] =
+                l > 0.f ? (mrow[r] * a.mult + __log2f(l)) * 0.69314718055994531f : l == 0.f ? -INFINITY : NAN;
     }
 }
 
@@ -224,7 +294,7 @@ __device__ __forceinline__ void sm90_epilogue(const sm80_args &a, const sm90_wor
 template <typename T, int D, int NC, int BN, int ST, bool VL>
 __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
     sm90_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
-             const __grid_constant__ CUtensorMap tv, const sm80_args a, const int nmb)
+             const __grid_constant__ CUtensorMap tv, const sm80_args a, const int nmb, const int chunk)
 {
 #ifdef PA_SM90_DEVICE
     constexpr int BM = PA_SM90_BM_NC(NC), NB = D / 64; /* rows, 64-column blocks */
@@ -245,6 +315,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
 
     const int tid = threadIdx.x, wg = tid >> 7;
     const int64_t nwork = (int64_t)nmb * a.batch * a.heads;
+    const bool i32 = nwork <= INT32_MAX;
 
     if (tid == 0) {
         pa_bar_init(full_q, 1);
@@ -266,7 +337,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
         for (int64_t r = 0, base = 0; base < nwork; ++r, base += gridDim.x) {
             const int64_t lin = sm90_item(r, base);
             sm90_work w;
-            if (lin >= nwork || !sm90_work_of<BM, BN, VL>(a, lin, nmb, w)) continue;
+            if (lin >= nwork || !sm90_work_of<BM, BN, VL>(a, lin, nmb, chunk, i32, w)) continue;
             if (qi > 0) pa_bar_wait(empty_q, (qi - 1) & 1);
             pa_bar_expect_tx(full_q, QBYTES);
 #pragma unroll
@@ -302,7 +373,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
     for (int64_t r = 0, base = 0; base < nwork; ++r, base += gridDim.x) {
         const int64_t lin = sm90_item(r, base);
         sm90_work w;
-        if (lin >= nwork || !sm90_work_of<BM, BN, VL>(a, lin, nmb, w)) continue;
+        if (lin >= nwork || !sm90_work_of<BM, BN, VL>(a, lin, nmb, chunk, i32, w)) continue;
         const int n_lo = w.n_lo, n_hi = w.n_hi, sk = w.sk;
         sm90_tile_softmax<T, BN> sm;
         sm.init(a, w.m0 + rowc, w.sq, sk, lane);
@@ -435,11 +506,28 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
 #endif
 }
 
+/* Pairs per chunk of the right-bounded item order (sm90_work_of): l2_pairs (the pairs whose K/V fit
+ * in half the L2) but at least six rounds of the grid's items, then evened out over the chunks that
+ * makes (a short last chunk unbalanced the schedule) and rounded up to whole GQA groups; at most
+ * every pair (one chunk: longest first over all pairs, the order before chunks). Six rounds and the
+ * evening: the smallest bound that kept a model of the snake schedule within 3.5% of the one-chunk
+ * order's balance over s 512-16k, d 64-256, 8-64 heads (mean 0.3% worse). */
+static int sm90_chunk(const sm80_args *a, int64_t l2_pairs, int64_t nmb, int64_t grid)
+{
+    const int64_t nbh = (int64_t)a->batch * a->heads, g = a->group > 0 ? a->group : 1;
+    const int64_t rounds = (6 * grid + nmb - 1) / nmb;
+    int64_t c = l2_pairs > rounds ? l2_pairs : rounds;
+    if (c >= nbh) return (int)nbh;
+    const int64_t n = (nbh + c - 1) / c; /* chunks */
+    c = ((nbh + n - 1) / n + g - 1) / g * g;
+    return (int)(c > nbh ? nbh : c < 1 ? 1 : c);
+}
+
 /* max_sq: the longest sequence's queries (the grid's row blocks per (batch, head)); seqlen_q without
- * varlen, max_seqlen_q with it. */
+ * varlen, max_seqlen_q with it. l2_pairs: see sm90_chunk. */
 template <typename T, int D, int NC, int BN, int ST, bool VL>
 static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
-                                        const sm80_args *a, int64_t max_sq, cudaStream_t stream)
+                                        const sm80_args *a, int64_t max_sq, int64_t l2_pairs, cudaStream_t stream)
 {
     const int smem = PA_SM90_SMEM_SHAPE(D, NC, BN, ST);
     auto kern = sm90_fwd<T, D, NC, BN, ST, VL>;
@@ -453,32 +541,35 @@ static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap
     const unsigned grid = (unsigned)(nwork < sms ? nwork : sms);
     CUtensorMap q = *tq, k = *tk, v = *tv;
     sm80_args arg = *a;
-    int nmb_arg = (int)nmb;
-    void *args[] = {&q, &k, &v, &arg, &nmb_arg};
+    int nmb_arg = (int)nmb, chunk = sm90_chunk(a, l2_pairs, nmb, grid);
+    void *args[] = {&q, &k, &v, &arg, &nmb_arg, &chunk};
     return cudaLaunchKernel((const void *)kern, dim3(grid), dim3(PA_SM90_THREADS_NC(NC)), args, smem, stream);
 }
 
 template <int D, int NC, int BN, int ST>
 static cudaError_t sm90_launch_shape(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
-                                     const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream)
+                                     const sm80_args *a, int bf16, int64_t max_sq, int64_t l2_pairs,
+                                     cudaStream_t stream)
 {
     if (a->cu_q)
-        return bf16 ? sm90_launch_instance<__nv_bfloat16, D, NC, BN, ST, true>(tq, tk, tv, a, max_sq, stream)
-                    : sm90_launch_instance<__half, D, NC, BN, ST, true>(tq, tk, tv, a, max_sq, stream);
-    return bf16 ? sm90_launch_instance<__nv_bfloat16, D, NC, BN, ST, false>(tq, tk, tv, a, max_sq, stream)
-                : sm90_launch_instance<__half, D, NC, BN, ST, false>(tq, tk, tv, a, max_sq, stream);
+        return bf16 ? sm90_launch_instance<__nv_bfloat16, D, NC, BN, ST, true>(tq, tk, tv, a, max_sq, l2_pairs, stream)
+                    : sm90_launch_instance<__half, D, NC, BN, ST, true>(tq, tk, tv, a, max_sq, l2_pairs, stream);
+    return bf16 ? sm90_launch_instance<__nv_bfloat16, D, NC, BN, ST, false>(tq, tk, tv, a, max_sq, l2_pairs, stream)
+                : sm90_launch_instance<__half, D, NC, BN, ST, false>(tq, tk, tv, a, max_sq, l2_pairs, stream);
 }
 
 /* The instance files define these for their head dim: the default shape, and the short-query one
  * where the head dim has it (nc = PA_SM90_NC_SHORT(D)). */
 #define SM90_INSTANCE(D, BN, ST)                                                                              \
     cudaError_t sm90_launch_d##D(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,           \
-                                 const sm80_args *a, int bf16, int nc, int64_t max_sq, cudaStream_t stream)     \
+                                 const sm80_args *a, int bf16, int nc, int64_t max_sq, int64_t l2_pairs,        \
+                                 cudaStream_t stream)                                                           \
     {                                                                                                           \
         if constexpr (PA_SM90_NC_SHORT(D) != 0)                                                                 \
             if (nc == PA_SM90_NC_SHORT(D))                                                                      \
-                return sm90_launch_shape<D, PA_SM90_NC_SHORT(D), BN, ST>(tq, tk, tv, a, bf16, max_sq, stream);  \
-        return sm90_launch_shape<D, PA_SM90_NC(D), BN, ST>(tq, tk, tv, a, bf16, max_sq, stream);                \
+                return sm90_launch_shape<D, PA_SM90_NC_SHORT(D), BN, ST>(tq, tk, tv, a, bf16, max_sq, l2_pairs, \
+                                                                         stream);                               \
+        return sm90_launch_shape<D, PA_SM90_NC(D), BN, ST>(tq, tk, tv, a, bf16, max_sq, l2_pairs, stream);      \
     }
 
 #endif

@@ -13,7 +13,7 @@
 
 #define PA_X(D)                                                                                                  \
     cudaError_t sm90_launch_d##D(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const sm80_args *, int, \
-                                 int, int64_t, cudaStream_t);
+                                 int, int64_t, int64_t, cudaStream_t);
 PA_SM90_DIMS(PA_X)
 #undef PA_X
 
@@ -45,6 +45,28 @@ extern "C" int pa_sm90_nc(int d, int64_t max_seqlen_q)
     return rows_short < rows ? ns : nc;
 }
 
+/* Right-bounded (causal) items go longest first. Over all (batch, head) pairs at once a round of 132
+ * CTAs holds up to 132 pairs, whose K/V overflow the L2 on long sequences (ncu, b8 s2k h16 d128
+ * causal: 128 MB of K/V, DRAM at 3.5 TB/s where cuDNN reads 1 TB/s), so every row block fetched its
+ * pair's K/V from DRAM again. The kernel orders the pairs in chunks instead (FlashAttention-3's L2
+ * swizzle); this is the chunk the K/V budget allows: the pairs whose K/V heads fill half the L2 (the
+ * rest for Q, O and the other chunk's tail), whole GQA groups. The instance clamps it (sm90_chunk). */
+#ifndef PA_SM90_L2_CHUNKS /* 0 (-DCMAKE_CUDA_FLAGS=-DPA_SM90_L2_CHUNKS=0): one chunk, for A/B runs */
+#define PA_SM90_L2_CHUNKS 1
+#endif
+static int64_t sm90_l2_pairs(const pa_problem *pb)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    if (!PA_SM90_L2_CHUNKS) return (int64_t)p->batch * p->heads_q;
+    const int64_t group = p->heads_kv > 0 && p->heads_q % p->heads_kv == 0 ? p->heads_q / p->heads_kv : 1;
+    const int64_t sk = pb->max_seqlen_k > 0 ? pb->max_seqlen_k : 1;
+    const int64_t kv_head = sk * (p->head_dim_qk + p->head_dim_v) * 2; /* f16/bf16 */
+    int l2 = 0;
+    if (!pa_cuda_device_l2(&l2) || l2 <= 0) return (int64_t)p->batch * p->heads_q; /* unknown: one chunk */
+    const int64_t heads = (int64_t)l2 / 2 / kv_head;
+    return (heads > 0 ? heads : 1) * group;
+}
+
 extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
@@ -60,10 +82,11 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *str
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
     cudaStream_t st = (cudaStream_t)stream;
     const int64_t msq = pb->max_seqlen_q; /* row blocks per (batch, head): the longest sequence's */
+    const int64_t l2_pairs = sm90_l2_pairs(pb);
     cudaError_t e = cudaErrorInvalidValue; /* no instance: supports() refused it first */
     switch (d) {
 #define PA_X(D)                                                                                                  \
-    case D: e = sm90_launch_d##D(&tq, &tk, &tv, &a, bf16, nc, msq, st); break;
+    case D: e = sm90_launch_d##D(&tq, &tk, &tv, &a, bf16, nc, msq, l2_pairs, st); break;
         PA_SM90_DIMS(PA_X)
 #undef PA_X
     }

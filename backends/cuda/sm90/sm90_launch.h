@@ -26,7 +26,12 @@
  * (PA_SM90_SMEM): about 121, 161, 217 and 193 KB of the H100/H200's 227 KB per block. */
 #define PA_SM90_DIMS(X) X(64) X(128) X(192) X(256)
 #define PA_SM90_BN(d) ((d) == 256 ? 64 : (d) == 192 ? 112 : 128)
-#define PA_SM90_STAGES(d) ((d) == 64 ? 3 : 2)
+/* d128 with three slots needs 225 KB (fits the 227 KB): -DPA_SM90_STAGES_D128=3 in both CMAKE_C_FLAGS
+ * and CMAKE_CUDA_FLAGS builds it for an A/B (deeper prefetch across short items; not yet measured). */
+#ifndef PA_SM90_STAGES_D128
+#define PA_SM90_STAGES_D128 2
+#endif
+#define PA_SM90_STAGES(d) ((d) == 64 ? 3 : (d) == 128 ? PA_SM90_STAGES_D128 : 2)
 /* Dynamic shared memory: the Q tile, ST K and V slots, the barriers, and 1 KB to align the tiles. */
 #define PA_SM90_SMEM_SHAPE(d, nc, bn, st) (PA_SM90_BM_NC(nc) * (d) * 2 + 2 * (st) * (bn) * (d) * 2 + 8 * (2 + 4 * (st)) + 1024)
 #define PA_SM90_SMEM(d) PA_SM90_SMEM_SHAPE(d, PA_SM90_NC(d), PA_SM90_BN(d), PA_SM90_STAGES(d))

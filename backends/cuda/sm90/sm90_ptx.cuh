@@ -36,6 +36,12 @@ __device__ __forceinline__ void sm90_st_shared_zero16(uint32_t addr)
 {
     asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" ::"r"(addr), "r"(0) : "memory");
 }
+/* 16 bytes to global memory at a 16-byte aligned address, as one vector store (spelled out: nvcc
+ * split a uint4 store whose alignment it could not prove into four 4-byte ones). */
+__device__ __forceinline__ void sm90_st_global16(void *p, uint32_t x0, uint32_t x1, uint32_t x2, uint32_t x3)
+{
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(x0), "r"(x1), "r"(x2), "r"(x3) : "memory");
+}
 #endif
 
 /* Shared-memory matrix descriptor with the 128-byte swizzle (the layout a SWIZZLE_128B TMA box of
