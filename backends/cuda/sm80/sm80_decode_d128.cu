@@ -1,4 +1,4 @@
-/* cuda-sm80 decode instances for head dim 128 (f16 and bf16): split-KV kernel (it merges its own splits). */
+/* cuda-sm80 decode instances for head dim 128 (f16 and bf16): split-KV kernel + combine. */
 #include "sm80_decode_kernel.cuh"
 
 SM80_DECODE_INSTANCE(128)

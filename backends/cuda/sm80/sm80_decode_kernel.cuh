@@ -26,82 +26,6 @@ __device__ __forceinline__ int64_t sm80_dec_len(const sm80_dec_args &a, int b)
     return a.seqused_k ? pa_cache_len_of(a.seqused_k[b], a.seqlen_new, a.seqlen_k) : a.seqlen_k;
 }
 
-/* Counts one split's arrival at its (sequence, KV head, row tile) word; true for the last of the
- * `splits`, which also resets the word to 0. The word is (tag << 32 | count): a count carries on
- * only under this call's tag, so whatever the word held before (a fresh allocation, another call's
- * data, 0 as every completed call leaves it) reads as no arrival yet, and the workspace needs no
- * zeroing. A CUDA graph replays one baked tag, which the reset makes safe. */
-__device__ __forceinline__ bool sm80_dec_arrive(unsigned long long *word, unsigned tag, int splits)
-{
-    unsigned long long cur = *(volatile unsigned long long *)word;
-    for (;;) {
-        const unsigned n = (unsigned)(cur >> 32) == tag ? (unsigned)cur + 1u : 1u;
-        const unsigned long long prev = atomicCAS(word, cur, ((unsigned long long)tag << 32) | n);
-        if (prev == cur) {
-            if (n < (unsigned)splits) return false;
-            atomicExch(word, 0ull); /* every split has arrived: nobody else touches it this call */
-            return true;
-        }
-        cur = prev;
-    }
-}
-
-/* The merging CTA: the splits of each of its 16 packed rows, a warp a row, every lane D/32
- * columns. Splits are summed in split order whatever order they arrived in, so the result depends
- * only on the split count. A batch of U splits is loaded before any is used (the partials are L2
- * latency-bound); __ldcg reads them from L2, where the other CTAs' stores are. */
-template <typename T, int D>
-__device__ __forceinline__ void sm80_dec_combine(const sm80_dec_args &a, int b, int hk, int mt, int64_t R,
-                                                 int64_t grow0)
-{
-    constexpr int E = D / 32, U = D == 256 ? 4 : 8;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const T tag = T();
-    for (int r = warp; r < 16 && mt * 16 + r < a.rows; r += PA_SM80_DEC_WARPS) {
-        const int64_t grow = grow0 + r;
-        float mx = -INFINITY;
-        for (int s = lane; s < a.splits; s += 32) mx = fmaxf(mx, __ldcg(a.part_lse + s * R + grow));
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        float tot = 0.f, acc[E];
-#pragma unroll
-        for (int e = 0; e < E; ++e) acc[e] = 0.f;
-        for (int s0 = 0; s0 < a.splits; s0 += U) {
-            float ls[U], po[U][E];
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                const int s = s0 + u;
-                ls[u] = s < a.splits ? __ldcg(a.part_lse + s * R + grow) : -INFINITY;
-                const float2 *src = (const float2 *)(a.part_o + (s * R + grow) * D + lane * E);
-#pragma unroll
-                for (int e = 0; e < E; e += 2) { /* 8-byte loads: E is 2, 4 or 8 */
-                    const float2 v = s < a.splits ? __ldcg(src + e / 2) : make_float2(0.f, 0.f);
-                    po[u][e] = v.x, po[u][e + 1] = v.y;
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                if (s0 + u >= a.splits) break;
-                /* a NaN partial (NaN scores) makes w NaN: fmaxf skipped it in mx, the sum keeps it */
-                const float w = mx == -INFINITY ? (ls[u] == -INFINITY ? 0.f : NAN) : sm80_ex2(ls[u] - mx);
-                tot += w;
-#pragma unroll
-                for (int e = 0; e < E; ++e) acc[e] += w * po[u][e];
-            }
-        }
-        const float inv = tot > 0.f ? 1.f / tot : tot == 0.f ? 0.f : NAN;
-        const int pr = mt * 16 + r, qi = pr / a.group, hq = hk * a.group + pr % a.group;
-        T *o = (T *)a.o + b * a.os[0] + qi * a.os[1] + hq * a.os[2] + lane * E;
-#pragma unroll
-        for (int e = 0; e < E; e += 2)
-            if (lane * E + e < a.dv)
-                *(uint32_t *)(o + e) = tot == 0.f ? 0u : sm80_pack(acc[e] * inv, acc[e + 1] * inv, tag);
-        if (lane == 0 && a.lse)
-            a.lse[b * a.ls[0] + hq * a.ls[1] + qi * a.ls[2]] =
-                tot > 0.f ? (mx + __log2f(tot)) * 0.69314718055994531f : tot == 0.f ? -INFINITY : NAN;
-    }
-}
-
 template <typename T, int D>
 __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80_dec_args a)
 {
@@ -111,6 +35,11 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
     constexpr int RPP = 32 / CH;    /* tile rows one pass of the warp's 16-byte copies covers */
     constexpr int RS = D + 8;       /* fp32 row pitch of the merge buffer (padded: fewer conflicts) */
     constexpr bool QREG = D <= 128; /* d256 re-reads Q from shared memory: registers go to O */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* Let the combine grid (a programmatic dependent, see sm80_decode_instance) be scheduled now;
+     * it waits for this whole grid before reading anything. */
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
     static_assert(CH % 8 == 0 && KT % RPP == 0, "tile shape");
     static_assert(NW * 16 * RS * 4 <= NW * ST * 2 * TB, "merge buffer fits the rings");
 
@@ -337,21 +266,75 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
             *(uint2 *)o = make_uint2(sm80_pack(v.x, v.y, tag), sm80_pack(v.z, v.w, tag));
         }
     }
-    if (a.splits == 1) return;
+}
 
-    /* The last CTA of this (sequence, KV head, row tile) to finish merges every split's partials:
-     * one launch instead of a decode grid and a combine grid. Release: each thread's partial stores
-     * are made visible device-wide before thread 0 counts the arrival. */
-    __threadfence();
-    __syncthreads();
-    float &merger = sm_m[0][0]; /* the row maxima were last read before the barrier above the rows loop */
-    if (tid == 0) {
-        const bool mine = sm80_dec_arrive(a.arrive + ((int64_t)b * a.heads_kv + hk) * a.mtiles + mt, a.tag, a.splits);
-        if (mine) __threadfence(); /* acquire: the other splits' partials before they are read */
-        merger = mine ? 1.f : 0.f;
+/* Merges the splits of each packed row, one CTA per row, in a fixed order (deterministic). */
+template <typename T, int D>
+__global__ void __launch_bounds__(128) sm80_decode_combine(const sm80_dec_args a)
+{
+    /* One CTA per packed row. The splits are read in parallel: warp w takes splits w, w+4, ...,
+     * and issues a batch of U of them before using any (the partials are L2 latency-bound, not
+     * bandwidth-bound); the four warps' sums are added in warp order, so the result depends only
+     * on the split count. */
+    constexpr int E = D / 32, U = 8; /* columns per lane, splits per warp in flight */
+    const int64_t R = (int64_t)a.batch * a.heads_kv * a.rows, grow = blockIdx.x;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __shared__ float s_acc[4][D], s_tot[4];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory"); /* the decode grid's partials are complete */
+#endif
+    float mx = -INFINITY;
+    for (int s = lane; s < a.splits; s += 32) mx = fmaxf(mx, a.part_lse[s * R + grow]);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    float tot = 0.f, acc[E];
+#pragma unroll
+    for (int e = 0; e < E; ++e) acc[e] = 0.f;
+    for (int s0 = warp; s0 < a.splits; s0 += 4 * U) {
+        float ls[U], po[U][E];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int s = s0 + 4 * u;
+            ls[u] = s < a.splits ? a.part_lse[s * R + grow] : -INFINITY;
+            const float *src = a.part_o + (s * R + grow) * D + lane * E;
+#pragma unroll
+            for (int e = 0; e < E; e += 2) { /* 8-byte loads: E is 2, 4 or 8 */
+                const float2 v = s < a.splits ? *(const float2 *)(src + e) : make_float2(0.f, 0.f);
+                po[u][e] = v.x, po[u][e + 1] = v.y;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            if (s0 + 4 * u >= a.splits) break;
+            /* a NaN partial (NaN scores) makes w NaN: fmaxf skipped it in mx, the sum keeps it */
+            const float w = mx == -INFINITY ? (ls[u] == -INFINITY ? 0.f : NAN) : sm80_ex2(ls[u] - mx);
+            tot += w;
+#pragma unroll
+            for (int e = 0; e < E; ++e) acc[e] += w * po[u][e];
+        }
     }
+#pragma unroll
+    for (int e = 0; e < E; ++e) s_acc[warp][lane * E + e] = acc[e];
+    if (lane == 0) s_tot[warp] = tot;
     __syncthreads();
-    if (merger != 0.f) sm80_dec_combine<T, D>(a, b, hk, mt, R, grow0);
+    if (warp) return;
+    tot = ((s_tot[0] + s_tot[1]) + s_tot[2]) + s_tot[3];
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+        acc[e] = ((s_acc[0][lane * E + e] + s_acc[1][lane * E + e]) + s_acc[2][lane * E + e]) + s_acc[3][lane * E + e];
+    const float inv = tot > 0.f ? 1.f / tot : tot == 0.f ? 0.f : NAN;
+    const int64_t pr = grow % a.rows, bh = grow / a.rows;
+    const int hk = (int)(bh % a.heads_kv), b = (int)(bh / a.heads_kv);
+    const int qi = (int)(pr / a.group), hq = hk * a.group + (int)(pr % a.group);
+    T *o = (T *)a.o + b * a.os[0] + qi * a.os[1] + hq * a.os[2] + lane * E;
+    const T tag = T();
+#pragma unroll
+    for (int e = 0; e < E; e += 2)
+        if (lane * E + e < a.dv)
+            *(uint32_t *)(o + e) = tot == 0.f ? 0u : sm80_pack(acc[e] * inv, acc[e + 1] * inv, tag);
+    if (lane == 0 && a.lse)
+        a.lse[b * a.ls[0] + hq * a.ls[1] + qi * a.ls[2]] =
+            tot > 0.f ? (mx + __log2f(tot)) * 0.69314718055994531f : tot == 0.f ? -INFINITY : NAN;
 }
 
 template <typename T, int D>
@@ -364,7 +347,21 @@ static cudaError_t sm80_decode_instance(const sm80_dec_args *a, cudaStream_t str
     sm80_dec_args arg = *a;
     void *args[] = {&arg};
     const dim3 grid((unsigned)a->splits, (unsigned)(a->heads_kv * a->mtiles), (unsigned)a->batch);
-    return cudaLaunchKernel((const void *)sm80_decode<T, D>, grid, dim3(PA_SM80_DEC_WARPS * 32), args, smem, stream);
+    e = cudaLaunchKernel((const void *)sm80_decode<T, D>, grid, dim3(PA_SM80_DEC_WARPS * 32), args, smem, stream);
+    if (e != cudaSuccess || a->splits == 1) return e;
+    /* On sm_90+ the combine is launched as a programmatic dependent of the decode grid: it is
+     * scheduled while the decode runs and waits in griddepcontrol.wait, which hides one launch
+     * latency (about 2 us, a tenth of a batch-1 decode). */
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = dim3((unsigned)((int64_t)a->batch * a->heads_kv * a->rows));
+    cfg.blockDim = dim3(128);
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = a->pdl ? 1 : 0;
+    return cudaLaunchKernelExC(&cfg, (const void *)sm80_decode_combine<T, D>, args);
 }
 
 #define SM80_DECODE_INSTANCE(D)                                                                 \

@@ -1,5 +1,5 @@
 /* cuda-sm80 decode path, host side: which calls it takes, the split heuristic, the workspace, and
- * the launches (append, decode) on the caller's stream. */
+ * the launches (append, decode, combine) on the caller's stream. */
 #include <cuda_runtime.h>
 #include <string.h>
 
@@ -48,7 +48,7 @@ extern "C" int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t w
     if (optin < need)
         return REFUSE("decode d%d needs %d bytes of shared memory, device allows %d per block", d, need, optin);
     if (p->batch * p->heads_kv * rows > INT32_MAX)
-        return REFUSE("decode kernel: %lld packed rows over 2^31-1", (long long)(p->batch * p->heads_kv * rows));
+        return REFUSE("decode kernel: %lld packed rows over the combine grid", (long long)(p->batch * p->heads_kv * rows));
     return 1;
 }
 
@@ -84,33 +84,20 @@ extern "C" int pa_sm80_decode_splits(const pa_problem *pb)
 
 static size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
 
-/* Workspace bytes for `splits` (0 with one split), and where its parts start: the partial O
- * [split][row][d] at 0, the partial LSEs [split][row] at *lse_offset, the arrival words (one per
- * sequence, KV head and row tile) at *arrive_offset. One place for the size and the layout. No part
- * needs zeroing (sm80_dec_arrive: the words are tagged per call). */
-static size_t decode_ws_bytes(const pa_problem *pb, int splits, size_t *lse_offset, size_t *arrive_offset)
+/* Workspace bytes for `splits` (0 with one split); *lse_offset: where the partial LSEs start, after
+ * the partial O [split][row][d]. One place for the size and the layout. */
+static size_t decode_ws_bytes(const pa_problem *pb, int splits, size_t *lse_offset)
 {
     const portattn_fwd_params_t *p = &pb->p;
     const size_t rows = (size_t)p->batch * (size_t)p->heads_kv * (size_t)(p->seqlen_q * pb->group);
-    const size_t tiles = (size_t)p->batch * (size_t)p->heads_kv * (size_t)((p->seqlen_q * pb->group + 15) / 16);
     const size_t o_bytes = align256((size_t)splits * rows * (size_t)pa_sm80_decode_dim(pb) * 4); /* rows of D */
-    const size_t lse_bytes = align256((size_t)splits * rows * 4);
     if (lse_offset) *lse_offset = o_bytes;
-    if (arrive_offset) *arrive_offset = o_bytes + lse_bytes;
-    return splits <= 1 ? 0 : o_bytes + lse_bytes + align256(tiles * 8);
-}
-
-/* Distinct odd tags for 2^31 calls in a row (an odd multiplier permutes the odd numbers mod 2^32). */
-static unsigned next_arrival_tag(void)
-{
-    static unsigned long long calls;
-    const unsigned long long n = __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
-    return (unsigned)(2 * n + 1) * 2654435761u;
+    return splits <= 1 ? 0 : o_bytes + align256((size_t)splits * rows * 4);
 }
 
 extern "C" size_t pa_sm80_decode_workspace(const pa_problem *pb)
 {
-    return decode_ws_bytes(pb, pa_sm80_decode_splits(pb), NULL, NULL);
+    return decode_ws_bytes(pb, pa_sm80_decode_splits(pb), NULL);
 }
 
 extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
@@ -126,7 +113,7 @@ extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *s
     /* Split partials go to the caller's workspace, else to a stream-ordered allocation; where the
      * runtime cannot allocate (no memory pools, out of memory) the call runs unsplit, which needs
      * none. All of it is settled before the append, so a refused call leaves the cache untouched. */
-    size_t lse_offset = 0, arrive_offset = 0, need = decode_ws_bytes(pb, a.splits, &lse_offset, &arrive_offset);
+    size_t lse_offset = 0, need = decode_ws_bytes(pb, a.splits, &lse_offset);
     void *ws = p->workspace, *own = NULL;
     if (need && ws && p->workspace_size < need)
         return pa_fmt(err, err_len, PORTATTN_ERROR_INVALID_ARGUMENT,
@@ -141,10 +128,7 @@ extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *s
             a.splits = 1, need = 0;
         }
     }
-    if (need) {
-        a.part_o = (float *)ws, a.part_lse = (float *)((char *)ws + lse_offset);
-        a.arrive = (unsigned long long *)((char *)ws + arrive_offset), a.tag = next_arrival_tag();
-    }
+    if (need) a.part_o = (float *)ws, a.part_lse = (float *)((char *)ws + lse_offset);
     portattn_status_t s = pa_cuda_append(pb, stream, err, err_len); /* new tokens first, same stream */
     if (s) {
         if (own) (void)cudaFreeAsync(own, st);
@@ -164,6 +148,8 @@ extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *s
     for (a.page_shift = 0; p->block_table && ((int64_t)1 << a.page_shift) < p->page_size;) a.page_shift++;
     a.rows = (int)(p->seqlen_q * pb->group), a.mtiles = (a.rows + 15) / 16;
     a.wl = pb->window_left, a.wr = pb->window_right;
+    int major = 0;
+    a.pdl = pa_cuda_device_info(&major, NULL, NULL, NULL, 0) && major >= 9;
 
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
     cudaError_t e = cudaErrorInvalidValue; /* no instance: supports() refused it first */
