@@ -60,7 +60,7 @@ int main(int argc, char **argv)
     const int present = test_backend_present(be);
     if (present) return present;
     const char *tag = be == PORTATTN_BACKEND_HIP_CDNA ? "cdna" : "rdna3";
-    const char *tile = be == PORTATTN_BACKEND_HIP_CDNA ? "128x32" : "64x16";
+    const char *tile = be == PORTATTN_BACKEND_HIP_CDNA ? "128x32" : "64x32";
     static const struct { int dqk, dv; const char *inst; } named[] = {
         {64, 64, "d64,%s>"},
         {32, 32, "d64(32/32),%s>"},

@@ -50,6 +50,7 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
     static_assert(PA_RDNA3_THREADS == PA_RDNA3_WAVES * PA_WAVE32, "wave32");
     constexpr int RPP = NT / CH; /* tile rows one pass of 16-byte copies covers */
     constexpr int KB = PA_RDNA3_BN / 16;
+    constexpr bool QREG = DQK <= 128; /* Q^T held in VGPRs for the tile loop (see below) */
     static_assert((DQK == 64 || DQK == 128 || DQK == 256) && (DV == 64 || DV == 128) && C0 % DV == 0 &&
                       C0 + DV <= DQK, "instances (one launch holds at most 128 output columns)");
     static_assert(PA_RDNA3_BN % RPP == 0 && PA_RDNA3_BM % RPP == 0 && PA_RDNA3_BN % RPPV == 0, "whole store passes");
@@ -93,6 +94,21 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
                 uint4 qv = make_uint4(0, 0, 0, 0);
                 if (row < sq && 8 * c < a.dqk) qv = *(const uint4 *)(qh + (int64_t)row * a.qs[1] + 8 * c);
                 *(uint4 *)((char *)sq_t + pa_lds_rdna3_store_addr(&lo, &hi, (int)(tq % PA_WAVE32), p * PA_RDNA3_WAVES + (int)(tq / PA_WAVE32), CH)) = qv;
+            }
+        }
+
+        /* Q^T in registers where the budget holds it (DQK / 2 VGPRs a lane): the tile loop then reads only
+         * K and V from LDS. d256 keeps reading Q from LDS: 128 VGPRs of Q beside 64 of O^T spill. */
+        pa_in16 qreg[QREG ? DQK / 16 : 1];
+        if constexpr (QREG) {
+            __syncthreads(); /* every wave's Q rows are in LDS */
+            const int wb = pa_lds_wmma_lane_base(&lo, &hi, lane, CH);
+#pragma unroll
+            for (int g = 0; g < DQK / 16; ++g) {
+                const uint4 q_lo = *(const uint4 *)((const char *)sq_t + pa_lds_wmma_addr_from(wb, 16 * wave, g, 0, CH));
+                const uint4 q_hi = *(const uint4 *)((const char *)sq_t + pa_lds_wmma_addr_from(wb, 16 * wave, g, 1, CH));
+                __builtin_memcpy(&qreg[g].w[0], &q_lo, 16);
+                __builtin_memcpy(&qreg[g].w[4], &q_hi, 16);
             }
         }
 
@@ -153,20 +169,25 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
             for (int j = 0; j < KB; ++j) {
 #pragma unroll
                 for (int r = 0; r < 8; ++r) st[j].r[r] = 0.f;
-                /* d256: two k-steps per iteration (all 16 unrolled kept their LDS reads live and spilled) */
-#pragma unroll DQK > 128 ? 2 : DQK / 16
+                /* all k-steps unrolled, d256 too (clang-15 spilled that; clang-19 holds it in 195-198 VGPRs) */
+#pragma unroll
                 for (int g = 0; g < DQK / 16; ++g) {
                     /* = pa_lds_wmma_addr (Q rows 16 wave.., K rows 16 j..), split (see hip_lds.h) */
-                    const uint4 q_lo = *(const uint4 *)((const char *)sq_t + pa_lds_wmma_addr_from(wb, 16 * tw, g, 0, CH));
-                    const uint4 q_hi = *(const uint4 *)((const char *)sq_t + pa_lds_wmma_addr_from(wb, 16 * tw, g, 1, CH));
                     const uint4 k_lo = *(const uint4 *)((const char *)sk_t + pa_lds_wmma_addr_from(wb, 16 * j, g, 0, CH));
                     const uint4 k_hi = *(const uint4 *)((const char *)sk_t + pa_lds_wmma_addr_from(wb, 16 * j, g, 1, CH));
-                    pa_in16 ka, qb;
+                    pa_in16 ka;
                     __builtin_memcpy(&ka.w[0], &k_lo, 16);
                     __builtin_memcpy(&ka.w[4], &k_hi, 16);
-                    __builtin_memcpy(&qb.w[0], &q_lo, 16);
-                    __builtin_memcpy(&qb.w[4], &q_hi, 16);
-                    PA_WMMA16(BF16, st[j], ka, qb);
+                    if constexpr (QREG) {
+                        PA_WMMA16(BF16, st[j], ka, qreg[g]);
+                    } else {
+                        const uint4 q_lo = *(const uint4 *)((const char *)sq_t + pa_lds_wmma_addr_from(wb, 16 * tw, g, 0, CH));
+                        const uint4 q_hi = *(const uint4 *)((const char *)sq_t + pa_lds_wmma_addr_from(wb, 16 * tw, g, 1, CH));
+                        pa_in16 qb;
+                        __builtin_memcpy(&qb.w[0], &q_lo, 16);
+                        __builtin_memcpy(&qb.w[4], &q_hi, 16);
+                        PA_WMMA16(BF16, st[j], ka, qb);
+                    }
                 }
             }
 

@@ -6,6 +6,6 @@
 #define PA_RDNA3_WAVES 4
 #define PA_RDNA3_THREADS (PA_RDNA3_WAVES * 32)
 #define PA_RDNA3_BM (16 * PA_RDNA3_WAVES) /* query rows per workgroup */
-#define PA_RDNA3_BN 16                    /* keys per tile: one WMMA block (two spilled, see the kernel) */
+#define PA_RDNA3_BN 32                    /* keys per tile: two WMMA blocks (clang-15 spilled them; clang 17+ does not) */
 
 #endif
