@@ -74,7 +74,7 @@ else
   bad "gfx1100: cannot make oclc_isa_version_1100.bc"
 fi
 # built by clang 17+ (as cmake/portattn_hip.cmake does): clang-15's 128-VGPR cap spills the retuned kernel
-# (Q in registers, 32-key tiles, d256 in one launch at 255-256 VGPRs)
+# (Q in registers, 32-key tiles, d256 in one launch at 256 VGPRs)
 if [ -n "$CLANG" ] && [ -x "$(command -v "$CLANG")" ] && [ -n "$rocm" ]; then
   "$CLANG" -x hip --rocm-path="$rocm" "${gfx11_flags[@]}" --offload-arch=gfx1100 --cuda-device-only -S -O3 -std=c++17 \
     -I"$SRC/backends/hip" -I"$SRC/common" "$SRC/backends/hip/rdna3_fwd.hip" -o rdna3_fwd-hip-amdgcn-amd-amdhsa-gfx1100.s \
