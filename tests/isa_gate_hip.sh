@@ -73,7 +73,8 @@ if flag=$(bash "$SRC/cmake/hip_devlibs.sh" "$WORK/devlib-gfx1100" gfx1100); then
 else
   bad "gfx1100: cannot make oclc_isa_version_1100.bc"
 fi
-# built by clang 17+ (as cmake/portattn_hip.cmake does): clang-15's 128-VGPR cap spills the d256 halves
+# built by clang 17+ (as cmake/portattn_hip.cmake does): clang-15's 128-VGPR cap spills the retuned kernel
+# (Q in registers, 32-key tiles, d256 in one launch at 256 VGPRs)
 if [ -n "$CLANG" ] && [ -x "$(command -v "$CLANG")" ] && [ -n "$rocm" ]; then
   "$CLANG" -x hip --rocm-path="$rocm" "${gfx11_flags[@]}" --offload-arch=gfx1100 --cuda-device-only -S -O3 -std=c++17 \
     -I"$SRC/backends/hip" -I"$SRC/common" "$SRC/backends/hip/rdna3_fwd.hip" -o rdna3_fwd-hip-amdgcn-amd-amdhsa-gfx1100.s \
@@ -100,7 +101,7 @@ else
     /\.vgpr_spill_count:/ { sp = $2 }
     /\.wavefront_size:/ { n++; w = $2; printf "  %-46s VGPR %3d SGPR %3d LDS %6d scratch %d spills %d wave%d\n", k, v, sg, lds, scr, sp, w;
                           if (scr != 0 || sp != 0 || lds > 65536 || w != 32) bad++ }
-    END { if (n < 8) { print "FAIL: gfx1100: expected 8 kernels (d64, d128, d256 halves x f16, bf16), found " n; exit 1 }
+    END { if (n < 6) { print "FAIL: gfx1100: expected 6 kernels (d64, d128, d256 x f16, bf16), found " n; exit 1 }
           if (bad) { print "FAIL: gfx1100: " bad " kernel(s) with scratch, spills, LDS over 64 KiB or not wave32"; exit 1 } }' "$s" || fail=1
   grep -E "; Occupancy:" "$s" | sort | uniq -c | sed 's/^/  /'
 fi

@@ -46,6 +46,7 @@ typedef struct hip_family {
     const int *object_count;
     const hip_entry *entries;
     int entry_count, threads, rows_per_block, keys_per_tile;
+    int keys_per_tile_wide, launch_cols; /* of instances over 128 columns (pa_hip_shape_ok_wide) */
     const int *dims;
     int ndims;
     hip_module mod[HIP_MAX_DEVICES];
@@ -58,10 +59,12 @@ static const int cdna_dims[] = {PA_CDNA_DIMS}, rdna3_dims[] = {PA_RDNA3_DIMS};
 _Static_assert(PA_CDNA_ENTRY_COUNT <= HIP_MAX_ENTRIES && PA_RDNA3_ENTRY_COUNT <= HIP_MAX_ENTRIES, "entries");
 
 static hip_family g_cdna = {"cdna", "PORTATTN_HIP_CDNA_ARCHS", pa_cdna_code_objects, &pa_cdna_code_object_count,
-                            cdna_entries, PA_CDNA_ENTRY_COUNT, PA_CDNA_THREADS, PA_CDNA_BM, PA_CDNA_BN, cdna_dims,
+                            cdna_entries, PA_CDNA_ENTRY_COUNT, PA_CDNA_THREADS, PA_CDNA_BM, PA_CDNA_BN, PA_CDNA_BN,
+                            PA_HIP_LAUNCH_COLS, cdna_dims,
                             (int)(sizeof cdna_dims / sizeof *cdna_dims), {{0}}};
 static hip_family g_rdna3 = {"rdna3", "PORTATTN_HIP_RDNA3_ARCHS", pa_rdna3_code_objects, &pa_rdna3_code_object_count,
                              rdna3_entries, PA_RDNA3_ENTRY_COUNT, PA_RDNA3_THREADS, PA_RDNA3_BM, PA_RDNA3_BN,
+                             PA_RDNA3_BN_WIDE, PA_RDNA3_LAUNCH_COLS,
                              rdna3_dims, (int)(sizeof rdna3_dims / sizeof *rdna3_dims), {{0}}};
 static pthread_mutex_t g_mod_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -143,8 +146,8 @@ static int hip_probe(hip_family *f, char *detail, size_t detail_len)
 static int hip_supports(hip_family *f, const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    if (!pa_hip_shape_ok(pb, f->tag, f->rows_per_block, f->keys_per_tile, f->dims, f->ndims, kernel, kernel_len, why,
-                         why_len))
+    if (!pa_hip_shape_ok_wide(pb, f->tag, f->rows_per_block, f->keys_per_tile, f->keys_per_tile_wide, f->launch_cols,
+                              f->dims, f->ndims, kernel, kernel_len, why, why_len))
         return 0;
     if (pa_hip_nothing_to_do(pb)) return 1;
     const pa_hip_rt *rt;

@@ -14,6 +14,12 @@ int pa_hip_nothing_to_do(const pa_problem *pb) { return pb->p.batch <= 0 || pb->
 int pa_hip_shape_ok(const pa_problem *pb, const char *tag, int bm, int bn, const int *dims, int ndims, char *kernel,
                     size_t kernel_len, char *why, size_t why_len)
 {
+    return pa_hip_shape_ok_wide(pb, tag, bm, bn, bn, PA_HIP_LAUNCH_COLS, dims, ndims, kernel, kernel_len, why, why_len);
+}
+
+int pa_hip_shape_ok_wide(const pa_problem *pb, const char *tag, int bm, int bn, int bn_wide, int launch_cols,
+                         const int *dims, int ndims, char *kernel, size_t kernel_len, char *why, size_t why_len)
+{
     const portattn_fwd_params_t *p = &pb->p;
     const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
     if (!dt) return REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
@@ -29,11 +35,11 @@ int pa_hip_shape_ok(const pa_problem *pb, const char *tag, int bm, int bn, const
     if (!pa_hip_nothing_to_do(pb) && !pa_fwd_layouts_ok(pb, why, why_len)) return 0;
     const int d = pa_fwd_instance_dim(dims, ndims, p->head_dim_qk, p->head_dim_v);
     if (kernel && kernel_len) {
-        pa_kernel_name(kernel, kernel_len, tag, dt, d, pb, bm, bn);
+        pa_kernel_name(kernel, kernel_len, tag, dt, d, pb, bm, d > PA_HIP_LAUNCH_COLS ? bn_wide : bn);
         const size_t n = strlen(kernel);
-        if (d > PA_HIP_LAUNCH_COLS && n && kernel[n - 1] == '>') /* the launches, one per 128 columns of Dv */
+        if (d > launch_cols && n && kernel[n - 1] == '>') /* the launches, one per launch_cols columns of Dv */
             snprintf(kernel + n - 1, kernel_len - (n - 1), ",%dx%d columns>",
-                     (int)((p->head_dim_v + PA_HIP_LAUNCH_COLS - 1) / PA_HIP_LAUNCH_COLS), PA_HIP_LAUNCH_COLS);
+                     (int)((p->head_dim_v + launch_cols - 1) / launch_cols), launch_cols);
     }
     return 1;
 }

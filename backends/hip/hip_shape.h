@@ -17,6 +17,10 @@
  * both (pa_fwd_instance_dim), no KV cache, 16-byte rows. */
 int pa_hip_shape_ok(const pa_problem *pb, const char *tag, int bm, int bn, const int *dims, int ndims, char *kernel,
                     size_t kernel_len, char *why, size_t why_len);
+/* As pa_hip_shape_ok for a family whose instances over 128 head-dim columns take bn_wide keys per tile
+ * and hold launch_cols output columns a launch (hip-rdna3: 16 and 256, its d256 in one launch). */
+int pa_hip_shape_ok_wide(const pa_problem *pb, const char *tag, int bm, int bn, int bn_wide, int launch_cols,
+                         const int *dims, int ndims, char *kernel, size_t kernel_len, char *why, size_t why_len);
 /* A call with nothing to write (no batch or no query rows): success without a launch. */
 int pa_hip_nothing_to_do(const pa_problem *pb);
 

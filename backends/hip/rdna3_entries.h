@@ -2,7 +2,7 @@
  * lookup and launches (hip_backend.c), the code-object check and the CPU-simulated device. Plain C.
  * X(name, bf16, head dim, output columns, first output column), as cdna_entries.h: a call runs on
  * the smallest head dim that holds its Dqk and Dv, one launch per instance of that dim and dtype whose
- * first output column is below its Dv (d256: one per half of the columns). */
+ * first output column is below its Dv (on RDNA3 each instance is one launch of all its columns). */
 #ifndef PORTATTN_RDNA3_ENTRIES_H
 #define PORTATTN_RDNA3_ENTRIES_H
 
@@ -11,11 +11,9 @@
     X(pa_rdna3_fwd_bf16_d64, 1, 64, 64, 0)                                                                   \
     X(pa_rdna3_fwd_f16_d128, 0, 128, 128, 0)                                                                 \
     X(pa_rdna3_fwd_bf16_d128, 1, 128, 128, 0)                                                                \
-    X(pa_rdna3_fwd_f16_d256_lo, 0, 256, 128, 0)                                                              \
-    X(pa_rdna3_fwd_bf16_d256_lo, 1, 256, 128, 0)                                                             \
-    X(pa_rdna3_fwd_f16_d256_hi, 0, 256, 128, 128)                                                            \
-    X(pa_rdna3_fwd_bf16_d256_hi, 1, 256, 128, 128)
-#define PA_RDNA3_ENTRY_COUNT 8
+    X(pa_rdna3_fwd_f16_d256, 0, 256, 256, 0)                                                                 \
+    X(pa_rdna3_fwd_bf16_d256, 1, 256, 256, 0)
+#define PA_RDNA3_ENTRY_COUNT 6
 /* The head dims above, ascending: the instances a call may run on (pa_fwd_instance_dim). */
 #define PA_RDNA3_DIMS 64, 128, 256
 

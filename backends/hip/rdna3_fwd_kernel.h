@@ -3,27 +3,28 @@
  * kernel (cdna_fwd_kernel.h) on the WMMA shapes; design and state: backends/hip/NOTES.md.
  *
  * A workgroup of 4 wave32s owns 64 query rows of one (batch, head); each wave owns 16 of them in
- * full. The block's Q rows and tiles of 16 keys of K and V go through LDS (hip_lds.h's RDNA3 layout,
- * conflict-free under both a 32- and a 64-bank model by tests/test_hip_lds.c). Per tile each wave
- * computes S^T = K Q^T (16 keys x 16 queries): in the f32 accumulator lane l holds query l % 16 and
- * keys 2r + l / 16 (reg r), so the softmax is a per-lane loop plus one xor-16 exchange. K rows (A) and
- * Q rows (B = Q^T) are read from LDS, two 16-byte reads each per lane and k-step; lanes l and l ^ 16
- * read the same row, the replication WMMA wants in both half-waves. P^T, the B operand of
- * O^T += V^T P^T, is the accumulator rounded to 16 bits plus the partner lane's 8 keys (4 packed
- * exchanges), in the key order of pa_wmma_pv_key; V^T's A operand is gathered in that order, one
- * 2-byte LDS read per key. O^T stays in VGPRs (DV / 2 per lane).
+ * full. The block's Q rows and tiles of K and V go through LDS (hip_lds.h's RDNA3 layout, conflict-free
+ * under both a 32- and a 64-bank model by tests/test_hip_lds.c); a tile is 32 keys (two WMMA blocks)
+ * at d64/d128 and 16 at d256 (PA_RDNA3_BN_OF). Per 16-key block each wave computes S^T = K Q^T (16
+ * keys x 16 queries): in the f32 accumulator lane l holds query l % 16 and keys 2r + l / 16 (reg r),
+ * so the softmax is a per-lane loop plus one xor-16 exchange. K rows (A) are read from LDS, two
+ * 16-byte reads per lane and k-step; Q rows (B = Q^T) are read once per row block into registers at
+ * d64/d128 (DQK / 2 VGPRs) and from LDS at every k-step at d256; lanes l and l ^ 16 read the same
+ * row, the replication WMMA wants in both half-waves. P^T, the B operand of O^T += V^T P^T, is the
+ * accumulator rounded to 16 bits plus the partner lane's 8 keys (4 packed exchanges), in the key
+ * order of pa_wmma_pv_key; V^T's A operand is gathered in that order, one 2-byte LDS read per key.
+ * O^T stays in VGPRs (DV / 2 per lane).
  *
  * Instances of head dims 64, 128 and 256 serve every call whose head dims are multiples of 8 up to
  * theirs: Q/K columns past the call's Dqk and V columns past its Dv are never loaded and read as
- * zeros (S and the LSE exact), O's columns past Dv are never stored.
+ * zeros (S and the LSE exact), O's columns past Dv are never stored. Each is one launch.
  *
- * Register budget: written for clang-15, which gives a gfx1100 wave at most 128 VGPRs (observed:
- * amdgpu_num_vgpr(256) and waves_per_eu(1, 1) change nothing). Hence Q^T is read from LDS rather than
- * kept in registers, the key tile is one WMMA block, per-lane addresses are recomputed from pa_opaque
- * values instead of being hoisted. gfx1100 is now built by clang 17+ (clang-19: 115-186 VGPRs), which
- * lets d256 run as two launches of 128 output columns, each computing all of S (1.5x the useful
- * FLOPs; four launches of 64, 2.5x, under clang-15, whose 128-VGPR cap spilled the halves).
- * tests/isa_gate_hip.sh requires 0 spills.
+ * Register budget: gfx1100 is built by clang 17+ (clang-19 here), which gives a wave up to 256 VGPRs
+ * (clang-15 stopped at 128: it forced Q re-reads from LDS, 16-key tiles and d256 as four launches).
+ * Under clang-19: 169 VGPRs at d64, 250 at d128, 256 at d256 (O^T alone is 128 there), no spills;
+ * tests/isa_gate_hip.sh requires 0 spills and 0 scratch. Per-lane LDS addresses are still recomputed
+ * every tile from pa_opaque values rather than hoisted (a clang-15 measure, kept: d128 and d256 sit
+ * at the 256-VGPR ceiling).
  *
  * NOT RUN on AMD hardware: compiled for gfx1100 (T0) and ISA-gated (T1) by tests/isa_gate_hip.sh;
  * the same source runs on the CPU under the emulation: the case table through the hip-rdna3 backend
@@ -39,8 +40,9 @@
 
 
 /* The kernel body; pa_rdna3_fwd (below) and the hipcc entry points of rdna3_fwd.hip wrap it. Scores
- * use DQK head-dim elements; the output is columns C0 .. C0 + DV - 1 of V and O (d256: two launches
- * of DV = 128, see above). The LSE is written by the C0 = 0 launch. */
+ * use DQK head-dim elements; the output is columns C0 .. C0 + DV - 1 of V and O (every instance of
+ * rdna3_entries.h has C0 = 0 and DV = DQK; the parameters stay for an A/B of split launches). The LSE
+ * is written by the C0 = 0 launch. */
 template <bool BF16, int DQK, int DV, int C0>
 __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
 {
@@ -49,13 +51,15 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
     constexpr int NT = PA_RDNA3_THREADS;
     static_assert(PA_RDNA3_THREADS == PA_RDNA3_WAVES * PA_WAVE32, "wave32");
     constexpr int RPP = NT / CH; /* tile rows one pass of 16-byte copies covers */
-    constexpr int KB = PA_RDNA3_BN / 16;
-    static_assert((DQK == 64 || DQK == 128 || DQK == 256) && (DV == 64 || DV == 128) && C0 % DV == 0 &&
-                      C0 + DV <= DQK, "instances (one launch holds at most 128 output columns)");
-    static_assert(PA_RDNA3_BN % RPP == 0 && PA_RDNA3_BM % RPP == 0 && PA_RDNA3_BN % RPPV == 0, "whole store passes");
+    constexpr int BN = PA_RDNA3_BN_OF(DV);
+    constexpr int KB = BN / 16;
+    constexpr bool QREG = DQK <= 128; /* Q^T held in VGPRs for the tile loop (see below) */
+    static_assert((DQK == 64 || DQK == 128 || DQK == 256) && (DV == 64 || DV == 128 || DV == 256) && C0 % DV == 0 &&
+                      C0 + DV <= DQK, "instances (a launch of DV = 256 is all of d256)");
+    static_assert(BN % RPP == 0 && PA_RDNA3_BM % RPP == 0 && BN % RPPV == 0, "whole store passes");
     /* the bank count of RDNA3 is unverified: the layout serves both models (hip_lds.h) */
     const pa_lds_model lo = {"gfx1100", 32, 4, PA_WAVE32, 0}, hi = {"gfx1100-64", 64, 4, PA_WAVE32, 0};
-    __shared__ __attribute__((aligned(16))) uint16_t sq_t[PA_RDNA3_BM * DQK], sk_t[PA_RDNA3_BN * DQK], sv_t[PA_RDNA3_BN * DV];
+    __shared__ __attribute__((aligned(16))) uint16_t sq_t[PA_RDNA3_BM * DQK], sk_t[BN * DQK], sv_t[BN * DV];
     PA_WAVE32_SCRATCH(PA_RDNA3_WAVES);
 
     const int tid = threadIdx.x, lane = tid % PA_WAVE32, wave = tid / PA_WAVE32, hl = lane / 16;
@@ -78,7 +82,7 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
         const int qrow = m0 + wave * 16 + lane % 16;
         int klo, khi, n_lo, n_hi, full_lo, full_hi; /* [full_lo, full_hi): tiles with no mask */
         pa_hip_keys(qrow, sq, sk, a.wl, a.wr, &klo, &khi);
-        pa_hip_block_tiles(m0, PA_RDNA3_BM, PA_RDNA3_BN, sq, sk, a.wl, a.wr, &n_lo, &n_hi, &full_lo, &full_hi);
+        pa_hip_block_tiles(m0, PA_RDNA3_BM, BN, sq, sk, a.wl, a.wr, &n_lo, &n_hi, &full_lo, &full_hi);
 
         /* The block's Q rows into LDS (same layout and store pattern as the K/V tiles): Q^T, the B
          * operand of S^T, is read from there at every k-step (at k-step g lanes l and l ^ 16 hold
@@ -93,6 +97,21 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
                 uint4 qv = make_uint4(0, 0, 0, 0);
                 if (row < sq && 8 * c < a.dqk) qv = *(const uint4 *)(qh + (int64_t)row * a.qs[1] + 8 * c);
                 *(uint4 *)((char *)sq_t + pa_lds_rdna3_store_addr(&lo, &hi, (int)(tq % PA_WAVE32), p * PA_RDNA3_WAVES + (int)(tq / PA_WAVE32), CH)) = qv;
+            }
+        }
+
+        /* Q^T in registers where the budget holds it (DQK / 2 VGPRs a lane): the tile loop then reads only
+         * K and V from LDS. d256 keeps reading Q from LDS: 128 VGPRs of Q beside 64 of O^T spill. */
+        pa_in16 qreg[QREG ? DQK / 16 : 1];
+        if constexpr (QREG) {
+            __syncthreads(); /* every wave's Q rows are in LDS */
+            const int wb = pa_lds_wmma_lane_base(&lo, &hi, lane, CH);
+#pragma unroll
+            for (int g = 0; g < DQK / 16; ++g) {
+                const uint4 q_lo = *(const uint4 *)((const char *)sq_t + pa_lds_wmma_addr_from(wb, 16 * wave, g, 0, CH));
+                const uint4 q_hi = *(const uint4 *)((const char *)sq_t + pa_lds_wmma_addr_from(wb, 16 * wave, g, 1, CH));
+                __builtin_memcpy(&qreg[g].w[0], &q_lo, 16);
+                __builtin_memcpy(&qreg[g].w[4], &q_hi, 16);
             }
         }
 
@@ -115,8 +134,8 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
             __syncthreads();
             if constexpr (CH == CHV) { /* one pass loop for both */
 #pragma unroll
-                for (int p = 0; p < PA_RDNA3_BN / RPP; ++p) {
-                    const int r = p * RPP + tr, c = tc, key = n * PA_RDNA3_BN + r;
+                for (int p = 0; p < BN / RPP; ++p) {
+                    const int r = p * RPP + tr, c = tc, key = n * BN + r;
                     uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
                     if (key < sk) {
                         if (8 * c < a.dqk) kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * c);
@@ -129,16 +148,16 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
                 }
             } else {
 #pragma unroll
-                for (int p = 0; p < PA_RDNA3_BN / RPP; ++p) {
-                    const int r = p * RPP + tr, key = n * PA_RDNA3_BN + r;
+                for (int p = 0; p < BN / RPP; ++p) {
+                    const int r = p * RPP + tr, key = n * BN + r;
                     uint4 kv = make_uint4(0, 0, 0, 0);
                     if (key < sk && 8 * tc < a.dqk) kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * tc);
                     *(uint4 *)((char *)sk_t + pa_lds_rdna3_store_addr(&lo, &hi, tl, p * PA_RDNA3_WAVES + tw, CH)) = kv;
                 }
                 const int trv = (int)(tt / CHV), tcv = (int)(tt % CHV);
 #pragma unroll
-                for (int p = 0; p < PA_RDNA3_BN / RPPV; ++p) {
-                    const int r = p * RPPV + trv, key = n * PA_RDNA3_BN + r;
+                for (int p = 0; p < BN / RPPV; ++p) {
+                    const int r = p * RPPV + trv, key = n * BN + r;
                     uint4 vv = make_uint4(0, 0, 0, 0);
                     if (key < sk && C0 + 8 * tcv < a.dv) vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * tcv);
                     *(uint4 *)((char *)sv_t + pa_lds_rdna3_store_addr(&lo, &hi, tl, p * PA_RDNA3_WAVES + tw, CHV)) = vv;
@@ -153,20 +172,25 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
             for (int j = 0; j < KB; ++j) {
 #pragma unroll
                 for (int r = 0; r < 8; ++r) st[j].r[r] = 0.f;
-                /* d256: two k-steps per iteration (all 16 unrolled kept their LDS reads live and spilled) */
-#pragma unroll DQK > 128 ? 2 : DQK / 16
+                /* all k-steps unrolled, d256 too (clang-15 spilled that; clang-19 holds it in 195-198 VGPRs) */
+#pragma unroll
                 for (int g = 0; g < DQK / 16; ++g) {
                     /* = pa_lds_wmma_addr (Q rows 16 wave.., K rows 16 j..), split (see hip_lds.h) */
-                    const uint4 q_lo = *(const uint4 *)((const char *)sq_t + pa_lds_wmma_addr_from(wb, 16 * tw, g, 0, CH));
-                    const uint4 q_hi = *(const uint4 *)((const char *)sq_t + pa_lds_wmma_addr_from(wb, 16 * tw, g, 1, CH));
                     const uint4 k_lo = *(const uint4 *)((const char *)sk_t + pa_lds_wmma_addr_from(wb, 16 * j, g, 0, CH));
                     const uint4 k_hi = *(const uint4 *)((const char *)sk_t + pa_lds_wmma_addr_from(wb, 16 * j, g, 1, CH));
-                    pa_in16 ka, qb;
+                    pa_in16 ka;
                     __builtin_memcpy(&ka.w[0], &k_lo, 16);
                     __builtin_memcpy(&ka.w[4], &k_hi, 16);
-                    __builtin_memcpy(&qb.w[0], &q_lo, 16);
-                    __builtin_memcpy(&qb.w[4], &q_hi, 16);
-                    PA_WMMA16(BF16, st[j], ka, qb);
+                    if constexpr (QREG) {
+                        PA_WMMA16(BF16, st[j], ka, qreg[g]);
+                    } else {
+                        const uint4 q_lo = *(const uint4 *)((const char *)sq_t + pa_lds_wmma_addr_from(wb, 16 * tw, g, 0, CH));
+                        const uint4 q_hi = *(const uint4 *)((const char *)sq_t + pa_lds_wmma_addr_from(wb, 16 * tw, g, 1, CH));
+                        pa_in16 qb;
+                        __builtin_memcpy(&qb.w[0], &q_lo, 16);
+                        __builtin_memcpy(&qb.w[4], &q_hi, 16);
+                        PA_WMMA16(BF16, st[j], ka, qb);
+                    }
                 }
             }
 
@@ -182,7 +206,7 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
                     for (int r = 0; r < 8; ++r) st[j].r[r] *= a.pre_mul;
             }
             if (n < full_lo || n >= full_hi) { /* boundary tile: mask per element */
-                const int key0 = n * PA_RDNA3_BN + th;
+                const int key0 = n * BN + th;
 #pragma unroll
                 for (int j = 0; j < KB; ++j)
 #pragma unroll
