@@ -1,7 +1,9 @@
 /* The HIP backends: hip-cdna (MFMA, wave64) and hip-rdna3 (WMMA, wave32) on an AMD GPU through the HIP
  * runtime. Each family's code objects (one per gfx target it is built for) are embedded in the
  * library; the first that the current device loads is used, so a GPU without one is reported
- * unavailable with the targets it would need. libamdhip64 is loaded at run time (hip_rt.h).
+ * unavailable with the targets it would need. libamdhip64 is loaded at run time (hip_rt.h). hip-cdna
+ * sends KV-cache and decode-shaped calls to its split-KV decode kernel (code objects of their own,
+ * launched by cdna_decode_host.c) when that kernel takes them.
  *
  * Neither kernel has run on AMD hardware. Both reached T3 on the CPU (the full case table through
  * this file against tests/hip_fake's simulated device), so the selector picks them on an AMD GPU; the

@@ -4,7 +4,7 @@
  * a gfx90a (hip-cdna, MFMA flushing 16-bit subnormals as MI200's does), with PA_FAKEHIP_ARCH=gfx942 an
  * MI300 (hip-cdna, no flush) or with PA_FAKEHIP_ARCH=gfx1100 an RDNA3 GPU (hip-rdna3). Device memory is host
  * memory tracked by the runtime (so pointer checks work); a kernel launch runs the same kernel source
- * (cdna_fwd_kernel.h, rdna3_fwd_kernel.h) compiled for the CPU with hip_wave.h's exact MFMA/WMMA and
+ * (cdna_fwd_kernel.h, cdna_decode_kernel.h, rdna3_fwd_kernel.h) compiled for the CPU with hip_wave.h's exact MFMA/WMMA and
  * cross-lane emulation, every GPU thread a fiber (sim_fiber.h). hipModuleLoadData accepts only code
  * objects whose ELF header names the simulated target, so the backends' choice among the embedded
  * objects is exercised too. This is T3 on the CPU (docs/design.md section 5), not AMD hardware. */
