@@ -20,7 +20,10 @@ int pa_cdna_dec_candidate(const pa_problem *pb)
 }
 
 static int64_t dec_rows(const pa_problem *pb) { return pb->p.seqlen_q * pb->group; }
-static int dec_dim(const pa_problem *pb) { return pa_fwd_instance_dim(dec_dims, DEC_NDIMS, pb->p.head_dim_qk, pb->p.head_dim_v); }
+static int dec_dim(const pa_problem *pb)
+{
+    return pa_fwd_instance_dim(dec_dims, DEC_NDIMS, pb->p.head_dim_qk, pb->p.head_dim_v);
+}
 
 int pa_cdna_dec_shape_ok(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
@@ -107,7 +110,8 @@ static int dec_fill(const pa_problem *pb, pa_cdna_dec_args *a)
     a->bt_stride = p->block_table_stride, a->num_pages = p->num_pages;
     for (int i = 0; i < 4; ++i) {
         if (i < 3) a->qs[i] = p->q.stride[i], a->os[i] = p->o.stride[i], a->ls[i] = p->lse_stride[i];
-        a->ks[i] = p->k.stride[i], a->vs[i] = p->v.stride[i], a->kns[i] = p->k_new.stride[i], a->vns[i] = p->v_new.stride[i];
+        a->ks[i] = p->k.stride[i], a->vs[i] = p->v.stride[i];
+        a->kns[i] = p->k_new.stride[i], a->vns[i] = p->v_new.stride[i];
     }
     a->batch = (int)p->batch, a->heads_kv = (int)p->heads_kv, a->group = (int)pb->group;
     a->seqlen_q = (int)p->seqlen_q, a->seqlen_k = (int)p->seqlen_k, a->seqlen_new = (int)pb->seqlen_new;

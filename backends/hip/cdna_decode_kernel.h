@@ -45,7 +45,8 @@ __device__ __forceinline__ int64_t pa_cdna_dec_row(const pa_cdna_dec_args &a, co
 template <bool BF16, int DQK, int DV, int C0>
 __device__ __forceinline__ void pa_cdna_dec_body(const pa_cdna_dec_args &a)
 {
-    constexpr int KT = PA_CDNA_DEC_KT, CHV = DV / 8, RPPV = PA_WAVE / CHV; /* V rows one pass of 16-byte copies covers */
+    constexpr int KT = PA_CDNA_DEC_KT, CHV = DV / 8;
+    constexpr int RPPV = PA_WAVE / CHV; /* V rows one pass of 16-byte copies covers */
     static_assert((DQK == 64 || DQK == 128 || DQK == 256) && (DV == 64 || DV == 128) && C0 % DV == 0 &&
                       C0 + DV <= DQK && KT % RPPV == 0, "instances");
     __shared__ __attribute__((aligned(16))) uint16_t sv_t[KT * DV];
@@ -65,7 +66,8 @@ __device__ __forceinline__ void pa_cdna_dec_body(const pa_cdna_dec_args &a)
     if (row_ok) pa_hip_keys(tok, a.seqlen_q, sk, a.wl, a.wr, &klo, &khi);
     pa_hip_keys(mt * PA_CDNA_DEC_ROWS / a.group, a.seqlen_q, sk, a.wl, a.wr, &hull_lo, &unused);
     pa_hip_keys(r_last / a.group, a.seqlen_q, sk, a.wl, a.wr, &unused, &hull_hi);
-    const int s_begin = split * a.split_tiles, s_end = s_begin + a.split_tiles, h_end = hull_hi < hull_lo ? 0 : hull_hi / KT + 1;
+    const int s_begin = split * a.split_tiles, s_end = s_begin + a.split_tiles;
+    const int h_end = hull_hi < hull_lo ? 0 : hull_hi / KT + 1;
     const int t_begin = s_begin > hull_lo / KT ? s_begin : hull_lo / KT, t_end = s_end < h_end ? s_end : h_end;
 
     /* Q^T as the B operand of S^T: at k-step 2g + t, head-dim elements 16g + 8 (lane / 32) + 4t .. +3. */
@@ -251,7 +253,8 @@ __device__ __forceinline__ void pa_cdna_dec_append_body(const pa_cdna_dec_args &
         const int64_t j = (int64_t)(used < 0 ? 0 : used) + i;
         if (j >= a.seqlen_k) continue;
         const int64_t ko = pa_cdna_dec_row(a, a.ks, b, hk, (int)j), vo = pa_cdna_dec_row(a, a.vs, b, hk, (int)j);
-        const int64_t kno = b * a.kns[0] + i * a.kns[1] + hk * a.kns[2], vno = b * a.vns[0] + i * a.vns[1] + hk * a.vns[2];
+        const int64_t kno = b * a.kns[0] + i * a.kns[1] + hk * a.kns[2];
+        const int64_t vno = b * a.vns[0] + i * a.vns[1] + hk * a.vns[2];
         for (int c = lane; c < a.dqk; c += PA_WAVE) k[ko + c] = kn[kno + c * a.kns[3]];
         for (int c = lane; c < a.dv; c += PA_WAVE) v[vo + c] = vn[vno + c * a.vns[3]];
     }

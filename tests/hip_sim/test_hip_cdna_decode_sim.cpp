@@ -48,7 +48,8 @@ template <int KIND, bool B16, int DK, int DN, int C0> void run_attn(const pa_cdn
 void run_kernels(const pa_cdna_dec_args &a, bool bf) {
     if (a.seqlen_new > 0) {
         const int64_t rows = (int64_t)a.batch * a.seqlen_new * a.heads_kv;
-        launch((unsigned)std::min<int64_t>(rows, 7), 1, 1, [&] { pa_cdna_dec_append_body(a); }); // fewer groups than rows
+        // fewer workgroups than rows: the grid-stride loop
+        launch((unsigned)std::min<int64_t>(rows, 7), 1, 1, [&] { pa_cdna_dec_append_body(a); });
     }
 #define RUN(n, kind, b16, dk, dn, c0) run_attn<kind, b16 != 0, dk, dn, c0>(a, bf);
     PA_CDNA_DEC_ENTRIES(RUN)
@@ -79,7 +80,8 @@ int run_dec(const DecCase &c, unsigned seed) {
             bt[i] = (i % pps) * c.page >= sk_of(i / pps) ? (i % 2 ? -7 : npages + 5) : perm[i];
     }
     auto row_of = [&](int b, int j) { // element offset of key j of sequence b, head 0
-        return c.page ? (int64_t)bt[b * pps + j / c.page] * ps0 + (int64_t)(j % c.page) * rs : b * ps0 + (int64_t)j * rs;
+        if (!c.page) return b * ps0 + (int64_t)j * rs;
+        return (int64_t)bt[b * pps + j / c.page] * ps0 + (int64_t)(j % c.page) * rs;
     };
     // cache: NaN everywhere but the live rows' head-dim columns (keys a sequence holds before the append)
     std::vector<uint16_t> k(nk, nan16), v(nk, nan16);
@@ -140,7 +142,8 @@ int run_dec(const DecCase &c, unsigned seed) {
     a.pre_mul = a.softcap ? (float)((double)c.scale / c.softcap) : (float)(c.scale * log2e);
     a.post_mul = a.softcap ? (float)(c.softcap * log2e) : 1.f;
     const int64_t nr = (int64_t)c.B * c.Hk * a.rows;
-    std::vector<float> part_o(c.splits > 1 ? (size_t)c.splits * nr * d : 1, NAN), part_lse(c.splits > 1 ? (size_t)c.splits * nr : 1, NAN);
+    std::vector<float> part_o(c.splits > 1 ? (size_t)c.splits * nr * d : 1, NAN);
+    std::vector<float> part_lse(c.splits > 1 ? (size_t)c.splits * nr : 1, NAN);
     a.part_o = part_o.data(), a.part_lse = part_lse.data(); // poisoned: every slot read must be written first
 
     run_kernels(a, c.bf);
@@ -156,13 +159,15 @@ int run_dec(const DecCase &c, unsigned seed) {
             for (int h = 0; h < c.H; ++h) {
                 const int hk = h / group;
                 const int64_t diag = (int64_t)i + sk - c.sq; // bottom-right aligned
-                const int64_t lo = c.wl < 0 ? 0 : std::max<int64_t>(0, diag - c.wl), hi = c.causal ? std::min<int64_t>(sk - 1, diag) : sk - 1;
+                const int64_t lo = c.wl < 0 ? 0 : std::max<int64_t>(0, diag - c.wl);
+                const int64_t hi = c.causal ? std::min<int64_t>(sk - 1, diag) : sk - 1;
                 std::vector<double> s;
                 double m = -INFINITY;
                 for (int64_t j = lo; j <= hi; ++j) {
                     double dot = 0;
                     for (int e = 0; e < c.D; ++e)
-                        dot += (double)h2f(q[b * qs0 + i * qs1 + h * qh + e], c.bf) * h2f(k[row_of(b, (int)j) + hk * hs + e], c.bf);
+                        dot += (double)h2f(q[b * qs0 + i * qs1 + h * qh + e], c.bf) *
+                               h2f(k[row_of(b, (int)j) + hk * hs + e], c.bf);
                     const double sc = c.softcap > 0 ? c.softcap * tanh(dot * c.scale / c.softcap) : dot * c.scale;
                     s.push_back(sc), m = std::max(m, sc);
                 }
@@ -204,11 +209,16 @@ std::vector<DecCase> dec_cases() {
     return {
         {"d64 f16 contiguous, one split", 2, 4, 2, 1, 90, 64, 64, 0, 0, 1, false, false, -1, 0.125f, 0, {90, 37}},
         {"d64 bf16 page 1, splits 3, append 2", 2, 4, 1, 2, 70, 64, 64, 1, 2, 3, true, true, -1, 0.125f, 0, {40, 68}},
-        {"d128 f16 page 2, group 3, sq 16, causal", 1, 6, 2, 16, 100, 128, 128, 2, 0, 2, false, true, -1, 0.09f, 0, {100}},
-        {"d64 f16 used < 0 and > capacity, append 3", 3, 2, 2, 3, 64, 64, 64, 16, 3, 2, false, true, -1, 0.125f, 0, {-5, 500, 20}},
-        {"d80/48 bf16 window 9, softcap, splits 9 > tiles", 2, 3, 1, 4, 150, 80, 48, 32, 1, 9, true, true, 9, 0.1f, 5.f, {120, 3}},
-        {"d192/128 f16 page 64, splits 4 (d256 lo)", 1, 4, 2, 2, 260, 192, 128, 64, 0, 4, false, false, -1, 0.07f, 0, {260}},
-        {"d96/160 bf16 splits 2, neg scale (d256 lo+hi)", 1, 2, 2, 1, 80, 96, 160, 0, 1, 2, true, false, -1, -0.1f, 0, {50}},
+        {"d128 f16 page 2, group 3, sq 16, causal", 1, 6, 2, 16, 100, 128, 128, 2, 0, 2, false, true, -1, 0.09f, 0,
+         {100}},
+        {"d64 f16 used < 0 and > capacity, append 3", 3, 2, 2, 3, 64, 64, 64, 16, 3, 2, false, true, -1, 0.125f, 0,
+         {-5, 500, 20}},
+        {"d80/48 bf16 window 9, softcap, splits 9 > tiles", 2, 3, 1, 4, 150, 80, 48, 32, 1, 9, true, true, 9, 0.1f, 5.f,
+         {120, 3}},
+        {"d192/128 f16 page 64, splits 4 (d256 lo)", 1, 4, 2, 2, 260, 192, 128, 64, 0, 4, false, false, -1, 0.07f, 0,
+         {260}},
+        {"d96/160 bf16 splits 2, neg scale (d256 lo+hi)", 1, 2, 2, 1, 80, 96, 160, 0, 1, 2, true, false, -1, -0.1f, 0,
+         {50}},
         {"d128 f16 empty caches, splits 2", 2, 2, 1, 2, 64, 128, 128, 8, 0, 2, false, true, -1, 0.09f, 0, {0, 0}},
     };
 }
