@@ -37,6 +37,8 @@ static const char *const sm80[] = {ODD_SHAPE_CASES, SERVE_CASES, NULL};
 static const char *const sm90[] = {ODD_SHAPE_CASES, SM90_DECODE_CASES, NULL};
 static const char *const sm100[] = {ODD_SHAPE_CASES, SM90_DECODE_CASES, SM100_DIM_CASES, NULL};
 static const char *const hip[] = {ODD_SHAPE_CASES, DECODE_DIM_CASES, KV_CACHE_CASES, SERVE_CASES, NULL};
+/* hip-cdna: its split-KV decode kernel takes the KV-cache cases, as cuda-sm80's does */
+static const char *const hip_cdna[] = {ODD_SHAPE_CASES, SERVE_CASES, NULL};
 
 /* The backward (cpu and cuda-generic): every case but the KV-cache and serving ones, which have no backward. */
 static const char *const bwd[] = {KV_CACHE_CASES, DECODE_DIM_CASES, SERVE_CASES, NULL};
@@ -68,7 +70,7 @@ int coverage_expects_decline(portattn_backend_t backend, const char *name, porta
     case PORTATTN_BACKEND_CUDA_SM80: list = sm80; break;
     case PORTATTN_BACKEND_CUDA_SM90: list = sm90; break;
     case PORTATTN_BACKEND_CUDA_SM100: list = sm100; break;
-    case PORTATTN_BACKEND_HIP_CDNA:
+    case PORTATTN_BACKEND_HIP_CDNA: list = hip_cdna; break;
     case PORTATTN_BACKEND_HIP_RDNA3: list = hip; break;
     default: return -1;
     }

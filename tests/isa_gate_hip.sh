@@ -8,7 +8,7 @@
 # gfx942 and gfx1100 ISA-version bitcode: cmake/hip_devlibs.sh makes it; a ROCm that ships it is used
 # as is. With nvcc it also compiles both kernel sources against the wave emulation (cdna_fwd_emu.cu,
 # rdna3_fwd_emu.cu) for sm_90, and prints tools/hip_estimate.py's static model on MI250X, MI300X and
-# RX 7900 XTX.
+# RX 7900 XTX. hip-cdna's decode kernels (cdna_decode.hip) are gated the same way for the CDNA targets.
 # Neither kernel has run on AMD hardware (T3 on the CPU: tests/hip_fake; checks: tests/hip_sim/).
 # usage: isa_gate_hip.sh HIPCC NVCC SOURCE_DIR WORK_DIR [CLANG]     exit 0 pass, 1 fail, 77 no hipcc
 set -uo pipefail
@@ -105,6 +105,42 @@ else
           if (bad) { print "FAIL: gfx1100: " bad " kernel(s) with scratch, spills, LDS over 64 KiB or not wave32"; exit 1 } }' "$s" || fail=1
   grep -E "; Occupancy:" "$s" | sort | uniq -c | sed 's/^/  /'
 fi
+# ---- hip-cdna's split-KV decode (cdna_decode.hip), the same targets, in dec/ (the static model below
+# reads the prefill's assembly only): MFMA of both dtypes, no scratch, no calls, 11 kernels (8 attention
+# instances, 2 combines, the append) ----
+mkdir -p dec
+for t in $cdna_targets; do
+  s=dec/cdna_decode-$t.s
+  if [ $t = gfx90a ]; then
+    "$HIPCC" --offload-arch=gfx90a --cuda-device-only -S -O3 -std=c++17 -I"$SRC/backends/hip" -I"$SRC/common" \
+      "$SRC/backends/hip/cdna_decode.hip" -o $s > dec/hipcc.log 2>&1 || { tail -20 dec/hipcc.log; bad "decode: hipcc gfx90a"; continue; }
+    pats="v_mfma_f32_32x32x8f16 v_mfma_f32_32x32x8bf16_1k"
+  else
+    "$CLANG" -x hip --rocm-path="$rocm" $(bash "$SRC/cmake/hip_devlibs.sh" "$WORK/devlib-$t" $t) --offload-arch=$t \
+      --cuda-device-only -S -O3 -std=c++17 -I"$SRC/backends/hip" -I"$SRC/common" "$SRC/backends/hip/cdna_decode.hip" \
+      -o $s > dec/clang_$t.log 2>&1 || { tail -20 dec/clang_$t.log; bad "decode: $CLANG $t"; continue; }
+    pats="v_mfma_f32_32x32x8_f16 v_mfma_f32_32x32x8_bf16"
+  fi
+  echo "== $t decode"
+  for p in $pats; do
+    c=$(grep -c -E "^[[:space:]]*$p\b" "$s"); printf '  %-40s %6d\n' "$p" "$c"
+    [ "$c" -gt 0 ] || bad "$t decode lacks $p"
+  done
+  c=$(grep -c -E '^[[:space:]]*s_swappc' "$s"); printf '  %-40s %6d\n' "s_swappc (calls)" "$c"; [ "$c" -eq 0 ] || bad "$t decode: calls"
+  awk -v t=$t '
+    /^[[:space:]]*\.name:[[:space:]]+(_Z|pa_)/ { k = $2 }
+    /\.group_segment_fixed_size:/ { lds = $2 }
+    /\.private_segment_fixed_size:/ { scr = $2 }
+    /\.vgpr_count:/ { v = $2 }
+    /\.vgpr_spill_count:/ { sp = $2 }
+    /\.agpr_count:/ { ag = $NF }
+    /\.wavefront_size:/ { n++; printf "  %-46s VGPR %3d AGPR %3d LDS %6d scratch %d spills %d%s\n", k, v, ag, lds, scr, sp,
+                                 sp && !scr ? " (into AGPRs)" : "";
+                          if (scr != 0 || lds > 65536) bad++ }
+    END { if (n < 11) { print "FAIL: " t " decode: expected 11 kernels, found " n; exit 1 }
+          if (bad) { print "FAIL: " t " decode: " bad " kernel(s) with scratch or LDS over 64 KiB"; exit 1 } }' "$s" || fail=1
+  grep -E "; Occupancy:" "$s" | sort | uniq -c | sed 's/^/  /'
+done
 # the static model for porting studies (prints only; a model, not a measurement)
 # (estimate_<target>.json for tools/report.py, which must take them as labelled estimates)
 if command -v python3 >/dev/null; then

@@ -2,13 +2,15 @@
  * cmake/portattn_embed.cmake) are what hip-cdna and hip-rdna3 will load: for each configured target an
  * AMDGPU ELF for that gfx target whose dynamic symbols hold every entry point hip_backend.c asks for, each with
  * a kernel descriptor that needs no scratch (private segment 0), at most 64 KiB of LDS and the
- * kernel-argument size of pa_fwd_args. Runs on the CPU: it checks the bytes the library ships.
+ * kernel-argument size of pa_fwd_args (pa_cdna_dec_args for hip-cdna's decode kernels). Runs on the CPU: it checks the bytes the library ships.
  * Exit 0 pass, 1 fail. */
 #include <elf.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "cdna_decode_args.h"
+#include "cdna_decode_entries.h"
 #include "cdna_entries.h"
 #include "rdna3_entries.h"
 #include "fwd_args.h"
@@ -21,6 +23,8 @@
 #define NAME5(name, bf16, dqk, dv, c0) #name,
 static const char *const cdna_names[] = {PA_CDNA_ENTRIES(NAME5)};
 static const char *const rdna3_names[] = {PA_RDNA3_ENTRIES(NAME5)};
+#define NAME6(name, kind, bf16, dqk, dv, c0) #name,
+static const char *const cdnadec_names[] = {PA_CDNA_DEC_ENTRIES(NAME6)};
 #define MAX_ENTRIES 12
 
 /* EF_AMDGPU_MACH values of the targets portattn builds (LLVM's AMDGPUUsage). */
@@ -36,7 +40,7 @@ static int mach_of(const char *target)
 static int fails;
 #define CHECK(c, ...) ((c) ? 1 : (printf("FAIL %s: ", co->target), printf(__VA_ARGS__), printf("\n"), fails++, 0))
 
-static void check_object(const pa_hip_code_object *co, const char *const *entries, int count)
+static void check_object(const pa_hip_code_object *co, const char *const *entries, int count, size_t args)
 {
     const unsigned char *b = co->data;
     if (!CHECK(co->size > sizeof(Elf64_Ehdr) && !memcmp(b, ELFMAG, SELFMAG), "not an ELF file")) return;
@@ -74,8 +78,7 @@ static void check_object(const pa_hip_code_object *co, const char *const *entrie
                     printf("  %-8s %-24s LDS %6u scratch %u kernarg %u\n", co->target, entries[e], kd[0], kd[1], kd[2]);
                     CHECK(kd[1] == 0, "%s uses %u bytes of scratch", entries[e], kd[1]);
                     CHECK(kd[0] <= 65536, "%s uses %u bytes of LDS", entries[e], kd[0]);
-                    CHECK(kd[2] >= sizeof(pa_fwd_args), "%s takes %u bytes of arguments, pa_fwd_args is %zu", entries[e],
-                          kd[2], sizeof(pa_fwd_args));
+                    CHECK(kd[2] >= args, "%s takes %u bytes of arguments, its struct is %zu", entries[e], kd[2], args);
                     kds++;
                 }
             }
@@ -88,19 +91,24 @@ static void check_object(const pa_hip_code_object *co, const char *const *entrie
 
 int main(void)
 {
-    const struct { const char *family; const pa_hip_code_object *objs; int n; const char *const *names; int count; } fam[] = {
-        {"hip-cdna", pa_cdna_code_objects, pa_cdna_code_object_count, cdna_names, PA_CDNA_ENTRY_COUNT},
-        {"hip-rdna3", pa_rdna3_code_objects, pa_rdna3_code_object_count, rdna3_names, PA_RDNA3_ENTRY_COUNT},
+    const struct { const char *family; const pa_hip_code_object *objs; int n; const char *const *names; int count; size_t args; } fam[] = {
+        {"hip-cdna", pa_cdna_code_objects, pa_cdna_code_object_count, cdna_names, PA_CDNA_ENTRY_COUNT, sizeof(pa_fwd_args)},
+        {"hip-cdna decode", pa_cdnadec_code_objects, pa_cdnadec_code_object_count, cdnadec_names, PA_CDNA_DEC_ENTRY_COUNT,
+         sizeof(pa_cdna_dec_args)},
+        {"hip-rdna3", pa_rdna3_code_objects, pa_rdna3_code_object_count, rdna3_names, PA_RDNA3_ENTRY_COUNT, sizeof(pa_fwd_args)},
     };
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
         printf("%s: %d embedded code object(s)\n", fam[f].family, fam[f].n);
         if (fam[f].count > MAX_ENTRIES) return printf("FAIL: raise MAX_ENTRIES\n"), 1;
         for (int i = 0; i < fam[f].n; i++) {
             printf("%s: %zu bytes\n", fam[f].objs[i].target, fam[f].objs[i].size);
-            check_object(&fam[f].objs[i], fam[f].names, fam[f].count);
+            check_object(&fam[f].objs[i], fam[f].names, fam[f].count, fam[f].args);
         }
     }
     if (pa_cdna_code_object_count < 1) printf("FAIL: no hip-cdna code object\n"), fails++;
+    if (pa_cdnadec_code_object_count != pa_cdna_code_object_count)
+        printf("FAIL: %d hip-cdna decode code objects for %d prefill ones\n", pa_cdnadec_code_object_count,
+               pa_cdna_code_object_count), fails++;
     printf("%s\n", fails ? "FAIL" : "PASS");
     return fails ? 1 : 0;
 }

@@ -1,7 +1,8 @@
 /* test_hip_query: what portattn_forward_query says about a HIP backend's head dims. A call runs on the
  * smallest instance that holds its Dqk and Dv (d64, d128, d256), and the kernel name says the instance
  * and, where they differ from it, the call's head dims; head dims that are not multiples of 8 are
- * refused with that reason. Run with the backend's device present (tests/hip_fake on the CPU).
+ * refused with that reason. On hip-cdna a call of one query token runs on the split-KV decode kernel, which
+ * names its instance the same way. Run with the backend's device present (tests/hip_fake on the CPU).
  * usage: test_hip_query <hip-cdna|hip-rdna3>. Exit 0 pass, 1 fail, 77 no such device. */
 #include <stdio.h>
 #include <string.h>
@@ -11,9 +12,9 @@
 
 static int fails;
 
-/* Queries a bf16 call of head dims dqk/dv forced onto backend be; want: the kernel name expected, or
- * NULL with `refusal` a substring of the error. */
-static void check(portattn_backend_t be, int dqk, int dv, const char *want, const char *refusal)
+/* Queries a bf16 call of sq query tokens over 40 keys, head dims dqk/dv, forced onto backend be; want:
+ * the kernel name expected, or NULL with `refusal` a substring of the error. */
+static void check(portattn_backend_t be, int64_t sq, int dqk, int dv, const char *want, const char *refusal)
 {
     const int64_t s = 40, h = 2, d = dqk > dv ? dqk : dv;
     void *buf = dm_alloc(DM_HIP, (size_t)(s * h * d * 2) * 4 + 64);
@@ -26,12 +27,12 @@ static void check(portattn_backend_t be, int dqk, int dv, const char *want, cons
     portattn_fwd_params_t p;
     portattn_fwd_params_init(&p);
     p.backend = be, p.dtype = PORTATTN_DTYPE_BF16;
-    p.batch = 1, p.seqlen_q = s, p.seqlen_k = s, p.heads_q = h, p.heads_kv = h;
+    p.batch = 1, p.seqlen_q = sq, p.seqlen_k = s, p.heads_q = h, p.heads_kv = h;
     p.head_dim_qk = dqk, p.head_dim_v = dv;
-    p.q = portattn_tensor_bshd(base, s, h, dqk);
+    p.q = portattn_tensor_bshd(base, sq, h, dqk);
     p.k = portattn_tensor_bshd(base + s * h * d * 2, s, h, dqk);
     p.v = portattn_tensor_bshd(base + 2 * s * h * d * 2, s, h, dv);
-    p.o = portattn_tensor_bshd(base + 3 * s * h * d * 2, s, h, dv);
+    p.o = portattn_tensor_bshd(base + 3 * s * h * d * 2, sq, h, dv);
     portattn_selection_t sel;
     memset(&sel, 0, sizeof sel);
     const portattn_status_t st = portattn_forward_query(&p, &sel);
@@ -80,11 +81,16 @@ int main(int argc, char **argv)
         char inst[96], want[128];
         snprintf(inst, sizeof inst, named[i].inst, named[i].d256 ? (named[i].d256 == 1 ? one : two) : tile);
         snprintf(want, sizeof want, "%s<bf16,%s", tag, inst);
-        check(be, named[i].dqk, named[i].dv, want, NULL);
+        check(be, 40, named[i].dqk, named[i].dv, want, NULL);
     }
-    check(be, 59, 37, NULL, "not multiples of 8");
-    check(be, 64, 36, NULL, "not multiples of 8");
-    check(be, 264, 264, NULL, "over its largest instance");
+    check(be, 40, 59, 37, NULL, "not multiples of 8");
+    check(be, 40, 64, 36, NULL, "not multiples of 8");
+    check(be, 40, 264, 264, NULL, "over its largest instance");
+    if (be == PORTATTN_BACKEND_HIP_CDNA) { /* 40 keys: one split; the unsplit decode serves d80 on d128 */
+        check(be, 1, 128, 128, "cdna-decode<bf16,d128,splits=1>", NULL);
+        check(be, 1, 80, 80, "cdna-decode<bf16,d128(80/80),splits=1>", NULL);
+        check(be, 1, 192, 128, "cdna-decode<bf16,d256(192/128),splits=1>", NULL);
+    }
     printf("%s\n", fails ? "FAIL" : "PASS");
     return fails ? 1 : 0;
 }

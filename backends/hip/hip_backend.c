@@ -1,7 +1,9 @@
 /* The HIP backends: hip-cdna (MFMA, wave64) and hip-rdna3 (WMMA, wave32) on an AMD GPU through the HIP
  * runtime. Each family's code objects (one per gfx target it is built for) are embedded in the
  * library; the first that the current device loads is used, so a GPU without one is reported
- * unavailable with the targets it would need. libamdhip64 is loaded at run time (hip_rt.h).
+ * unavailable with the targets it would need. libamdhip64 is loaded at run time (hip_rt.h). hip-cdna
+ * sends KV-cache and decode-shaped calls to its split-KV decode kernel (code objects of their own,
+ * launched by cdna_decode_host.c) when that kernel takes them.
  *
  * Neither kernel has run on AMD hardware. Both reached T3 on the CPU (the full case table through
  * this file against tests/hip_fake's simulated device), so the selector picks them on an AMD GPU; the
@@ -11,6 +13,8 @@
 #include <string.h>
 
 #include "backend.h"
+#include "cdna_decode_entries.h"
+#include "cdna_decode_host.h"
 #include "cdna_entries.h"
 #include "cdna_grid.h"
 #include "fwd_resolve.h"
@@ -55,8 +59,11 @@ typedef struct hip_family {
 #define HIP_ENTRY5(name, bf16, dqk, dv, c0) {#name, bf16, dqk, c0},
 static const hip_entry cdna_entries[] = {PA_CDNA_ENTRIES(HIP_ENTRY5)};
 static const hip_entry rdna3_entries[] = {PA_RDNA3_ENTRIES(HIP_ENTRY5)};
+#define HIP_ENTRY6(name, kind, bf16, dqk, dv, c0) {#name, bf16, dqk, c0},
+static const hip_entry cdnadec_entries[] = {PA_CDNA_DEC_ENTRIES(HIP_ENTRY6)};
 static const int cdna_dims[] = {PA_CDNA_DIMS}, rdna3_dims[] = {PA_RDNA3_DIMS};
-_Static_assert(PA_CDNA_ENTRY_COUNT <= HIP_MAX_ENTRIES && PA_RDNA3_ENTRY_COUNT <= HIP_MAX_ENTRIES, "entries");
+_Static_assert(PA_CDNA_ENTRY_COUNT <= HIP_MAX_ENTRIES && PA_RDNA3_ENTRY_COUNT <= HIP_MAX_ENTRIES &&
+               PA_CDNA_DEC_ENTRY_COUNT <= HIP_MAX_ENTRIES, "entries");
 
 static hip_family g_cdna = {"cdna", "PORTATTN_HIP_CDNA_ARCHS", pa_cdna_code_objects, &pa_cdna_code_object_count,
                             cdna_entries, PA_CDNA_ENTRY_COUNT, PA_CDNA_THREADS, PA_CDNA_BM, PA_CDNA_BN, PA_CDNA_BN,
@@ -66,6 +73,10 @@ static hip_family g_rdna3 = {"rdna3", "PORTATTN_HIP_RDNA3_ARCHS", pa_rdna3_code_
                              rdna3_entries, PA_RDNA3_ENTRY_COUNT, PA_RDNA3_THREADS, PA_RDNA3_BM, PA_RDNA3_BN,
                              PA_RDNA3_BN_WIDE, PA_RDNA3_LAUNCH_COLS,
                              rdna3_dims, (int)(sizeof rdna3_dims / sizeof *rdna3_dims), {{0}}};
+/* hip-cdna's decode kernels: code objects of their own (cdna_decode.hip), routed to by hip-cdna; the
+ * launch shape fields are unused (cdna_decode_host.c launches them). */
+static hip_family g_cdnadec = {"cdna", "PORTATTN_HIP_CDNA_ARCHS", pa_cdnadec_code_objects, &pa_cdnadec_code_object_count,
+                               cdnadec_entries, PA_CDNA_DEC_ENTRY_COUNT, 0, 0, 0, NULL, 0, {{0}}};
 static pthread_mutex_t g_mod_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void hip_try_load(const pa_hip_rt *rt, const hip_family *f, hip_module *m)
@@ -143,9 +154,31 @@ static int hip_probe(hip_family *f, char *detail, size_t detail_len)
     return 1;
 }
 
+/* hip-cdna's decode kernel: its shape, its code object on this device, every pointer it touches. */
+static int cdna_dec_ok(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+{
+    if (!pa_cdna_dec_shape_ok(pb, kernel, kernel_len, why, why_len)) return 0;
+    if (pa_hip_nothing_to_do(pb)) return 1;
+    const pa_hip_rt *rt;
+    int dev;
+    return hip_current(&g_cdnadec, &rt, &dev, why, why_len) && pa_cdna_dec_ptrs_ok(rt, dev, pb, why, why_len);
+}
+
+/* The launch re-derives supports()' choice from the shape alone, as cuda-sm80 does. */
+static int cdna_use_decode(const hip_family *f, const pa_problem *pb)
+{
+    char why[256];
+    return f == &g_cdna && pa_cdna_dec_candidate(pb) && pa_cdna_dec_shape_ok(pb, NULL, 0, why, sizeof why);
+}
+
 static int hip_supports(hip_family *f, const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
+    if (f == &g_cdna && pa_cdna_dec_candidate(pb)) { /* decode-shaped: the split-KV kernel if it takes it */
+        char dwhy[256];
+        if (cdna_dec_ok(pb, kernel, kernel_len, dwhy, sizeof dwhy)) return 1;
+        if (pb->kv_cache) return REFUSE("KV cache needs the decode kernel: %s", dwhy);
+    }
     if (!pa_hip_shape_ok_wide(pb, f->tag, f->rows_per_block, f->keys_per_tile, f->keys_per_tile_wide, f->launch_cols,
                               f->dims, f->ndims, kernel, kernel_len, why, why_len))
         return 0;
@@ -169,6 +202,10 @@ static portattn_status_t hip_run(hip_family *f, const pa_problem *pb, void *stre
     if (pa_hip_nothing_to_do(pb)) return PORTATTN_SUCCESS;
     const pa_hip_rt *rt;
     int dev;
+    if (cdna_use_decode(f, pb)) {
+        const hip_module *dm = hip_current(&g_cdnadec, &rt, &dev, err, err_len);
+        return dm ? pa_cdna_dec_launch(rt, dm->fn, pb, stream, err, err_len) : PORTATTN_ERROR_BACKEND_UNAVAILABLE;
+    }
     const hip_module *m = hip_current(f, &rt, &dev, err, err_len);
     if (!m) return PORTATTN_ERROR_BACKEND_UNAVAILABLE;
     pa_fwd_args a;
@@ -191,7 +228,9 @@ static portattn_status_t hip_run(hip_family *f, const pa_problem *pb, void *stre
     return PORTATTN_SUCCESS;
 }
 
-#define HIP_BACKEND(fam, id, name)                                                                           \
+static size_t cdna_workspace(const pa_problem *pb) { return cdna_use_decode(&g_cdna, pb) ? pa_cdna_dec_workspace(pb) : 0; }
+
+#define HIP_BACKEND(fam, id, name, ws)                                                                         \
     static int fam##_probe(char *d, size_t n) { return hip_probe(&g_##fam, d, n); }                          \
     static int fam##_supports(const pa_problem *pb, char *k, size_t kl, char *w, size_t wl)                  \
     {                                                                                                        \
@@ -201,7 +240,7 @@ static portattn_status_t hip_run(hip_family *f, const pa_problem *pb, void *stre
     {                                                                                                        \
         return hip_run(&g_##fam, pb, s, e, el);                                                              \
     }                                                                                                        \
-    const pa_backend pa_backend_hip_##fam = {id, name, fam##_probe, fam##_supports, fam##_run, NULL};
+    const pa_backend pa_backend_hip_##fam = {id, name, fam##_probe, fam##_supports, fam##_run, ws};
 
-HIP_BACKEND(cdna, PORTATTN_BACKEND_HIP_CDNA, "hip-cdna")
-HIP_BACKEND(rdna3, PORTATTN_BACKEND_HIP_RDNA3, "hip-rdna3")
+HIP_BACKEND(cdna, PORTATTN_BACKEND_HIP_CDNA, "hip-cdna", cdna_workspace)
+HIP_BACKEND(rdna3, PORTATTN_BACKEND_HIP_RDNA3, "hip-rdna3", NULL)

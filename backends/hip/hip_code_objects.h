@@ -14,6 +14,9 @@ typedef struct pa_hip_code_object {
 /* hip-cdna: cdna_fwd.hip for each of PORTATTN_HIP_CDNA_ARCHS. */
 extern const pa_hip_code_object pa_cdna_code_objects[];
 extern const int pa_cdna_code_object_count;
+/* hip-cdna's decode kernels: cdna_decode.hip for the same targets. */
+extern const pa_hip_code_object pa_cdnadec_code_objects[];
+extern const int pa_cdnadec_code_object_count;
 /* hip-rdna3: rdna3_fwd.hip for each of PORTATTN_HIP_RDNA3_ARCHS. */
 extern const pa_hip_code_object pa_rdna3_code_objects[];
 extern const int pa_rdna3_code_object_count;

@@ -4,7 +4,7 @@
  * a gfx90a (hip-cdna, MFMA flushing 16-bit subnormals as MI200's does), with PA_FAKEHIP_ARCH=gfx942 an
  * MI300 (hip-cdna, no flush) or with PA_FAKEHIP_ARCH=gfx1100 an RDNA3 GPU (hip-rdna3). Device memory is host
  * memory tracked by the runtime (so pointer checks work); a kernel launch runs the same kernel source
- * (cdna_fwd_kernel.h, rdna3_fwd_kernel.h) compiled for the CPU with hip_wave.h's exact MFMA/WMMA and
+ * (cdna_fwd_kernel.h, cdna_decode_kernel.h, rdna3_fwd_kernel.h) compiled for the CPU with hip_wave.h's exact MFMA/WMMA and
  * cross-lane emulation, every GPU thread a fiber (sim_fiber.h). hipModuleLoadData accepts only code
  * objects whose ELF header names the simulated target, so the backends' choice among the embedded
  * objects is exercised too. This is T3 on the CPU (docs/design.md section 5), not AMD hardware. */
@@ -17,6 +17,8 @@
 #include <mutex>
 #include <string>
 
+#include "cdna_decode_entries.h"
+#include "cdna_decode_kernel.h"
 #include "cdna_entries.h"
 #include "cdna_fwd_kernel.h"
 #include "rdna3_entries.h"
@@ -45,26 +47,35 @@ int g_module_tag; /* the one module handle */
 
 int fail(int e) { return g_last = e; }
 
-/* The instances of cdna_entries.h, compiled for the CPU; a function handle is the address of its entry. */
-typedef void (*body_fn)(const pa_fwd_args &);
+/* The instances of cdna_entries.h, cdna_decode_entries.h and rdna3_entries.h, compiled for the CPU; a
+ * function handle is the address of its entry. The argument is the kernel's argument struct. */
+typedef void (*body_fn)(const void *);
 struct entry { const char *name; body_fn body; unsigned threads, wave; };
 const entry g_entries[] = {
 #define ENTRY5(n, bf16, dqk, dv, c0)                                                                          \
-    {#n, [](const pa_fwd_args &a) { pa_cdna_fwd_body<bf16 != 0, dqk, dv, c0>(a); }, PA_CDNA_THREADS, 64},
+    {#n, [](const void *a) { pa_cdna_fwd_body<bf16 != 0, dqk, dv, c0>(*(const pa_fwd_args *)a); }, PA_CDNA_THREADS, 64},
 #define ENTRY5R(n, bf16, dqk, dv, c0)                                                                         \
-    {#n, [](const pa_fwd_args &a) { pa_rdna3_fwd_body<bf16 != 0, dqk, dv, c0>(a); }, PA_RDNA3_THREADS, 32},
-    PA_CDNA_ENTRIES(ENTRY5) PA_RDNA3_ENTRIES(ENTRY5R)
+    {#n, [](const void *a) { pa_rdna3_fwd_body<bf16 != 0, dqk, dv, c0>(*(const pa_fwd_args *)a); }, PA_RDNA3_THREADS, 32},
+#define ENTRY6D(n, kind, bf16, dqk, dv, c0)                                                                   \
+    {#n, [](const void *p) {                                                                                 \
+         const pa_cdna_dec_args &a = *(const pa_cdna_dec_args *)p;                                           \
+         if constexpr (kind == PA_CDNA_DEC_ATTN) pa_cdna_dec_body<bf16 != 0, dqk, dv, c0>(a);                \
+         else if constexpr (kind == PA_CDNA_DEC_COMBINE) pa_cdna_dec_combine_body<bf16 != 0>(a);             \
+         else pa_cdna_dec_append_body(a);                                                                    \
+     }, PA_CDNA_DEC_THREADS, 64},
+    PA_CDNA_ENTRIES(ENTRY5) PA_CDNA_DEC_ENTRIES(ENTRY6D) PA_RDNA3_ENTRIES(ENTRY5R)
 #undef ENTRY5
 #undef ENTRY5R
+#undef ENTRY6D
 };
 const int g_entry_count = (int)(sizeof g_entries / sizeof g_entries[0]);
 
 /* One launch: every fiber runs the instance's body. */
-struct launch { const pa_fwd_args *a; body_fn body; };
+struct launch { const void *a; body_fn body; };
 void run_thread(void *p)
 {
     const launch *l = (const launch *)p;
-    l->body(*l->a);
+    l->body(l->a);
 }
 } // namespace
 
@@ -151,7 +162,7 @@ int hipModuleLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsig
     if (e < g_entries || e >= g_entries + g_entry_count || !params || extra || shmem || by != 1 || bz != 1 ||
         bx != e->threads || !gx || !gy || !gz)
         return fail(ERR_INVALID_VALUE); /* what the backend must pass for this kernel */
-    launch l = {(const pa_fwd_args *)params[0], e->body};
+    launch l = {params[0], e->body};
     std::lock_guard<std::mutex> g(g_mu); /* one simulated device: launches run one at a time */
     pa_sim_mfma_ftz = sim_target().mfma_ftz;
     return sim_launch({gx, gy, gz}, bx, e->wave, run_thread, &l) ? fail(ERR_LAUNCH) : OK;

@@ -1,0 +1,263 @@
+/* hip-cdna's split-KV decode kernels (gfx90a, gfx942; wave64, v_mfma_f32_32x32x8), written once for
+ * hipcc and for the wave emulation (hip_wave.h). Design: NOTES.md, "Decode".
+ *
+ * Few query tokens against a long, optionally paged cache: the work is reading K and V once. GQA
+ * packing: the seqlen_q x group query rows that share a KV head are the 32 columns of one S^T = K Q^T
+ * tile (packed row r = token r / group, query head r % group of the KV head), so each K/V byte serves
+ * every query head of its group. A workgroup is one wave and owns (sequence, KV head, 32 packed rows,
+ * key split); it streams tiles of 32 keys: K straight from global memory into the MFMA's A operand
+ * (lane l reads 16 bytes of key l % 32, the KPack-8 order of the prefill's Q registers), V through LDS
+ * (16-byte copies in, V^T gathered as the A operand of O^T += V^T P^T). Paged keys are found one row
+ * at a time through block_table, so any power-of-two page size works. The softmax is the prefill's
+ * (cdna_fwd_kernel.h), P shifted by 2^PA_CDNA_P_LOG2 against gfx90a's subnormal flush.
+ * With one split the workgroup writes O and the LSE; with more, its normalised O (fp32) and base-2 LSE
+ * go to the workspace and pa_cdna_dec_combine_body merges the splits in split order: bitwise the same
+ * result for a given split count. pa_cdna_dec_append_body writes k_new/v_new first.
+ * NOT YET RUN on a GPU: compiled for gfx90a/gfx942 and ISA-gated; T3 on the CPU (tests/hip_fake). */
+#ifndef PORTATTN_CDNA_DECODE_KERNEL_H
+#define PORTATTN_CDNA_DECODE_KERNEL_H
+
+#include "cdna_decode_args.h"
+#include "cdna_fwd_kernel.h" /* PA_CDNA_P_LOG2 */
+#include "hip_seq.h"
+#include "hip_wave.h"
+
+/* Keys of sequence b as the attention sees them: seqused_k (+ appended tokens) clamped to the capacity,
+ * since lengths in device memory are not validated. */
+__device__ __forceinline__ int pa_cdna_dec_len(const pa_cdna_dec_args &a, int b)
+{
+    if (!a.seqused_k) return a.seqlen_k;
+    const int64_t n = (int64_t)(a.seqused_k[b] < 0 ? 0 : a.seqused_k[b]) + a.seqlen_new;
+    return n > a.seqlen_k ? a.seqlen_k : (int)n;
+}
+
+/* Element offset of key j's row of KV head hk in the cache (page entries clamped into the pool). */
+__device__ __forceinline__ int64_t pa_cdna_dec_row(const pa_cdna_dec_args &a, const int64_t *st, int b, int hk, int j)
+{
+    if (!a.block_table) return b * st[0] + (int64_t)j * st[1] + hk * st[2];
+    int64_t pg = a.block_table[b * a.bt_stride + (j >> a.page_shift)];
+    pg = pg < 0 ? 0 : (pg >= a.num_pages ? a.num_pages - 1 : pg);
+    return pg * st[0] + (int64_t)(j & ((1 << a.page_shift) - 1)) * st[1] + hk * st[2];
+}
+
+/* The split attention: one workgroup per (split, KV head x row tile, sequence) = (x, y, z). Scores use
+ * DQK head-dim elements; the output is columns C0 .. C0 + DV - 1 (d256: two launches, as the prefill). */
+template <bool BF16, int DQK, int DV, int C0>
+__device__ __forceinline__ void pa_cdna_dec_body(const pa_cdna_dec_args &a)
+{
+    constexpr int KT = PA_CDNA_DEC_KT, CHV = DV / 8;
+    constexpr int RPPV = PA_WAVE / CHV; /* V rows one pass of 16-byte copies covers */
+    static_assert((DQK == 64 || DQK == 128 || DQK == 256) && (DV == 64 || DV == 128) && C0 % DV == 0 &&
+                      C0 + DV <= DQK && KT % RPPV == 0, "instances");
+    __shared__ __attribute__((aligned(16))) uint16_t sv_t[KT * DV];
+    PA_WAVE_SCRATCH(1);
+
+    const int lane = pa_wave_lane(), split = blockIdx.x, b = blockIdx.z;
+    const int mt = blockIdx.y % a.mtiles, hk = blockIdx.y / a.mtiles;
+    const int sk = pa_cdna_dec_len(a, b);
+
+    /* This lane's packed row (its query column of S^T) and the keys it may see; the tile's hull: its
+     * first token sees the fewest keys from the left, its last the most to the right. */
+    const int r = mt * PA_CDNA_DEC_ROWS + lane % 32, r_end = (mt + 1) * PA_CDNA_DEC_ROWS;
+    const int r_last = (r_end < a.rows ? r_end : a.rows) - 1;
+    const bool row_ok = r < a.rows;
+    const int tok = row_ok ? r / a.group : 0, h = hk * a.group + (row_ok ? r % a.group : 0);
+    int klo = 1, khi = 0, hull_lo, hull_hi, unused;
+    if (row_ok) pa_hip_keys(tok, a.seqlen_q, sk, a.wl, a.wr, &klo, &khi);
+    pa_hip_keys(mt * PA_CDNA_DEC_ROWS / a.group, a.seqlen_q, sk, a.wl, a.wr, &hull_lo, &unused);
+    pa_hip_keys(r_last / a.group, a.seqlen_q, sk, a.wl, a.wr, &unused, &hull_hi);
+    const int s_begin = split * a.split_tiles, s_end = s_begin + a.split_tiles;
+    const int h_end = hull_hi < hull_lo ? 0 : hull_hi / KT + 1;
+    const int t_begin = s_begin > hull_lo / KT ? s_begin : hull_lo / KT, t_end = s_end < h_end ? s_end : h_end;
+
+    /* Q^T as the B operand of S^T: at k-step 2g + t, head-dim elements 16g + 8 (lane / 32) + 4t .. +3. */
+    pa_in4 qf[DQK / 8];
+    {
+        const uint16_t *qr = (const uint16_t *)a.q + b * a.qs[0] + (int64_t)tok * a.qs[1] + h * a.qs[2];
+#pragma unroll
+        for (int g = 0; g < DQK / 16; ++g)
+#pragma unroll
+            for (int t = 0; t < 2; ++t) {
+                const int col = 16 * g + 8 * (lane / 32) + 4 * t;
+#pragma unroll
+                for (int i = 0; i < 4; ++i) qf[2 * g + t].h[i] = row_ok && col < a.dqk ? qr[col + i] : 0;
+            }
+    }
+
+    pa_acc32 o[DV / 32];
+#pragma unroll
+    for (int c = 0; c < DV / 32; ++c)
+#pragma unroll
+        for (int i = 0; i < 16; ++i) o[c].r[i] = 0.f;
+    float mrow = -INFINITY, lsum = 0.f;
+    const uint16_t *kg = (const uint16_t *)a.k, *vg = (const uint16_t *)a.v + C0;
+
+    for (int n = t_begin; n < t_end; ++n) {
+        /* V tile into LDS (keys past the sequence and columns past Dv as zeros: P is 0 there, and 0 x
+         * garbage must stay 0); the barrier first, so that the last tile's gathers are done. */
+        __syncthreads();
+#pragma unroll
+        for (int p = 0; p < KT / RPPV; ++p) {
+            const int kr = p * RPPV + lane / CHV, c = lane % CHV, key = n * KT + kr;
+            uint4 vv = make_uint4(0, 0, 0, 0);
+            if (key < sk && C0 + 8 * c < a.dv) vv = *(const uint4 *)(vg + pa_cdna_dec_row(a, a.vs, b, hk, key) + 8 * c);
+            *(uint4 *)(sv_t + kr * DV + 8 * c) = vv;
+        }
+
+        /* S^T = K Q^T, K's A operand straight from global memory: two k-steps per 16-byte read. */
+        pa_acc32 st;
+#pragma unroll
+        for (int i = 0; i < 16; ++i) st.r[i] = 0.f;
+        {
+            const int key = n * KT + lane % 32;
+            const uint16_t *kr = kg + (key < sk ? pa_cdna_dec_row(a, a.ks, b, hk, key) : 0);
+#pragma unroll
+            for (int g = 0; g < DQK / 16; ++g) {
+                const int col = 16 * g + 8 * (lane / 32);
+                uint4 kk = make_uint4(0, 0, 0, 0);
+                if (key < sk && col < a.dqk) kk = *(const uint4 *)(kr + col);
+                pa_in4 k_lo, k_hi;
+                __builtin_memcpy(&k_lo, &kk.x, 8);
+                __builtin_memcpy(&k_hi, &kk.z, 8);
+                PA_MFMA32(BF16, st, k_lo, qf[2 * g]);
+                PA_MFMA32(BF16, st, k_hi, qf[2 * g + 1]);
+            }
+        }
+
+        /* Register i holds key 8 (i / 4) + 4 (lane / 32) + i % 4 of the tile for this lane's row. */
+        if (a.softcap) {
+#pragma unroll
+            for (int i = 0; i < 16; ++i) st.r[i] = a.post_mul * tanhf(st.r[i] * a.pre_mul);
+        } else if (a.transform) {
+#pragma unroll
+            for (int i = 0; i < 16; ++i) st.r[i] *= a.pre_mul;
+        }
+        const int key0 = n * KT + 4 * (lane / 32);
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+            const int key = key0 + 8 * (i / 4) + i % 4;
+            if (key < klo || key > khi) st.r[i] = -INFINITY;
+        }
+        float mx = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < 16; ++i) mx = fmaxf(mx, st.r[i]);
+        mx = fmaxf(mx, PA_XOR32(mx));
+        const float mnew = fmaxf(mrow, mx), base = mnew == -INFINITY ? 0.f : mnew * a.mult;
+        const float corr = pa_exp2(mrow * a.mult - base);
+        mrow = mnew;
+        lsum *= corr;
+        pa_in4 pf[4];
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+            const float p = pa_exp2(fmaf(st.r[i], a.mult, -base)) * (float)(1 << PA_CDNA_P_LOG2);
+            lsum += p;
+            pf[i / 4].h[i % 4] = pa_from_f32<BF16>(p);
+        }
+        if (PA_ANY(corr != 1.f)) {
+#pragma unroll
+            for (int c = 0; c < DV / 32; ++c)
+#pragma unroll
+                for (int i = 0; i < 16; ++i) o[c].r[i] *= corr;
+        }
+        __syncthreads(); /* the V tile is in */
+
+        /* O^T += V^T P^T, 8 keys a step: lane l gathers column 32c + l % 32 of keys 8s + 4 (l / 32) .. +3. */
+#pragma unroll
+        for (int s = 0; s < 4; ++s)
+#pragma unroll
+            for (int c = 0; c < DV / 32; ++c) {
+                pa_in4 va;
+#pragma unroll
+                for (int i = 0; i < 4; ++i) va.h[i] = sv_t[(8 * s + 4 * (lane / 32) + i) * DV + 32 * c + lane % 32];
+                PA_MFMA32(BF16, o[c], va, pf[s]);
+            }
+    }
+
+    /* Epilogue: the half-waves' row sums (2^PA_CDNA_P_LOG2 too large, as O), one normalisation. O^T
+     * registers 4m..4m+3 of column block c are columns 32c + 8m + 4 (lane / 32) .. +3 of this row. */
+    const float l = lsum + PA_XOR32(lsum);
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    if (!row_ok) return;
+    const float lse2 = l > 0.f ? mrow * a.mult + (__log2f(l) - PA_CDNA_P_LOG2) : l == 0.f ? -INFINITY : NAN;
+    if (a.splits > 1) { /* partials over the instance's d columns; the combine reads the call's Dv */
+        const int64_t pr = ((int64_t)b * a.heads_kv + hk) * a.rows + r, nr = (int64_t)a.batch * a.heads_kv * a.rows;
+        float *po = a.part_o + ((int64_t)split * nr + pr) * a.d + C0;
+#pragma unroll
+        for (int c = 0; c < DV / 32; ++c)
+#pragma unroll
+            for (int m = 0; m < 4; ++m)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) po[32 * c + 8 * m + 4 * (lane / 32) + i] = o[c].r[4 * m + i] * inv;
+        if (C0 == 0 && lane < 32) a.part_lse[(int64_t)split * nr + pr] = lse2;
+        return;
+    }
+    uint16_t *orow = (uint16_t *)a.o + b * a.os[0] + (int64_t)tok * a.os[1] + h * a.os[2] + C0;
+#pragma unroll
+    for (int c = 0; c < DV / 32; ++c)
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+            if (C0 + 32 * c + 8 * m >= a.dv) continue;
+            uint16_t v4[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) v4[i] = l == 0.f ? 0 : pa_from_f32<BF16>(o[c].r[4 * m + i] * inv);
+            __builtin_memcpy(orow + 32 * c + 8 * m + 4 * (lane / 32), v4, 8);
+        }
+    if (C0 == 0 && a.lse && lane < 32)
+        a.lse[b * a.ls[0] + h * a.ls[1] + (int64_t)tok * a.ls[2]] = lse2 * 0.69314718055994531f;
+}
+
+/* The combine: a workgroup per packed row (a grid-stride loop over them), lanes over the Dv columns.
+ * Each split's weight 2^(lse_s - max) is summed in split order, so the result depends on the split
+ * count only. A row no split saw gives O = 0 and LSE = -inf. */
+template <bool BF16>
+__device__ __forceinline__ void pa_cdna_dec_combine_body(const pa_cdna_dec_args &a)
+{
+    const int lane = pa_wave_lane();
+    const int64_t nr = (int64_t)a.batch * a.heads_kv * a.rows;
+    for (int64_t pr = blockIdx.x; pr < nr; pr += gridDim.x) {
+        const int r = (int)(pr % a.rows), hk = (int)(pr / a.rows % a.heads_kv), b = (int)(pr / a.rows / a.heads_kv);
+        const int tok = r / a.group, h = hk * a.group + r % a.group;
+        float mx = -INFINITY;
+        for (int s = 0; s < a.splits; ++s) mx = fmaxf(mx, a.part_lse[s * nr + pr]);
+        float wsum = 0.f;
+        if (mx != -INFINITY)
+            for (int s = 0; s < a.splits; ++s) wsum += pa_exp2(a.part_lse[s * nr + pr] - mx);
+        const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
+        uint16_t *orow = (uint16_t *)a.o + b * a.os[0] + (int64_t)tok * a.os[1] + h * a.os[2];
+        for (int c = lane; c < a.dv; c += PA_WAVE) {
+            float acc = 0.f;
+            if (mx != -INFINITY)
+                for (int s = 0; s < a.splits; ++s)
+                    acc += pa_exp2(a.part_lse[s * nr + pr] - mx) * a.part_o[(s * nr + pr) * a.d + c];
+            orow[c] = pa_from_f32<BF16>(acc * inv);
+        }
+        if (a.lse && lane == 0)
+            a.lse[b * a.ls[0] + h * a.ls[1] + (int64_t)tok * a.ls[2]] =
+                mx == -INFINITY ? -INFINITY : (mx + __log2f(wsum)) * 0.69314718055994531f;
+    }
+}
+
+/* The append: a wave per (sequence, new token, KV head) row, lanes over the head dims; it copies
+ * 16-bit elements, so one instance serves f16 and bf16. Rows past the capacity are dropped (lengths in
+ * device memory are not validated); the front end refuses pages read as other keys. */
+__device__ __forceinline__ void pa_cdna_dec_append_body(const pa_cdna_dec_args &a)
+{
+    const int lane = pa_wave_lane();
+    const int64_t nrows = (int64_t)a.batch * a.seqlen_new * a.heads_kv;
+    uint16_t *k = (uint16_t *)a.k, *v = (uint16_t *)a.v;
+    const uint16_t *kn = (const uint16_t *)a.k_new, *vn = (const uint16_t *)a.v_new;
+    for (int64_t row = blockIdx.x; row < nrows; row += gridDim.x) {
+        const int hk = (int)(row % a.heads_kv), i = (int)(row / a.heads_kv % a.seqlen_new);
+        const int b = (int)(row / a.heads_kv / a.seqlen_new);
+        const int used = a.seqused_k[b];
+        const int64_t j = (int64_t)(used < 0 ? 0 : used) + i;
+        if (j >= a.seqlen_k) continue;
+        const int64_t ko = pa_cdna_dec_row(a, a.ks, b, hk, (int)j), vo = pa_cdna_dec_row(a, a.vs, b, hk, (int)j);
+        const int64_t kno = b * a.kns[0] + i * a.kns[1] + hk * a.kns[2];
+        const int64_t vno = b * a.vns[0] + i * a.vns[1] + hk * a.vns[2];
+        for (int c = lane; c < a.dqk; c += PA_WAVE) k[ko + c] = kn[kno + c * a.kns[3]];
+        for (int c = lane; c < a.dv; c += PA_WAVE) v[vo + c] = vn[vno + c * a.vns[3]];
+    }
+}
+
+#endif
