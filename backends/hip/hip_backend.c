@@ -76,7 +76,7 @@ static hip_family g_rdna3 = {"rdna3", "PORTATTN_HIP_RDNA3_ARCHS", pa_rdna3_code_
 /* hip-cdna's decode kernels: code objects of their own (cdna_decode.hip), routed to by hip-cdna; the
  * launch shape fields are unused (cdna_decode_host.c launches them). */
 static hip_family g_cdnadec = {"cdna", "PORTATTN_HIP_CDNA_ARCHS", pa_cdnadec_code_objects, &pa_cdnadec_code_object_count,
-                               cdnadec_entries, PA_CDNA_DEC_ENTRY_COUNT, 0, 0, 0, NULL, 0, {{0}}};
+                               cdnadec_entries, PA_CDNA_DEC_ENTRY_COUNT, 0, 0, 0, 0, 0, NULL, 0, {{0}}};
 static pthread_mutex_t g_mod_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void hip_try_load(const pa_hip_rt *rt, const hip_family *f, hip_module *m)
