@@ -121,7 +121,7 @@ int main(void)
                     varlen = 0, p.cu_seqlens_q = p.cu_seqlens_k = NULL, p.seqused_k = NULL; break;
             case 10: p.heads_kv = 0; break;
             case 11: /* a bad offset or cache length, or cu_seqlens_q with neither cu_seqlens_k nor a cache */
-                if (serving) su[pick(&r, 0, (int)p.batch - 1)] = -5;
+                if (serving && p.batch > 0) su[pick(&r, 0, (int)p.batch - 1)] = -5; /* batch < 0 after mutation 3 */
                 else if (varlen && p.batch > 0) cuk[pick(&r, 1, (int)p.batch)] = -5;
                 else p.cu_seqlens_q = cuq;
                 break;
