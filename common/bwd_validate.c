@@ -51,13 +51,8 @@ static void input_views(const pa_problem *f, int64_t nb, int64_t elem, view *out
 portattn_status_t pa_bwd_validate(const portattn_bwd_params_t *in, pa_bwd_problem *pb, char *why, size_t why_len)
 {
     if (!in) return INVALID("params is NULL");
-    if (in->struct_size > sizeof *in)
-        return pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED,
-                      "params->struct_size = %zu is from a newer portattn than this library (%zu)", in->struct_size,
-                      sizeof *in);
-    if (in->struct_size != sizeof *in)
-        return INVALID("params->struct_size = %zu, expected %zu (initialise with portattn_bwd_params_init)",
-                       in->struct_size, sizeof *in);
+    portattn_status_t size_st = check_struct_size(in->struct_size, sizeof *in, "portattn_bwd_params_init", why, why_len);
+    if (size_st) return size_st;
     memset(pb, 0, sizeof *pb);
     portattn_fwd_params_t f;
     forward_of(in, &f);

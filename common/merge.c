@@ -48,13 +48,8 @@ portattn_status_t pa_merge_validate(const portattn_merge_params_t *in, pa_merge_
                                     size_t why_len)
 {
     if (!in) return INVALID("params is NULL");
-    if (in->struct_size > sizeof *in)
-        return pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED,
-                      "params->struct_size = %zu is from a newer portattn than this library (%zu)", in->struct_size,
-                      sizeof *in);
-    if (in->struct_size != sizeof *in)
-        return INVALID("params->struct_size = %zu, expected %zu (initialise with portattn_merge_params_init)",
-                       in->struct_size, sizeof *in);
+    portattn_status_t size_st = check_struct_size(in->struct_size, sizeof *in, "portattn_merge_params_init", why, why_len);
+    if (size_st) return size_st;
     mp->p = *in;
     portattn_merge_params_t *p = &mp->p;
     if (!p->dtype_part) p->dtype_part = p->dtype;

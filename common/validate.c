@@ -82,6 +82,15 @@ portattn_status_t check_view(view *t, int must_not_self_overlap, char *why, size
     return PORTATTN_SUCCESS;
 }
 
+portattn_status_t check_struct_size(size_t got, size_t want, const char *init_fn, char *why, size_t why_len)
+{
+    if (got > want)
+        return pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED,
+                      "params->struct_size = %zu is from a newer portattn than this library (%zu)", got, want);
+    if (got != want) return INVALID("params->struct_size = %zu, expected %zu (initialise with %s)", got, want, init_fn);
+    return PORTATTN_SUCCESS;
+}
+
 int views_overlap(const view *a, const view *b)
 {
     return a->count && b->count && a->lo < b->hi && b->lo < a->hi;

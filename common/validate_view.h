@@ -1,5 +1,6 @@
-/* The strided-view checks of validate.c, shared with the backward's validation (bwd_validate.c):
- * one definition of what a well-formed tensor argument is and when two of them overlap. */
+/* The strided-view checks of validate.c, shared with the backward's and the merge's validation
+ * (bwd_validate.c, merge.c): one definition of what a well-formed tensor argument is, when two of them
+ * overlap, and how a params struct's struct_size is judged. */
 #ifndef PORTATTN_VALIDATE_VIEW_H
 #define PORTATTN_VALIDATE_VIEW_H
 
@@ -25,5 +26,10 @@ int views_overlap(const view *a, const view *b);
 /* The view of tensor t with dims (nb, s, h, d); varlen ignores stride[0]. */
 view make_view(const char *name, const portattn_tensor_t *t, int64_t nb, int64_t s, int64_t h, int64_t d,
                int64_t elem, int varlen);
+
+/* The struct_size rule of the backward and merge params (one size each so far): larger than this
+ * library's struct is NOT_SUPPORTED (a newer caller), any other mismatch INVALID_ARGUMENT naming the
+ * init function the caller should have called. */
+portattn_status_t check_struct_size(size_t got, size_t want, const char *init_fn, char *why, size_t why_len);
 
 #endif
