@@ -17,19 +17,12 @@
 
 #include "half.h"
 #include "naive_ref.h"
+#include "fuzz_bytes.h"
 #include "portattn.h"
 
 enum { MAX_ELEMS = 1 << 18 }; /* largest tensor backed by real memory */
 #define MAX_CHECKED_MACS 2e4    /* largest call compared with the reference (it is as slow as the CPU backend) */
 
-typedef struct bytes { const uint8_t *p; size_t n; } bytes;
-
-static uint64_t take(bytes *b, int nbytes)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < nbytes; i++) v = v << 8 | (b->n ? (b->n--, *b->p++) : 0);
-    return v;
-}
 
 /* Mostly small values, sometimes -1/0/huge, so both the valid space and the edges get visited. */
 static int64_t take_dim(bytes *b, int64_t small)

@@ -14,20 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_bytes.h"
 #include "half.h"
 #include "portattn.h"
 #include "problem.h"
 
 enum { MAX_ELEMS = 1 << 16 };
 
-typedef struct bytes { const uint8_t *p; size_t n; } bytes;
-
-static uint64_t take(bytes *b, int nbytes)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < nbytes; i++) v = v << 8 | (b->n ? (b->n--, *b->p++) : 0);
-    return v;
-}
 
 /* Mostly small values, sometimes negative or huge. */
 static int64_t take_dim(bytes *b, int64_t small)
