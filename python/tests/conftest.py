@@ -9,6 +9,7 @@ CTest (SKIP_RETURN_CODE 77) reports it as skipped, never as passed.
 """
 import os
 import sys
+import time
 
 import pytest
 
@@ -58,3 +59,13 @@ def library():
         pytest.skip(str(e))
     print("portattn %s from %s, library %s (version %s)" % (portattn.__version__, portattn.__file__,
                                                             portattn.library_path(), portattn.version()))
+
+
+@pytest.fixture
+def torch_seed():
+    """Fresh random inputs for every test that asks, the seed printed so that a failure can be repeated."""
+    import torch
+    value = int(os.environ.get("PORTATTN_TEST_SEED") or time.time_ns() % (1 << 31))
+    print("seed %d (rerun with PORTATTN_TEST_SEED=%d)" % (value, value))
+    torch.manual_seed(value)
+    return value

@@ -14,7 +14,6 @@ current stream, the contract, and the training loop.
 Fresh random inputs each run; the seed is printed (PORTATTN_TEST_SEED repeats it). Skips without PyTorch.
 """
 import glob
-import os
 import time
 
 import pytest
@@ -24,12 +23,7 @@ import portattn
 torch = pytest.importorskip("torch")
 
 
-@pytest.fixture(autouse=True)
-def seed():
-    """Fresh random inputs for every test, the seed printed so that a failure can be repeated."""
-    value = int(os.environ.get("PORTATTN_TEST_SEED") or time.time_ns() % (1 << 31))
-    print("seed %d (rerun with PORTATTN_TEST_SEED=%d)" % (value, value))
-    torch.manual_seed(value)
+pytestmark = pytest.mark.usefixtures("torch_seed")  # conftest.py: fresh inputs, the seed printed
 
 
 def ref_attention(torch, q, k, v, causal=False, window=(-1, -1), softcap=0.0, scale=None):

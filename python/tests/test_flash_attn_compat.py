@@ -10,8 +10,6 @@ against them, and the arguments refused. CPU tensors here; the same checks
 on CUDA tensors are marked cuda. Fresh random inputs each run; the seed is printed.
 """
 import glob
-import os
-import time
 
 import pytest
 
@@ -21,11 +19,7 @@ import portattn  # noqa: E402
 from portattn import flash_attn_compat as fa  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def seed():
-    value = int(os.environ.get("PORTATTN_TEST_SEED") or time.time_ns() % (1 << 31))
-    print("seed %d (rerun with PORTATTN_TEST_SEED=%d)" % (value, value))
-    torch.manual_seed(value)
+pytestmark = pytest.mark.usefixtures("torch_seed")  # conftest.py: fresh inputs, the seed printed
 
 
 @pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])

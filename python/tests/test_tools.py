@@ -13,7 +13,6 @@ import importlib.util
 import math
 import os
 import random
-import time
 import types
 
 import pytest
@@ -36,12 +35,9 @@ def has_registry():
 
 
 @pytest.fixture(autouse=True)
-def seed():
-    value = int(os.environ.get("PORTATTN_TEST_SEED") or time.time_ns() % (1 << 31))
-    print("seed %d (rerun with PORTATTN_TEST_SEED=%d)" % (value, value))
-    torch.manual_seed(value)
-    random.seed(value)
-    return value
+def seed(torch_seed):
+    random.seed(torch_seed)
+    return torch_seed
 
 
 def math_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):

@@ -15,7 +15,6 @@ Fresh random inputs each run; the seed is printed (PORTATTN_TEST_SEED repeats it
 """
 import glob
 import os
-import time
 
 import pytest
 
@@ -25,11 +24,7 @@ import portattn.torch as pt  # noqa: E402
 from portattn import _aten_flash as af  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def seed():
-    value = int(os.environ.get("PORTATTN_TEST_SEED") or time.time_ns() % (1 << 31))
-    print("seed %d (rerun with PORTATTN_TEST_SEED=%d)" % (value, value))
-    torch.manual_seed(value)
+pytestmark = pytest.mark.usefixtures("torch_seed")  # conftest.py: fresh inputs, the seed printed
 
 
 def math_bhsd(q, k, v, causal=False, scale=None):
