@@ -25,6 +25,31 @@ mkdir -p "$WORK" && cd "$WORK" || exit 1
 rm -f ./*.s
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
+
+# One CDNA assembly file: each MFMA pattern in $pats present, no calls, at least $min kernels, none with
+# scratch (memory spills; spills into AGPRs are shown, not failed) or LDS over 64 KiB.
+# usage: cdna_asm_check FILE LABEL MIN "WHAT THE KERNELS ARE"   (reads $pats)
+cdna_asm_check() {
+  local s=$1 label=$2 min=$3 what=$4 p c
+  for p in $pats; do
+    c=$(grep -c -E "^[[:space:]]*$p\b" "$s"); printf '  %-40s %6d\n' "$p" "$c"
+    [ "$c" -gt 0 ] || bad "$label lacks $p"
+  done
+  c=$(grep -c -E '^[[:space:]]*s_swappc' "$s"); printf '  %-40s %6d\n' "s_swappc (calls)" "$c"; [ "$c" -eq 0 ] || bad "$label: calls"
+  awk -v t="$label" -v min="$min" -v what="$what" '
+    /^[[:space:]]*\.name:[[:space:]]+(_Z|pa_)/ { k = $2 }
+    /\.group_segment_fixed_size:/ { lds = $2 }
+    /\.private_segment_fixed_size:/ { scr = $2 }
+    /\.vgpr_count:/ { v = $2 }
+    /\.vgpr_spill_count:/ { sp = $2 }
+    /\.agpr_count:/ { ag = $NF }
+    /\.wavefront_size:/ { n++; printf "  %-46s VGPR %3d AGPR %3d LDS %6d scratch %d spills %d%s\n", k, v, ag, lds, scr, sp,
+                                 sp && !scr ? " (into AGPRs)" : "";
+                          if (scr != 0 || lds > 65536) bad++ }
+    END { if (n < min) { print "FAIL: " t ": expected " min " kernels (" what "), found " n; exit 1 }
+          if (bad) { print "FAIL: " t ": " bad " kernel(s) with scratch (memory spills) or LDS over 64 KiB"; exit 1 } }' "$s" || fail=1
+  grep -E "; Occupancy:" "$s" | sort | uniq -c | sed 's/^/  /'
+}
 "$HIPCC" --offload-arch=gfx90a -O3 -std=c++17 --save-temps -I"$SRC/backends/hip" -I"$SRC/common" \
   -c "$SRC/backends/hip/cdna_fwd.hip" -o cdna_fwd.o > hipcc.log 2>&1 || { tail -20 hipcc.log; bad "hipcc"; }
 # gfx942 (MI300X/MI300A/MI325X): hipcc 5.2.3's clang-15 does not know it; clang 17+ with the same HIP
@@ -46,24 +71,7 @@ for t in $cdna_targets; do
   [ -n "$s" ] || { bad "$t: no assembly"; continue; }
   echo "== $t"
   if [ $t = gfx90a ]; then pats="v_mfma_f32_32x32x8f16 v_mfma_f32_32x32x8bf16_1k"; else pats="v_mfma_f32_32x32x8_f16 v_mfma_f32_32x32x8_bf16"; fi
-  for p in $pats; do
-    c=$(grep -c -E "^[[:space:]]*$p\b" "$s"); printf '  %-40s %6d\n' "$p" "$c"
-    [ "$c" -gt 0 ] || bad "$t lacks $p"
-  done
-  c=$(grep -c -E '^[[:space:]]*s_swappc' "$s"); printf '  %-40s %6d\n' "s_swappc (calls)" "$c"; [ "$c" -eq 0 ] || bad "$t: calls"
-  awk -v t=$t '
-    /^[[:space:]]*\.name:[[:space:]]+(_Z|pa_)/ { k = $2 }
-    /\.group_segment_fixed_size:/ { lds = $2 }
-    /\.private_segment_fixed_size:/ { scr = $2 }
-    /\.vgpr_count:/ { v = $2 }
-    /\.vgpr_spill_count:/ { sp = $2 }
-    /\.agpr_count:/ { ag = $NF }
-    /\.wavefront_size:/ { n++; printf "  %-46s VGPR %3d AGPR %3d LDS %6d scratch %d spills %d%s\n", k, v, ag, lds, scr, sp,
-                                 sp && !scr ? " (into AGPRs)" : "";
-                          if (scr != 0 || lds > 65536) bad++ }
-    END { if (n < 8) { print "FAIL: " t ": expected 8 kernels (d64, d128, d256 lo/hi x f16, bf16), found " n; exit 1 }
-          if (bad) { print "FAIL: " t ": " bad " kernel(s) with scratch (memory spills) or LDS over 64 KiB"; exit 1 } }' "$s" || fail=1
-  grep -E "; Occupancy:" "$s" | sort | uniq -c | sed 's/^/  /'
+  cdna_asm_check "$s" "$t" 8 "d64, d128, d256 lo/hi x f16, bf16"
 done
 # ---- gfx1100 (RDNA3, wave32, WMMA) ----
 # gfx1100 needs an ISA-version device library Debian's 5.2.3 lacks: cmake/hip_devlibs.sh makes it.
@@ -122,24 +130,7 @@ for t in $cdna_targets; do
     pats="v_mfma_f32_32x32x8_f16 v_mfma_f32_32x32x8_bf16"
   fi
   echo "== $t decode"
-  for p in $pats; do
-    c=$(grep -c -E "^[[:space:]]*$p\b" "$s"); printf '  %-40s %6d\n' "$p" "$c"
-    [ "$c" -gt 0 ] || bad "$t decode lacks $p"
-  done
-  c=$(grep -c -E '^[[:space:]]*s_swappc' "$s"); printf '  %-40s %6d\n' "s_swappc (calls)" "$c"; [ "$c" -eq 0 ] || bad "$t decode: calls"
-  awk -v t=$t '
-    /^[[:space:]]*\.name:[[:space:]]+(_Z|pa_)/ { k = $2 }
-    /\.group_segment_fixed_size:/ { lds = $2 }
-    /\.private_segment_fixed_size:/ { scr = $2 }
-    /\.vgpr_count:/ { v = $2 }
-    /\.vgpr_spill_count:/ { sp = $2 }
-    /\.agpr_count:/ { ag = $NF }
-    /\.wavefront_size:/ { n++; printf "  %-46s VGPR %3d AGPR %3d LDS %6d scratch %d spills %d%s\n", k, v, ag, lds, scr, sp,
-                                 sp && !scr ? " (into AGPRs)" : "";
-                          if (scr != 0 || lds > 65536) bad++ }
-    END { if (n < 11) { print "FAIL: " t " decode: expected 11 kernels, found " n; exit 1 }
-          if (bad) { print "FAIL: " t " decode: " bad " kernel(s) with scratch or LDS over 64 KiB"; exit 1 } }' "$s" || fail=1
-  grep -E "; Occupancy:" "$s" | sort | uniq -c | sed 's/^/  /'
+  cdna_asm_check "$s" "$t decode" 11 "8 attention instances, 2 combines, the append"
 done
 # the static model for porting studies (prints only; a model, not a measurement)
 # (estimate_<target>.json for tools/report.py, which must take them as labelled estimates)
