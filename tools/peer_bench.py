@@ -21,8 +21,10 @@ input dtype stands in.
   python3 tools/peer_bench.py --sweep standard --sdpa-portattn    # also SDPA FLASH running on portattn
 
 Sweeps: prefill = bf16 and fp16, d 64/128/256, s 512..16384, causal no and yes; decode = batch 1/8/32
-x KV 4k/16k/64k, Hq 32, Hkv 8, d128, bf16; standard = both. SDPA takes (B, H, S, D) and portattn
-(B, S, H, D): both see the same memory through transposed views (--layout says which one is the
+x KV 4k/16k/64k, Hq 32, Hkv 8, d128, bf16; standard = both; encoder = six model shapes (ViT-B/16,
+ViT-L/14, BERT-base, BERT at 128 tokens, CLIP text, a Llama prefill of 512), non-causal, --dtype's
+dtypes. --shape B,S,H,D times one model's shape instead of the FlashAttention benchmark's points.
+SDPA takes (B, H, S, D) and portattn (B, S, H, D): both see the same memory through transposed views (--layout says which one is the
 contiguous storage). --sdpa-portattn (PyTorch 2.11+) adds to every point the row "SDPA-FLASH[portattn]":
 F.scaled_dot_product_attention under SDPBackend.FLASH_ATTENTION with portattn.torch active (fallback off:
 a call portattn declines fails), checked by the same rule, timed by the same protocol on the same inputs,
@@ -49,6 +51,10 @@ except ImportError:
 
 PEERS = (("FA2", "FLASH_ATTENTION"), ("cuDNN", "CUDNN_ATTENTION"))
 SDPA_PORTATTN = "SDPA-FLASH[portattn]"  # not "portattn...": tools/report.py keeps its series to direct calls
+# Encoder, vision and text-encoder shapes (batch, seqlen, heads, head dim): ViT-B/16, ViT-L/14, BERT-base,
+# BERT at 128 tokens, CLIP's text encoder, and a Llama prefill of 512 tokens for comparison.
+ENCODER_SHAPES = ["256,197,12,64", "128,257,16,64", "128,512,12,64", "512,128,12,64", "512,77,8,64",
+                  "16,512,32,128"]
 DTYPES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "f16": "float16", "float16": "float16",
           "fp32": "float32", "f32": "float32", "float32": "float32"}
 
@@ -208,8 +214,9 @@ def inputs(torch, args, layout, b, sq, sk, hq, hk, d, dtype):
 
 
 def prefill_point(torch, args, pt):
-    dt, d, s, causal = pt
-    h, b = args.hidden // d, max(1, args.tokens // s)  # FlashAttention's benchmark: nheads = dim // headdim
+    dt, d, s, causal, b, h = pt
+    if b is None:  # FlashAttention's benchmark: nheads = dim // headdim, batch = tokens // seqlen
+        h, b = args.hidden // d, max(1, args.tokens // s)
     row = {"mode": "prefill", "dtype": dt, "d": d, "s": s, "b": b, "h": h, "causal": causal, "layout": args.layout,
            "flops": 4.0 * b * h * s * s * d / (2 if causal else 1), "impls": {}}
     return row, inputs(torch, args, args.layout, b, s, s, h, h, d, getattr(torch, DTYPES[dt]))
@@ -491,8 +498,11 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--library", help="libportattn to load (default: $PORTATTN_LIBRARY, then the search)")
     p.add_argument("--json", help="write the device, settings, protocol and every row to this file")
-    p.add_argument("--sweep", choices=["prefill", "decode", "standard"],
+    p.add_argument("--sweep", choices=["prefill", "decode", "standard", "encoder"],
                    help="the standard points (see above) instead of --d/--s/--dtype/--causal")
+    p.add_argument("--shape", action="append", default=[], metavar="B,S,H,D",
+                   help="a model's shape (batch, seqlen, heads, head dim) instead of --d/--s/--tokens/--hidden; "
+                        "repeat for more (the dtypes and --causal still apply)")
     p.add_argument("--decode-batch", type=int, nargs="+", default=[1, 8, 32], help="decode sweep batches")
     p.add_argument("--decode-kv", type=int, nargs="+", default=[4096, 16384, 65536], help="decode sweep KV lengths")
     p.add_argument("--host-cost", action="store_true",
@@ -503,6 +513,17 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.sweep in ("prefill", "standard"):
         args.d, args.s, args.dtype, args.causal = [64, 128, 256], [512, 1024, 2048, 4096, 8192, 16384], "bf16,fp16", "both"
+    args.shapes = []
+    for x in args.shape + (ENCODER_SHAPES if args.sweep == "encoder" else []):
+        try:
+            b, s_, h, d = (int(v) for v in x.split(","))
+        except ValueError:
+            p.error("--shape %r: expected B,S,H,D (four integers)" % x)
+        if min(b, s_, h, d) <= 0:
+            p.error("--shape %r: every value must be positive" % x)
+        args.shapes.append((b, s_, h, d))
+    if args.sweep == "encoder":
+        args.causal = "no"
     args.dtypes = [x.strip().lower() for x in args.dtype.split(",") if x.strip()]
     for x in args.dtypes:
         if x not in DTYPES:
@@ -643,15 +664,19 @@ def main(argv=None):
         return host_cost(torch, F, portattn, ctx, args, info)
 
     points = []
-    if args.sweep != "decode":
-        points += [("prefill", (dt, d, s, c)) for dt in args.dtypes for d in args.d for s in args.s
-                   for c in {"no": [False], "yes": [True], "both": [False, True]}[args.causal]]
+    masks = {"no": [False], "yes": [True], "both": [False, True]}[args.causal]
+    if args.shapes:
+        points += [("prefill", (dt, d, s, c, b, h)) for dt in args.dtypes for (b, s, h, d) in args.shapes
+                   for c in masks]
+    elif args.sweep != "decode":
+        points += [("prefill", (dt, d, s, c, None, None)) for dt in args.dtypes for d in args.d for s in args.s
+                   for c in masks]
     if args.sweep in ("decode", "standard"):
         points += [("decode", ("bf16", b, kv)) for b in args.decode_batch for kv in args.decode_kv]
     rows, failures, notes = [], [], []
     try:
         for i, (mode, pt) in enumerate(points):
-            if mode == "prefill" and (pt[1] <= 0 or pt[2] <= 0 or args.hidden < pt[1]):
+            if mode == "prefill" and pt[4] is None and (pt[1] <= 0 or pt[2] <= 0 or args.hidden < pt[1]):
                 notes.append("skipped %s d=%d s=%d: hidden %d is below d" % (pt[0], pt[1], pt[2], args.hidden))
                 say(notes[-1])
                 continue

@@ -260,3 +260,18 @@ def test_peer_bench_keeps_sdpa_row_out_of_report():
     recs = report.from_peer_bench("x.json", {"tool": "peer_bench", "format": 1, "device": "H200", "rows": [row]})
     assert [r["series"] for r in recs] == ["portattn cuda-sm90"], recs
 
+
+
+# ---- peer_bench --shape / --sweep encoder ------------------------------------------------------
+
+def test_peer_bench_model_shapes():
+    """--shape gives a model's (B, S, H, D) point as asked; --sweep encoder the six encoder shapes,
+    non-causal; a malformed shape is a usage error, not a crash at the first point."""
+    pb = load_tool("peer_bench")
+    a = pb.parse_args(["--shape", "2,77,8,64", "--shape", "4,197,12,40", "--causal", "yes"])
+    assert a.shapes == [(2, 77, 8, 64), (4, 197, 12, 40)] and a.causal == "yes"
+    a = pb.parse_args(["--sweep", "encoder", "--dtype", "bf16,fp16"])
+    assert len(a.shapes) == 6 and (512, 77, 8, 64) in a.shapes and a.causal == "no" and a.dtypes == ["bf16", "fp16"]
+    for bad in ("1,2,3", "1,2,x,4", "0,2,3,4"):
+        with pytest.raises(SystemExit):
+            pb.parse_args(["--shape", bad])
