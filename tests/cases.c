@@ -59,6 +59,10 @@ const tcase test_cases[] = {
     {"varlen_causal_gqa4",  6, 257,  400,  8, 2,  128, 128, 1,    U,  U,  0,    0,    LAYOUT_BSHD,    1, 1, 0, 0, 0, 0, 0, 0, 0},
     {"varlen_window_padded", 4, 200, 200,  4, 1,  64,  64,  0,    20, 10, 0,    0,    LAYOUT_PADDED,  1, 1, 0, 0, 0, 0, 0, 0, 0},
     {"varlen_softcap_d256", 3, 100,  150,  2, 2,  256, 256, 1,    U,  U,  10,   0,    LAYOUT_BSHD,    1, 1, 2, 0, 0, 0, 0, 0, 0},
+    /* More work items than a 132-SM GPU has CTAs: a persistent kernel's CTAs walk several items each, so
+     * their Q and K/V slot rings wrap (encoder-sized: CLIP's 77 tokens, a packed batch of short prompts). */
+    {"many_items_s77",      64, 77,  77,   8, 8,  64,  64,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 0, 0, 0, 0, 0, 0},
+    {"many_items_varlen_causal_gqa4", 48, 150, 150, 8, 2, 128, 128, 1, U, U, 0,   0,    LAYOUT_BSHD,    1, 1, 0, 0, 0, 0, 0, 0, 0},
     /* KV cache (decode): seqused_k, shuffled page pools, appends, long caches that split. */
     {"kvcache_used_decode",   5, 1,   200,  8, 2,  64,  64,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 0,   1, 0, 0, 0, 0},
     {"paged16_decode_gqa4",   4, 1,   300,  8, 2,  128, 128, 0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 16,  1, 0, 0, 0, 0},

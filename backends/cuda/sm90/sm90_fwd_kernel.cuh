@@ -287,9 +287,10 @@ __device__ __forceinline__ void sm90_epilogue(const sm80_args &a, const sm90_wor
  *
  * Persistent: gridDim.x CTAs (one per SM) walk the nmb x batch x heads work items in rounds of
  * gridDim.x (sm90_item). The K/V ring runs on across items (`it` counts tiles over the CTA's whole life, so slot
- * and phase follow from it), and the Q tile has a "Q free" barrier of its own: the consumers give it
- * back as soon as their last S product of an item has read it, so the next item's Q (and its first
- * K/V tiles) land while the last P V and the epilogue still run. Short sequences, where an item is
+ * and phase follow from it), and the Q tiles (QS slots) have "Q free" barriers of their own: the consumers give a slot
+ * back as soon as their last S product of an item has read it. With two slots the producer runs a
+ * whole item ahead (the next item's Q and first K/V tiles are in flight while this item's S waits);
+ * with one, the next item's loads start only after this item's last S. Short sequences, where an item is
  * one or two key tiles, pay the load latency once per CTA instead of once per item. */
 template <typename T, int D, int NC, int BN, int ST, bool VL>
 __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
@@ -299,27 +300,30 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
 #ifdef PA_SM90_DEVICE
     constexpr int BM = PA_SM90_BM_NC(NC), NB = D / 64; /* rows, 64-column blocks */
     constexpr int QBLK = BM * 128, KBLK = BN * 128;    /* bytes of one column block of Q, of K or V */
-    constexpr int QBYTES = NB * QBLK, KVBYTES = NB * KBLK;
+    constexpr int QBYTES = NB * QBLK, KVBYTES = NB * KBLK, QS = PA_SM90_QS(D, ST);
     constexpr int NO = D / 8;                          /* 8-wide column tiles of O */
     static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256, "tile shape");
 
     extern __shared__ uint8_t smem_raw[];
     const uint32_t base = (pa_smem_u32(smem_raw) + 1023) & ~1023u; /* swizzle atoms need 1 KB alignment */
-    const uint32_t q_s = base, k_s = q_s + QBYTES, v_s = k_s + ST * KVBYTES, bar = v_s + ST * KVBYTES;
-    /* barriers, 8 bytes each: full_q, empty_q, then full_k[ST], full_v[ST], empty_k[ST], empty_v[ST] */
-    const uint32_t full_q = bar, empty_q = bar + 8;
-#define FULL_K(s) (bar + 16 + 8 * (s))
-#define FULL_V(s) (bar + 16 + 8 * (ST + (s)))
-#define EMPTY_K(s) (bar + 16 + 8 * (2 * ST + (s)))
-#define EMPTY_V(s) (bar + 16 + 8 * (3 * ST + (s)))
+    const uint32_t q_s = base, k_s = q_s + QS * QBYTES, v_s = k_s + ST * KVBYTES, bar = v_s + ST * KVBYTES;
+    /* barriers, 8 bytes each: full_q[QS], empty_q[QS], then full_k[ST], full_v[ST], empty_k[ST], empty_v[ST] */
+#define FULL_Q(s) (bar + 8 * (s))
+#define EMPTY_Q(s) (bar + 8 * (QS + (s)))
+#define FULL_K(s) (bar + 16 * QS + 8 * (s))
+#define FULL_V(s) (bar + 16 * QS + 8 * (ST + (s)))
+#define EMPTY_K(s) (bar + 16 * QS + 8 * (2 * ST + (s)))
+#define EMPTY_V(s) (bar + 16 * QS + 8 * (3 * ST + (s)))
 
     const int tid = threadIdx.x, wg = tid >> 7;
     const int64_t nwork = (int64_t)nmb * a.batch * a.heads;
     const bool i32 = nwork <= INT32_MAX;
 
     if (tid == 0) {
-        pa_bar_init(full_q, 1);
-        pa_bar_init(empty_q, NC); /* one arrival per consumer warpgroup */
+        for (int s = 0; s < QS; ++s) {
+            pa_bar_init(FULL_Q(s), 1);
+            pa_bar_init(EMPTY_Q(s), NC); /* one arrival per consumer warpgroup */
+        }
         for (int s = 0; s < ST; ++s) {
             pa_bar_init(FULL_K(s), 1);
             pa_bar_init(FULL_V(s), 1);
@@ -338,10 +342,12 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
             const int64_t lin = sm90_item(r, base);
             sm90_work w;
             if (lin >= nwork || !sm90_work_of<BM, BN, VL>(a, lin, nmb, chunk, i32, w)) continue;
-            if (qi > 0) pa_bar_wait(empty_q, (qi - 1) & 1);
-            pa_bar_expect_tx(full_q, QBYTES);
+            const int qs = qi % QS, qu = qi / QS;
+            if (qu > 0) pa_bar_wait(EMPTY_Q(qs), (qu - 1) & 1);
+            pa_bar_expect_tx(FULL_Q(qs), QBYTES);
 #pragma unroll
-            for (int c = 0; c < NB; ++c) pa_tma_load_4d(q_s + c * QBLK, &tq, full_q, c * 64, w.q0 + w.m0, w.h, w.tb);
+            for (int c = 0; c < NB; ++c)
+                pa_tma_load_4d(q_s + qs * QBYTES + c * QBLK, &tq, FULL_Q(qs), c * 64, w.q0 + w.m0, w.h, w.tb);
             ++qi;
             for (int n = w.n_lo; n < w.n_hi; ++n, ++it) {
                 const int s = it % ST, u = it / ST;
@@ -367,7 +373,6 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
     const int cw = wg - 1, lane = tid & 31, wq = (tid >> 5) & 3;
     const int rowc = cw * 64 + wq * 16 + (lane >> 2); /* this thread's rows in the block: rowc, rowc + 8 */
     const T tag = T();
-    const uint32_t q_wg = q_s + cw * 64 * 128; /* this warpgroup's 64 rows of each column block */
     const bool leader = (tid & 127) == 0;     /* arrives on the free barriers for its warpgroup */
     int it = 0, qi = 0;
     for (int64_t r = 0, base = 0; base < nwork; ++r, base += gridDim.x) {
@@ -384,7 +389,10 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
         float sc[BN / 2], corr[2];
         uint32_t pf[BN / 16][4];
 
-        pa_bar_wait(full_q, qi & 1);
+        const int qs = qi % QS;
+        const uint32_t q_wg = q_s + qs * QBYTES + cw * 64 * 128; /* this warpgroup's 64 rows of each column block */
+        const uint32_t empty_q = EMPTY_Q(qs);
+        pa_bar_wait(FULL_Q(qs), (qi / QS) & 1);
         ++qi;
         /* S = Q K^T of the tile in slot s (committed as one wgmma group) */
 #define ISSUE_S(s)                                                                                                \
@@ -499,6 +507,8 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
 #undef ISSUE_S
         sm90_epilogue<T, NO, VL>(a, w, o, sm.mrow, sm.lsum, rowc, lane, tag);
     }
+#undef FULL_Q
+#undef EMPTY_Q
 #undef FULL_K
 #undef FULL_V
 #undef EMPTY_K
