@@ -300,7 +300,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
 #ifdef PA_SM90_DEVICE
     constexpr int BM = PA_SM90_BM_NC(NC), NB = D / 64; /* rows, 64-column blocks */
     constexpr int QBLK = BM * 128, KBLK = BN * 128;    /* bytes of one column block of Q, of K or V */
-    constexpr int QBYTES = NB * QBLK, KVBYTES = NB * KBLK, QS = PA_SM90_QS(D, ST);
+    constexpr int QBYTES = NB * QBLK, KVBYTES = NB * KBLK, QS = PA_SM90_QS(D);
     constexpr int NO = D / 8;                          /* 8-wide column tiles of O */
     static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256, "tile shape");
 

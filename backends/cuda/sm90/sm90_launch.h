@@ -23,8 +23,8 @@
  * each 64-column box without reading it. 128-key tiles for d64 (3 K/V slots) and d128 (2), 112 for
  * d192 (2; FlashAttention-3's d192 tile: the largest multiple of 16 whose two slots fit beside Q),
  * 64 for d256 (2; its O accumulator alone is 128 registers a thread). Shared memory
- * (PA_SM90_SMEM, with two Q slots for d64 and d128): about 145, 193, 217 and 193 KB of the H100/H200's
- * 227 KB per block. */
+ * (PA_SM90_SMEM, with two Q slots for d64): about 145, 161, 217 and 193 KB of the H100/H200's 227 KB
+ * per block. */
 #define PA_SM90_DIMS(X) X(64) X(128) X(192) X(256)
 #define PA_SM90_BN(d) ((d) == 256 ? 64 : (d) == 192 ? 112 : 128)
 /* d128 with three slots needs 225 KB (fits the 227 KB): -DPA_SM90_STAGES_D128=3 in both CMAKE_C_FLAGS
@@ -33,18 +33,19 @@
 #define PA_SM90_STAGES_D128 2
 #endif
 #define PA_SM90_STAGES(d) ((d) == 64 ? 3 : (d) == 128 ? PA_SM90_STAGES_D128 : 2)
-/* Q slots: two where they fit (d64, d128), so that the producer loads the next work item's Q while
- * the consumers still wait on this one's: items of one or two key tiles (short sequences) would
- * otherwise pay a Q load latency each, one after another. -DPA_SM90_Q_SLOTS=1 (C and CUDA flags)
- * builds one slot everywhere for an A/B. d192 and d256 have no room for a second. */
+/* Q slots: two for d64, so that the producer loads the next work item's Q while the consumers still
+ * wait on this one's (items of one or two key tiles would otherwise pay a Q load latency each, one
+ * after another): +1-5% on short non-causal d64 (H200, A/B in NOTES.md). d128 measured 1-2% slower
+ * with two, and d192/d256 have no room. -DPA_SM90_Q_SLOTS=1 (C and CUDA flags) builds one slot for
+ * an A/B. */
 #ifndef PA_SM90_Q_SLOTS
 #define PA_SM90_Q_SLOTS 2
 #endif
-#define PA_SM90_QS(d, st) ((d) <= 64 || ((d) == 128 && (st) == 2) ? PA_SM90_Q_SLOTS : 1)
+#define PA_SM90_QS(d) ((d) <= 64 ? PA_SM90_Q_SLOTS : 1)
 /* Dynamic shared memory: QS Q tiles, ST K and V slots, the barriers, and 1 KB to align the tiles. */
 #define PA_SM90_SMEM_SHAPE(d, nc, bn, st)                                                               \
-    (PA_SM90_QS(d, st) * PA_SM90_BM_NC(nc) * (d) * 2 + 2 * (st) * (bn) * (d) * 2 +                      \
-     8 * (2 * PA_SM90_QS(d, st) + 4 * (st)) + 1024)
+    (PA_SM90_QS(d) * PA_SM90_BM_NC(nc) * (d) * 2 + 2 * (st) * (bn) * (d) * 2 +                      \
+     8 * (2 * PA_SM90_QS(d) + 4 * (st)) + 1024)
 #define PA_SM90_SMEM(d) PA_SM90_SMEM_SHAPE(d, PA_SM90_NC(d), PA_SM90_BN(d), PA_SM90_STAGES(d))
 /* Sequence lengths and indices are int32 inside the kernel, as in cuda-sm80. */
 #define PA_SM90_MAX_SEQ ((1 << 30) - 1)
