@@ -84,10 +84,9 @@ portattn_status_t check_view(view *t, int must_not_self_overlap, char *why, size
 
 portattn_status_t check_struct_size(size_t got, size_t want, const char *init_fn, char *why, size_t why_len)
 {
-    if (got > want)
-        return pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED,
-                      "params->struct_size = %zu is from a newer portattn than this library (%zu)", got, want);
-    if (got != want) return INVALID("params->struct_size = %zu, expected %zu (initialise with %s)", got, want, init_fn);
+    if (got != want)
+        return INVALID("params->struct_size = %zu, expected %zu: not initialised with %s? (or built against a newer "
+                       "portattn.h than this library)", got, want, init_fn);
     return PORTATTN_SUCCESS;
 }
 
@@ -275,12 +274,12 @@ static portattn_status_t check_kv_cache(const portattn_fwd_params_t *p, int64_t 
 portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, char *why, size_t why_len)
 {
     if (!in) return INVALID("params is NULL");
-    /* Only the sizes this library was built with are trusted: any other value is far more often an
-     * uninitialised struct than a caller built against a newer header. */
-    if (in->struct_size != sizeof(portattn_fwd_params_t) && in->struct_size != PORTATTN_FWD_PARAMS_SIZE_V1)
-        return INVALID("params->struct_size = %zu, expected %zu (or %zu for a 0.1 caller): not initialised with "
-                       "portattn_fwd_params_init? (or built against a newer portattn.h than this library)",
-                       in->struct_size, sizeof(portattn_fwd_params_t), (size_t)PORTATTN_FWD_PARAMS_SIZE_V1);
+    /* The 0.1 struct is still accepted; otherwise the one rule of every params struct (check_struct_size). */
+    if (in->struct_size != PORTATTN_FWD_PARAMS_SIZE_V1) {
+        const portattn_status_t st =
+            check_struct_size(in->struct_size, sizeof(portattn_fwd_params_t), "portattn_fwd_params_init", why, why_len);
+        if (st != PORTATTN_SUCCESS) return st;
+    }
     memset(pb, 0, sizeof *pb);
     memcpy(&pb->p, in, in->struct_size); /* an older, smaller struct leaves the newer fields zero */
     pb->p.struct_size = sizeof pb->p;

@@ -27,9 +27,10 @@ int views_overlap(const view *a, const view *b);
 view make_view(const char *name, const portattn_tensor_t *t, int64_t nb, int64_t s, int64_t h, int64_t d,
                int64_t elem, int varlen);
 
-/* The struct_size rule of the backward and merge params (one size each so far): larger than this
- * library's struct is NOT_SUPPORTED (a newer caller), any other mismatch INVALID_ARGUMENT naming the
- * init function the caller should have called. */
+/* The struct_size rule of every params struct: any size but this library's is INVALID_ARGUMENT, naming
+ * the init function the caller should have called. Only the sizes the library was built with are
+ * trusted: any other value is far more often an uninitialised struct than a caller built against a
+ * newer header, and the message names both. (The forward also accepts its 0.1 size.) */
 portattn_status_t check_struct_size(size_t got, size_t want, const char *init_fn, char *why, size_t why_len);
 
 #endif

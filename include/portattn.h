@@ -230,7 +230,8 @@ PORTATTN_API portattn_status_t portattn_forward_query(const portattn_fwd_params_
  * query sees, and of rows that see no key, are written as 0. Under varlen, token rows past the last
  * sequence (cu_seqlens[batch] < the packed total) are not written, as in the forward. */
 typedef struct portattn_bwd_params {
-    size_t struct_size; /* sizeof(portattn_bwd_params_t), set by portattn_bwd_params_init */
+    size_t struct_size; /* sizeof(portattn_bwd_params_t), set by portattn_bwd_params_init; any other
+                           size is INVALID_ARGUMENT */
 
     portattn_dtype_t dtype; /* of Q, K, V, O, dO, dQ, dK and dV */
     int64_t batch;
@@ -301,7 +302,8 @@ PORTATTN_API portattn_status_t portattn_backward_query(const portattn_bwd_params
  * Packed (varlen) results: batch 1, seqlen_q = the packed total, LSE strides (0, head, token).
  * O_part and LSE_part are read only and must share no memory with O or LSE. */
 typedef struct portattn_merge_params {
-    size_t struct_size;          /* sizeof(portattn_merge_params_t), set by portattn_merge_params_init */
+    size_t struct_size;          /* sizeof(portattn_merge_params_t), set by portattn_merge_params_init; any
+                                    other size is INVALID_ARGUMENT */
     portattn_dtype_t dtype;      /* of o */
     portattn_dtype_t dtype_part; /* of o_part; 0 = the same as dtype */
     int64_t batch, seqlen_q, heads_q, head_dim_v;
