@@ -23,10 +23,14 @@ static int sm80_probe(char *detail, size_t detail_len)
 
 #define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
 
-/* Few query tokens per sequence (and every KV-cache call) go to the split-KV decode kernel. */
+/* Few query tokens per sequence (per-sequence queries, KV cache or not) go to the split-KV decode
+ * kernel; KV-cache calls with more, and every serving call (packed queries over a KV cache: the
+ * host cannot see how many rows each sequence has without reading cu_seqlens_q back), go to the
+ * paged prefill instances; so do the KV-cache calls the decode kernel declines (pages under 16 rows,
+ * head dims over 256). */
 static int sm80_decode_candidate(const pa_problem *pb)
 {
-    return pb->kv_cache || (!pb->varlen && pb->p.seqlen_q <= PA_SM80_DEC_MAX_SQ);
+    return !pb->varlen && pb->p.seqlen_q <= PA_SM80_DEC_MAX_SQ;
 }
 
 static int sm80_device_ok(char *why, size_t why_len)
@@ -78,7 +82,7 @@ static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kern
 
 static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
-    if (!sm80_device_ok(why, why_len) || !pa_fwd_not_serving(pb, why, why_len)) return 0;
+    if (!sm80_device_ok(why, why_len)) return 0;
     /* Checked for both kernels, so that the launch can route by shape alone. */
     if (pb->p.workspace && !pa_cuda_ptr_check(pb->p.workspace, "workspace", why, why_len)) return 0;
     if (sm80_decode_candidate(pb)) {
@@ -92,7 +96,11 @@ static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
             }
             return 1;
         }
-        if (pb->kv_cache) return REFUSE("KV cache needs the decode kernel: %s", dwhy);
+        if (pb->kv_cache) {
+            char pwhy[256];
+            if (sm80_prefill_supports(pb, kernel, kernel_len, pwhy, sizeof pwhy)) return 1;
+            return REFUSE("KV cache: the decode kernel declines (%s), the paged prefill too (%s)", dwhy, pwhy);
+        }
     }
     return sm80_prefill_supports(pb, kernel, kernel_len, why, why_len);
 }
@@ -122,7 +130,9 @@ int pa_sm80_prefill_ptrs_ok(const pa_problem *pb, char *why, size_t why_len)
         {p->q.data, "q.data", 1}, {p->o.data, "o.data", 1},
         {p->k.data, "k.data", needs_kv}, {p->v.data, "v.data", needs_kv},
         {p->lse, "lse", p->lse != NULL},
-        {p->cu_seqlens_q, "cu_seqlens_q", pb->varlen}, {p->cu_seqlens_k, "cu_seqlens_k", pb->varlen},
+        {p->cu_seqlens_q, "cu_seqlens_q", pb->varlen}, {p->cu_seqlens_k, "cu_seqlens_k", pb->varlen_k},
+        {p->seqused_k, "seqused_k", p->seqused_k != NULL}, {p->block_table, "block_table", p->block_table != NULL},
+        {p->k_new.data, "k_new.data", pb->seqlen_new > 0}, {p->v_new.data, "v_new.data", pb->seqlen_new > 0},
     };
     return sm80_ptrs_ok(ptrs, sizeof ptrs / sizeof ptrs[0], why, why_len);
 }
@@ -148,11 +158,12 @@ static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kern
     const int bm = pa_sm80_block_rows(d);
     if (bm == 0) return REFUSE("cannot read the device's shared memory per SM");
 
+    if (pb->kv_cache && !pa_sm80_paged_ok(pb, why, why_len)) return 0;
     if (p->batch > 0 && pb->max_seqlen_q > 0 &&
-        (!pa_fwd_layouts_ok(pb, why, why_len) || !pa_sm80_prefill_ptrs_ok(pb, why, why_len)))
+        ((!pb->kv_cache && !pa_fwd_layouts_ok(pb, why, why_len)) || !pa_sm80_prefill_ptrs_ok(pb, why, why_len)))
         return 0;
     if (kernel && kernel_len)
-        pa_kernel_name(kernel, kernel_len, "sm80", dt, d, pb, bm, PA_SM80_BN(d));
+        pa_kernel_name(kernel, kernel_len, pb->kv_cache ? "sm80-paged" : "sm80", dt, d, pb, bm, PA_SM80_BN(d));
     return 1;
 }
 
