@@ -33,6 +33,31 @@ static int sm80_decode_candidate(const pa_problem *pb)
     return !pb->varlen && pb->p.seqlen_q <= PA_SM80_DEC_MAX_SQ;
 }
 
+/* A serving call whose every sequence has one query token (max_seqlen_q 1 and as many tokens as
+ * sequences: counts of at most 1 that sum to the batch are all 1) is a decode batch: packed token b
+ * is sequence b's, so Q, O and the LSE read as per-sequence tensors whose batch stride is the token
+ * stride, and the split-KV decode kernel takes it. 1 and that problem in *out, else 0. */
+static int sm80_serving_decodes(const pa_problem *pb, pa_problem *out)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    if (!pa_serving(pb) || pb->max_seqlen_q != 1 || p->seqlen_q != p->batch) return 0;
+    *out = *pb;
+    out->varlen = 0;
+    out->p.cu_seqlens_q = NULL;
+    out->p.seqlen_q = 1, out->p.max_seqlen_q = 0;
+    out->p.q.stride[0] = p->q.stride[1], out->p.o.stride[0] = p->o.stride[1];
+    out->p.lse_stride[0] = p->lse_stride[2];
+    return 1;
+}
+
+/* The problem the decode kernel would take for this call (pb itself, or the rewritten serving decode
+ * batch in *tmp), or NULL when the call is not decode-shaped. */
+static const pa_problem *sm80_decode_view(const pa_problem *pb, pa_problem *tmp)
+{
+    if (sm80_decode_candidate(pb)) return pb;
+    return sm80_serving_decodes(pb, tmp) ? tmp : NULL;
+}
+
 static int sm80_device_ok(char *why, size_t why_len)
 {
     int major = 0, minor = 0;
@@ -85,14 +110,16 @@ static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (!sm80_device_ok(why, why_len)) return 0;
     /* Checked for both kernels, so that the launch can route by shape alone. */
     if (pb->p.workspace && !pa_cuda_ptr_check(pb->p.workspace, "workspace", why, why_len)) return 0;
-    if (sm80_decode_candidate(pb)) {
+    pa_problem tmp;
+    const pa_problem *dp = sm80_decode_view(pb, &tmp);
+    if (dp) {
         char dwhy[256];
-        if (sm80_decode_ok(pb, dwhy, sizeof dwhy)) {
+        if (sm80_decode_ok(dp, dwhy, sizeof dwhy)) {
             if (kernel && kernel_len) {
                 char note[48];
-                const int d = pa_sm80_decode_dim(pb);
-                pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80-decode<%s,d%d%s,splits=%d>", pa_dtype_name(pb->p.dtype),
-                       d, pa_dims_note(pb, d, note, sizeof note), pa_sm80_decode_splits(pb));
+                const int d = pa_sm80_decode_dim(dp);
+                pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80-decode<%s,d%d%s,splits=%d>", pa_dtype_name(dp->p.dtype),
+                       d, pa_dims_note(dp, d, note, sizeof note), pa_sm80_decode_splits(dp));
             }
             return 1;
         }
@@ -106,20 +133,28 @@ static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
 }
 
 /* The kernel supports() picked: the selector ran it (pointer checks included) just before, so the
- * launch re-derives the choice from the shape alone (pointer queries cost microseconds a call). */
-static int sm80_use_decode(const pa_problem *pb)
+ * launch re-derives the choice from the shape alone (pointer queries cost microseconds a call):
+ * the decode kernel's problem, or NULL for the prefill kernels. */
+static const pa_problem *sm80_use_decode(const pa_problem *pb, pa_problem *tmp)
 {
     char why[256];
-    return sm80_decode_candidate(pb) && sm80_decode_shape_ok(pb, why, sizeof why);
+    const pa_problem *dp = sm80_decode_view(pb, tmp);
+    return dp && sm80_decode_shape_ok(dp, why, sizeof why) ? dp : NULL;
 }
 
 static portattn_status_t sm80_run(const pa_problem *pb, void *stream, char *err, size_t err_len)
 {
-    return sm80_use_decode(pb) ? pa_sm80_decode_launch(pb, stream, err, err_len)
-                               : pa_cuda_sm80_launch(pb, stream, err, err_len);
+    pa_problem tmp;
+    const pa_problem *dp = sm80_use_decode(pb, &tmp);
+    return dp ? pa_sm80_decode_launch(dp, stream, err, err_len) : pa_cuda_sm80_launch(pb, stream, err, err_len);
 }
 
-static size_t sm80_workspace(const pa_problem *pb) { return sm80_use_decode(pb) ? pa_sm80_decode_workspace(pb) : 0; }
+static size_t sm80_workspace(const pa_problem *pb)
+{
+    pa_problem tmp;
+    const pa_problem *dp = sm80_use_decode(pb, &tmp);
+    return dp ? pa_sm80_decode_workspace(dp) : 0;
+}
 
 /* Prefill kernels (and cuda-sm90's): every pointer they read is usable by the current device. */
 int pa_sm80_prefill_ptrs_ok(const pa_problem *pb, char *why, size_t why_len)
