@@ -67,7 +67,8 @@ struct cfg {
 
 static const cfg cfgs[] = {
     /* chunk over a longer cache, a decode, an idle sequence, sq == sk, more queries than keys */
-    {"serve_page16_gqa2_causal_d64", 1, 5, 0, 4, 2, 64, 16, 300, 1, -1, -1, 0, 0, {100, 1, 0, 37, 20}, {300, 200, 50, 37, 5}},
+    {"serve_page16_gqa2_causal_d64", 1, 5, 0, 4, 2, 64, 16, 300, 1, -1, -1, 0, 0, {100, 1, 0, 37, 20},
+     {300, 200, 50, 37, 5}},
     {"serve_page1_mqa_softcap_d128", 1, 4, 0, 4, 1, 128, 1, 160, 0, -1, -1, 8, 0, {70, 1, 130, 3}, {160, 90, 130, 3}},
     {"serve_page256_window_d64", 1, 3, 0, 2, 2, 64, 256, 600, 1, 40, -1, 0, 0, {150, 1, 64}, {600, 333, 64}},
     {"serve_page64_negscale_d128", 1, 3, 0, 4, 2, 128, 64, 400, 0, 30, 30, 0, -0.1f, {129, 65, 1}, {400, 131, 64}},

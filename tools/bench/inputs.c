@@ -51,7 +51,8 @@ int varlen_lengths(const shape *s, bufs *b, extent *e, row *r)
 
 int serve_lengths(const shape *s, bufs *b, extent *e, row *r)
 {
-    if (!(b->hcu_q = malloc(sizeof(int32_t) * (size_t)(s->b + 1))) || !(b->hused = malloc(sizeof(int32_t) * (size_t)s->b)))
+    if (!(b->hcu_q = malloc(sizeof(int32_t) * (size_t)(s->b + 1))) ||
+        !(b->hused = malloc(sizeof(int32_t) * (size_t)s->b)))
         return row_error(r, "out of host memory");
     b->hcu_q[0] = 0;
     *e = (extent){0, s->b * s->sk, 0, s->sk};

@@ -118,8 +118,8 @@ static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
             if (kernel && kernel_len) {
                 char note[48];
                 const int d = pa_sm80_decode_dim(dp);
-                pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80-decode<%s,d%d%s,splits=%d>", pa_dtype_name(dp->p.dtype),
-                       d, pa_dims_note(dp, d, note, sizeof note), pa_sm80_decode_splits(dp));
+                pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80-decode<%s,d%d%s,splits=%d>",
+                       pa_dtype_name(dp->p.dtype), d, pa_dims_note(dp, d, note, sizeof note), pa_sm80_decode_splits(dp));
             }
             return 1;
         }

@@ -41,7 +41,7 @@ extern "C" int pa_sm80_dim(const pa_problem *pb)
 
 extern "C" int pa_sm80_dims_ok(const pa_problem *pb, char *why, size_t why_len)
 {
-    return pb->kv_cache ? pa_fwd_dims_ok(sm80_paged_dims, SM80_NPAGED, pb, "cuda-sm80 over a KV cache", why, why_len)
+    return pb->kv_cache ? pa_fwd_dims_ok(sm80_paged_dims, SM80_NPAGED, pb, "paged prefill (KV cache)", why, why_len)
                         : pa_fwd_dims_ok(sm80_dims, SM80_NDIMS, pb, "cuda-sm80", why, why_len);
 }
 
