@@ -124,6 +124,6 @@ void pa_kernel_name(char *buf, size_t len, const char *family, const char *dtype
 int pa_fwd_not_serving(const pa_problem *pb, char *why, size_t why_len)
 {
     if (!pa_serving(pb)) return 1;
-    return REFUSE("packed queries over a KV cache (cu_seqlens_q with seqused_k/block_table): no tiled kernel takes "
-                  "them yet (cuda-generic does)");
+    return REFUSE("packed queries over a KV cache (cu_seqlens_q with seqused_k/block_table): not this kernel "
+                  "(cuda-sm80's paged prefill and cuda-generic take them)");
 }

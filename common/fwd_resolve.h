@@ -40,9 +40,9 @@ const char *pa_dims_note(const struct pa_problem *pb, int d, char *buf, size_t l
 void pa_kernel_name(char *buf, size_t len, const char *family, const char *dtype, int d, const struct pa_problem *pb,
                     int bm, int bn);
 int pa_fwd_dims_ok(const int *dims, int n, const struct pa_problem *pb, const char *who, char *why, size_t why_len);
-/* The tiled kernels' refusal of packed queries over a KV cache (pa_serving): 1 when the call is not
- * one, else 0 and why. One place, so that every fast backend says the same and selection falls to
- * cuda-generic (and the CPU). */
+/* The refusal of packed queries over a KV cache (pa_serving) by the tiled kernels that do not take
+ * them (all but cuda-sm80's paged prefill): 1 when the call is not one, else 0 and why. One place, so
+ * that they all say the same. */
 int pa_fwd_not_serving(const struct pa_problem *pb, char *why, size_t why_len);
 #ifdef __cplusplus
 }

@@ -13,11 +13,19 @@
         "decode_sq8_gqa4_bhsd_paged32", "decode_padded_append3_nolse", "decode_splits7_negscale",                \
         "decode_splits128_short", "decode_nosplit_long"
 
-/* Packed queries over a KV cache: cuda-generic and the CPU only (pa_fwd_not_serving refuses the rest). */
-#define SERVE_CASES                                                                                           \
+/* Packed queries over a KV cache: the CPU, cuda-generic and cuda-sm80's paged prefill instances
+ * (d64/d128; pa_fwd_not_serving refuses the rest). */
+#define SERVE_SM80_CASES                                                                                      \
     "serve_mix_paged16_gqa4_causal", "serve_mix_paged64_causal_window", "serve_mix_paged256_mqa_softcap",        \
-        "serve_paged16_full_d256", "serve_used_padded_gqa8_nolse", "serve_decodes_paged64_splits3",              \
-        "serve_mix_paged16_bhsd_window", "serve_mix_paged256_d59_v37"
+        "serve_used_padded_gqa8_nolse", "serve_decodes_paged64_splits3", "serve_mix_paged16_bhsd_window",         \
+        "serve_mix_paged8_gqa4_d96"
+/* ... and those with head dims over 128 (no paged d256 instance) or not multiples of 8 */
+#define SERVE_WIDE_CASES "serve_paged16_full_d256", "serve_mix_paged256_d59_v37"
+#define SERVE_CASES SERVE_SM80_CASES, SERVE_WIDE_CASES
+/* More than 16 query tokens per sequence over a KV cache: past the decode kernels; cuda-sm80 takes
+ * them on its paged prefill instances. */
+#define KV_PREFILL_CASES \
+    "kvprefill_paged16_gqa4_causal", "kvprefill_append40_paged64_window", "kvprefill_page1_mqa_softcap"
 
 /* head dims that are not multiples of 8, and a non-unit innermost stride */
 #define ODD_SHAPE_CASES "d59_v37_odd", "layout_strided_d"
@@ -30,20 +38,23 @@
 #define DECODE_DIM_CASES "d80_decode_paged16_gqa4", "d200_decode_split_causal", "d32_v96_decode_append2"
 
 static const char *const none[] = {NULL};
-static const char *const sm80[] = {ODD_SHAPE_CASES, SERVE_CASES, NULL};
+static const char *const sm80[] = {ODD_SHAPE_CASES, SERVE_WIDE_CASES, NULL};
 /* cuda-sm90: no decode shapes (16 query tokens or fewer) and no KV cache: cuda-sm80 takes those */
 #define SM90_DECODE_CASES \
-    "single", "sq7_sk17", "sk0_masked", "sink1_decode_gqa4", DECODE_DIM_CASES, KV_CACHE_CASES, SERVE_CASES
+    "single", "sq7_sk17", "sk0_masked", "sink1_decode_gqa4", DECODE_DIM_CASES, KV_CACHE_CASES, SERVE_CASES, \
+        KV_PREFILL_CASES
 static const char *const sm90[] = {ODD_SHAPE_CASES, SM90_DECODE_CASES, NULL};
 static const char *const sm100[] = {ODD_SHAPE_CASES, SM90_DECODE_CASES, SM100_DIM_CASES, NULL};
-static const char *const hip[] = {ODD_SHAPE_CASES, DECODE_DIM_CASES, KV_CACHE_CASES, SERVE_CASES, NULL};
+static const char *const hip[] = {ODD_SHAPE_CASES, DECODE_DIM_CASES, KV_CACHE_CASES, SERVE_CASES, KV_PREFILL_CASES,
+                                  NULL};
 /* hip-cdna: its split-KV decode kernel takes the KV-cache cases, as cuda-sm80's does */
-static const char *const hip_cdna[] = {ODD_SHAPE_CASES, SERVE_CASES, NULL};
+static const char *const hip_cdna[] = {ODD_SHAPE_CASES, SERVE_CASES, KV_PREFILL_CASES, NULL};
 
 /* The backward (cpu and cuda-generic): every case but the KV-cache and serving ones, which have no backward. */
-static const char *const bwd[] = {KV_CACHE_CASES, DECODE_DIM_CASES, SERVE_CASES, NULL};
+static const char *const bwd[] = {KV_CACHE_CASES, DECODE_DIM_CASES, SERVE_CASES, KV_PREFILL_CASES, NULL};
 /* cuda-sm80's backward: head dims 64, 96 and 128 with Dqk == Dv (no padded instances), f16 and bf16 */
-static const char *const bwd_sm80[] = {KV_CACHE_CASES, DECODE_DIM_CASES, SERVE_CASES, ODD_SHAPE_CASES, "d32", "d80",
+static const char *const bwd_sm80[] = {KV_CACHE_CASES, DECODE_DIM_CASES, SERVE_CASES, KV_PREFILL_CASES, ODD_SHAPE_CASES,
+                                       "d32", "d80",
                                        "d160", "d192_v128", "d40", "d48_causal_gqa2", "d112_varlen", "d224_causal",
                                        "d136_v72_window", "d64_v128_varlen_causal", "d256", "d256_causal",
                                        "varlen_softcap_d256", "d192_padded", "d96_v160_padded", NULL};

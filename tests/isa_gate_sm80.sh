@@ -11,7 +11,8 @@ isa_setup sm80 "${1:-}" "${2:-}" "${3:-}"
 INC="-I$SRC/include -I$SRC/common -I$SRC/backends/cuda -I$SRC/backends/cuda/sm80"
 
 : > "$WORK/smem.txt"
-for cu in "$SRC"/backends/cuda/sm80/sm80_fwd_d*.cu "$SRC"/backends/cuda/sm80/sm80_decode_d*.cu \
+for cu in "$SRC"/backends/cuda/sm80/sm80_fwd_d*.cu "$SRC"/backends/cuda/sm80/sm80_fwd_paged_d*.cu \
+          "$SRC"/backends/cuda/sm80/sm80_decode_d*.cu \
           "$SRC"/backends/cuda/sm80/sm80_bwd_d*.cu; do
   isa_compile "$cu" -gencode=arch=compute_80,code=compute_80 sm_80 || continue
   # the instance's dynamic shared memory, as the kernel file states it in a PTX global
@@ -25,10 +26,10 @@ isa_count "$WORK/all.ptx" 58 'mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f3
 
 echo "== ptxas -v, sm_80 (per kernel: registers, stack frame, spill stores/loads; dynamic smem per head dim)"
 cat "$WORK/smem.txt" 2>/dev/null | sed 's/^/  dynamic shared memory: /'
-isa_ptxas_table 44 "prefill: 7 shapes, decode: 3 head dims with combine, backward: 3 head dims x 3 kernels; x f16/bf16"
+isa_ptxas_table 48 "prefill: 7 shapes, paged prefill: 2 head dims, decode: 3 head dims with combine, backward: 3 head dims x 3 kernels; x f16/bf16"
 
 echo "== SASS (sm_80 cubins)"
-if isa_sass 58 "$WORK"/sm80_fwd_d*.cubin "$WORK"/sm80_decode_d*.cubin "$WORK"/sm80_bwd_d*.cubin; then
+if isa_sass 58 "$WORK"/sm80_fwd_d*.cubin "$WORK"/sm80_fwd_paged_d*.cubin "$WORK"/sm80_decode_d*.cubin "$WORK"/sm80_bwd_d*.cubin; then
   isa_count "$WORK/all.sass" 58 'HMMA.16816.F32.BF16' 'HMMA.16816.F32' 'LDSM.16.M88.4' 'LDSM.16.MT88.4' 'LDGSTS'
 fi
 [ $fail -eq 0 ] && echo "ISA gate sm80: PASS" || echo "ISA gate sm80: FAIL"

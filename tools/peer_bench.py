@@ -16,6 +16,7 @@ input dtype stands in.
   PORTATTN_LIBRARY=build/libportattn.so python3 tools/peer_bench.py --json peers.json   # 8 points
   python3 tools/peer_bench.py --sweep standard --json h200.json   # the README's tables
   python3 tools/peer_bench.py --sweep decode                      # one query token, GQA 32/8, d128
+  python3 tools/peer_bench.py --sweep serve --backend cuda-sm80    # 2048-token chunk over 16k, pages 16/64
   python3 tools/peer_bench.py --host-cost                         # host time per call, tiny shape
   python3 tools/peer_bench.py --backend cuda-sm80 --d 128 --s 8192 16384 --causal yes
   python3 tools/peer_bench.py --sweep standard --sdpa-portattn    # also SDPA FLASH running on portattn
@@ -23,7 +24,10 @@ input dtype stands in.
 Sweeps: prefill = bf16 and fp16, d 64/128/256, s 512..16384, causal no and yes; decode = batch 1/8/32
 x KV 4k/16k/64k, Hq 32, Hkv 8, d128, bf16; standard = both; encoder = six model shapes (ViT-B/16,
 ViT-L/14, BERT-base, BERT at 128 tokens, CLIP text, a Llama prefill of 512), non-causal, --dtype's
-dtypes. --shape B,S,H,D times one model's shape instead of the FlashAttention benchmark's points.
+dtypes; serve = a chunk of --serve-q tokens over --serve-kv cached tokens (GQA 32/8, d128, causal
+bottom-right), portattn contiguous and as a serving call over a shuffled page table of each
+--serve-pages size, SDPA with a lower-right causal mask. --shape B,S,H,D times one model's shape
+instead of the FlashAttention benchmark's points.
 SDPA takes (B, H, S, D) and portattn (B, S, H, D): both see the same memory through transposed views (--layout says which one is the
 contiguous storage). --sdpa-portattn (PyTorch 2.11+) adds to every point the row "SDPA-FLASH[portattn]":
 F.scaled_dot_product_attention under SDPBackend.FLASH_ATTENTION with portattn.torch active (fallback off:
@@ -231,6 +235,46 @@ def decode_point(torch, args, pt):
     return row, inputs(torch, args, args.layout, b, 1, skv, hq, hk, d, getattr(torch, DTYPES[dt]))
 
 
+def serve_point(torch, args, pt):
+    """A chunk of sq query tokens over a cache of skv tokens (the last sq of them), GQA 32/8, d128,
+    causal bottom-right: portattn's contiguous call and the same keys through a shuffled page table
+    (a serving call, --serve-pages), beside SDPA with a lower-right causal mask (K/V heads expanded:
+    PyTorch has no flash_attn_with_kvcache form, so the contiguous chunk is the yardstick)."""
+    dt, sq, skv = pt
+    hq, hk, d = 32, 8, 128
+    pairs = sq * (skv - sq) + sq * (sq + 1) / 2.0
+    row = {"mode": "serve", "dtype": dt, "d": d, "sq": sq, "skv": skv, "hq": hq, "hk": hk, "causal": True,
+           "layout": "bshd", "flops": 4.0 * hq * pairs * d, "impls": {}}
+    return row, inputs(torch, args, "bshd", 1, sq, skv, hq, hk, d, getattr(torch, DTYPES[dt]))
+
+
+def serve_paged(torch, portattn, row, qp, kp, vp, page, variants, run_ours):
+    """The serving form of a serve point: K/V copied into a pool of pages in a shuffled order, one
+    sequence (cu_seqlens_q [0, sq], seqused_k [skv]), the packed queries."""
+    sq, skv = qp.shape[1], kp.shape[1]
+    n = -(-skv // page)
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(page)).cuda()
+    pools = []
+    for t in (kp, vp):
+        pool = torch.zeros((n, page) + tuple(t.shape[2:]), dtype=t.dtype, device=t.device)
+        flat = torch.zeros((n * page,) + tuple(t.shape[2:]), dtype=t.dtype, device=t.device)
+        flat[:skv] = t[0]
+        pool[perm] = flat.view(pool.shape)
+        pools.append(pool)
+    table = perm.to(torch.int32).view(1, n)
+    cu = torch.tensor([0, sq], dtype=torch.int32, device="cuda")
+    used = torch.tensor([skv], dtype=torch.int32, device="cuda")
+    q = qp[0]
+    kw = dict(causal=True, seqused_k=used, block_table=table)
+    for variant in variants:
+        run_ours("portattn%s[paged %d]" % ("" if variant is None else "[%s]" % variant, page), variant,
+                 lambda be: portattn.which(q, pools[0], pools[1], cu_seqlens_q=cu, cu_seqlens_k=None,
+                                           max_seqlen_q=sq, max_seqlen_k=skv, backend=be, **kw),
+                 lambda be, out: portattn.flash_attn_varlen_func(q, pools[0], pools[1], cu, None, sq, skv,
+                                                                 backend=be, out=out, **kw),
+                 lambda o: o.unsqueeze(0))
+
+
 def run_point(torch, F, portattn, row, tensors, args, ctx, bench, variants):
     """Runs the peers and every portattn variant on one point; fills and returns the row."""
     (qs, ks, vs), (qp, kp, vp) = tensors
@@ -241,8 +285,16 @@ def run_point(torch, F, portattn, row, tensors, args, ctx, bench, variants):
     torch.cuda.synchronize()
     row["ref_s"] = round(time.time() - t0, 2)
 
-    def sdpa():
-        return F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal, **gqa)
+    if row["mode"] == "serve":  # queries bottom-right: SDPA's is_causal is top-left, so a CausalBias
+        from torch.nn.attention.bias import causal_lower_right
+        mask = causal_lower_right(qs.shape[2], ks.shape[2])
+        kx, vx = (t.repeat_interleave(qs.shape[1] // ks.shape[1], dim=1) for t in (ks, vs))
+
+        def sdpa():
+            return F.scaled_dot_product_attention(qs, kx, vx, attn_mask=mask)
+    else:
+        def sdpa():
+            return F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal, **gqa)
 
     def run_peer(name):
         res = {}
@@ -273,22 +325,22 @@ def run_point(torch, F, portattn, row, tensors, args, ctx, bench, variants):
         row["bound_from"] = "SDPA MATH" if worst else "floor"
     row["bound"] = max(args.tol_factor * max(worst), args.tol_floor) if worst else args.tol_floor
 
-    for variant in variants:
-        label = "portattn" if variant is None else "portattn[%s]" % variant
+    def run_ours(label, variant, which, call, as4d):
+        """One portattn form: which(variant) names the kernel, call(variant, out) runs it (out=None:
+        allocate), as4d maps its output to (B, S, H, D)."""
         res = {"forced": variant}
         row["impls"][label] = res
         try:
-            sel = portattn.which(qp, kp, vp, causal=causal, backend=variant)
+            sel = which(variant)
             res.update(backend=sel["backend"], kernel=sel["kernel"], reason=sel["reason"])
-            o = portattn.flash_attn_func(qp, kp, vp, causal=causal, backend=variant)
+            o = call(variant, None)
             torch.cuda.synchronize()
-            res.update(errors(torch, o.transpose(1, 2), ref))
+            res.update(errors(torch, as4d(o).transpose(1, 2), ref))
             res["check"] = "PASS" if finite(res["rel_l2"]) and res["rel_l2"] <= row["bound"] else "FAIL"
             if not args.no_bench:
                 ob = torch.empty_like(o)
                 del o
-                timed(res, bench, lambda: portattn.flash_attn_func(qp, kp, vp, causal=causal, backend=variant, out=ob),
-                      flops, kv_bytes)
+                timed(res, bench, lambda: call(variant, ob), flops, kv_bytes)
                 for plabel, _ in PEERS:  # speed ratio: peer time / portattn time
                     pms = row["impls"][plabel].get("ms")
                     res["vs_" + plabel] = pms / res["ms"] if pms else None
@@ -302,6 +354,14 @@ def run_point(torch, F, portattn, row, tensors, args, ctx, bench, variants):
             res.setdefault("check", "FAIL")
             if not cuda_alive(torch):
                 raise CudaLost("%s: %s" % (label, res["error"]))
+
+    for variant in variants:
+        run_ours("portattn" if variant is None else "portattn[%s]" % variant, variant,
+                 lambda be: portattn.which(qp, kp, vp, causal=causal, backend=be),
+                 lambda be, out: portattn.flash_attn_func(qp, kp, vp, causal=causal, backend=be, out=out),
+                 lambda o: o)
+    for page in (args.serve_pages if row["mode"] == "serve" else []):
+        serve_paged(torch, portattn, row, qp, kp, vp, page, variants, run_ours)
     if args.sdpa_portattn:
         row["impls"][SDPA_PORTATTN] = sdpa_on_portattn(torch, sdpa, row, ref, args, ctx, bench)
     return row
@@ -372,7 +432,8 @@ def spread(r):
 
 
 def print_point(row):
-    unit = "TFLOPS" if row["mode"] == "prefill" else "KV TB/s"
+    tf = row["mode"] in ("prefill", "serve")
+    unit = "TFLOPS" if tf else "KV TB/s"
     say("  %-24s %-10s %-10s %11s %8s %9s  %s" % ("implementation", "rel-L2", "max-abs", "ms", "spread", unit, "notes"))
     for label, r in row["impls"].items():
         notes = []
@@ -390,7 +451,7 @@ def print_point(row):
             notes.append("n/a: " + r["error"] if "rel_l2" not in r else "error: " + r["error"])
         say("  %-24s %-10s %-10s %11s %8s %9s  %s" % (
             label, fmt_e(r.get("rel_l2")), fmt_e(r.get("max_abs")), fmt_f(r.get("ms"), "%.4f"),
-            fmt_f(spread(r), "%.1f%%"), fmt_f(r.get("tflops" if row["mode"] == "prefill" else "kv_TBps"), "%.2f"),
+            fmt_f(spread(r), "%.1f%%"), fmt_f(r.get("tflops" if tf else "kv_TBps"), "%.2f"),
             "  ".join(notes)))
 
 
@@ -437,6 +498,19 @@ def print_table(rows, variants):
     """Markdown: prefill TFLOPS, then decode latency; "vs" = the peer's time / portattn's (> 1: faster)."""
     pre = [r for r in rows if r["mode"] == "prefill"]
     dec = [r for r in rows if r["mode"] == "decode"]
+    srv = [r for r in rows if r["mode"] == "serve"]
+    if srv:
+        say("\n| dtype | chunk | KV tokens | portattn | kernel | ms | TFLOPS | vs contiguous | vs FA2 | check |")
+        say("|---|---|---|---|---|---|---|---|---|---|")
+    for row in srv:
+        for label, r in row["impls"].items():
+            if not ours(label) or label == SDPA_PORTATTN:
+                continue
+            base = row["impls"].get(label.split("[paged")[0], {}) if "[paged" in label else {}
+            vs = base.get("ms") / r["ms"] if base.get("ms") and r.get("ms") else None
+            say("| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+                row["dtype"], row["sq"], row["skv"], label, r.get("kernel", "-"), fmt_f(r.get("ms"), "%.4f"),
+                fmt_f(r.get("tflops")), ratio(vs), ratio(r.get("vs_FA2")), r.get("check", "?")))
     if pre:
         say("\n| dtype | d | seqlen | causal | portattn | kernel | TFLOPS portattn | FA2 | cuDNN | vs FA2 | "
             "vs cuDNN | rel-L2 portattn | bound | check |")
@@ -498,13 +572,16 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--library", help="libportattn to load (default: $PORTATTN_LIBRARY, then the search)")
     p.add_argument("--json", help="write the device, settings, protocol and every row to this file")
-    p.add_argument("--sweep", choices=["prefill", "decode", "standard", "encoder"],
+    p.add_argument("--sweep", choices=["prefill", "decode", "standard", "encoder", "serve"],
                    help="the standard points (see above) instead of --d/--s/--dtype/--causal")
     p.add_argument("--shape", action="append", default=[], metavar="B,S,H,D",
                    help="a model's shape (batch, seqlen, heads, head dim) instead of --d/--s/--tokens/--hidden; "
                         "repeat for more (the dtypes and --causal still apply)")
     p.add_argument("--decode-batch", type=int, nargs="+", default=[1, 8, 32], help="decode sweep batches")
     p.add_argument("--decode-kv", type=int, nargs="+", default=[4096, 16384, 65536], help="decode sweep KV lengths")
+    p.add_argument("--serve-q", type=int, nargs="+", default=[2048], help="serve sweep: query tokens of the chunk")
+    p.add_argument("--serve-kv", type=int, nargs="+", default=[16384], help="serve sweep: cached tokens")
+    p.add_argument("--serve-pages", type=int, nargs="+", default=[16, 64], help="serve sweep: page sizes")
     p.add_argument("--host-cost", action="store_true",
                    help="only the host time per call on a tiny shape (portattn and SDPA, --host-calls each)")
     p.add_argument("--host-calls", type=int, default=2000)
@@ -549,6 +626,9 @@ def git_commit():
 
 
 def point_name(row):
+    if row["mode"] == "serve":
+        return "serve %s chunk=%d kv=%d hq=%d hk=%d d=%d causal" % (row["dtype"], row["sq"], row["skv"], row["hq"],
+                                                                   row["hk"], row["d"])
     if row["mode"] == "prefill":
         return "%s d=%d s=%d b=%d h=%d causal=%s" % (row["dtype"], row["d"], row["s"], row["b"], row["h"],
                                                     "yes" if row["causal"] else "no")
@@ -665,7 +745,9 @@ def main(argv=None):
 
     points = []
     masks = {"no": [False], "yes": [True], "both": [False, True]}[args.causal]
-    if args.shapes:
+    if args.sweep == "serve":
+        points += [("serve", (dt, q, kv)) for dt in args.dtypes for q in args.serve_q for kv in args.serve_kv if q <= kv]
+    elif args.shapes:
         points += [("prefill", (dt, d, s, c, b, h)) for dt in args.dtypes for (b, s, h, d) in args.shapes
                    for c in masks]
     elif args.sweep != "decode":
@@ -681,7 +763,7 @@ def main(argv=None):
                 say(notes[-1])
                 continue
             torch.manual_seed(args.seed)
-            row, tensors = (prefill_point if mode == "prefill" else decode_point)(torch, args, pt)
+            row, tensors = {"prefill": prefill_point, "decode": decode_point, "serve": serve_point}[mode](torch, args, pt)
             name = point_name(row)
             say("\n[%d/%d] %s" % (i + 1, len(points), name))
             try:

@@ -109,7 +109,11 @@ def test_serving_cuda():
                          seqused_k=used.cuda(), block_table=table.cuda())
     print("    serving on %s: %s %s (skipped: %s)" % (torch.cuda.get_device_name(), sel["backend"], sel["kernel"],
                                                       sel["reason"]), flush=True)
-    assert sel["backend"] == "cuda-generic", sel
+    # compute capability 8.0+: cuda-sm80's paged prefill (head dims 32/16 run on its d64 instance)
+    if torch.cuda.get_device_capability() >= (8, 0):
+        assert sel["backend"] == "cuda-sm80" and sel["kernel"].startswith("sm80-paged"), sel
+    else:
+        assert sel["backend"] == "cuda-generic", sel
     for dt in (torch.bfloat16, torch.float16, torch.float32):
         serving_cases(torch, "cuda", dt)
     serving_error_cases(torch, "cuda")

@@ -27,6 +27,10 @@ static void usage(FILE *f)
         "                 (--layout within a page) read through a block table holding a random permutation\n"
         "                 of the pages (fixed seed); P a power of two in [1, 2^20], 0 = contiguous K/V\n"
         "                 (the default); not with --varlen\n"
+        "  --serve N1xQ1,N2xQ2,...  a serving call: N1 sequences of Q1 query tokens, N2 of Q2, ... (up to 8\n"
+        "                 groups; 'Q' alone = one sequence), packed (cu_seqlens_q) over a KV cache of --seqlen-k\n"
+        "                 tokens per sequence (seqused_k; paged with --page-size), queries the last tokens\n"
+        "                 (e.g. --serve 8x1,2x512 --seqlen-k 16384 --page-size 16: 8 decodes and 2 chunks)\n"
         );
     fprintf(f,
         "sweeps (a progress line on stderr; --causal/--window/--softcap/--lse/--layout/--page-size\n"
@@ -136,7 +140,8 @@ static int in_list(const char *name, const char *const *list, size_t n)
 /* The flags of one shape: the same on the command line and on --sweep-file lines. */
 static const char *const shape_switches[] = {"--causal", "--varlen", "--lse"};
 static const char *const shape_valued[] = {"--batch", "--seqlen", "--seqlen-q", "--seqlen-k", "--heads-q",
-    "--heads-kv", "--head-dim", "--head-dim-v", "--dtype", "--layout", "--window", "--softcap", "--page-size"};
+    "--heads-kv", "--head-dim", "--head-dim-v", "--dtype", "--layout", "--window", "--softcap", "--page-size",
+    "--serve"};
 
 /* What a flag's value must be, for the "bad value" message ("" where the flag's help says it). */
 const char *value_hint(const char *name)
@@ -156,6 +161,28 @@ void shape_in_init(shape_in *si)
 {
     memset(si, 0, sizeof *si);
     si->b = si->sq = si->sk = si->hq = si->hkv = si->d = si->dv = si->wl = si->wr = -1;
+}
+
+/* --serve "N1xQ1,N2xQ2,..." (or "Q": one sequence): groups of N sequences of Q query tokens. */
+static int parse_serve(const char *v, shape_in *si)
+{
+    char buf[256];
+    if (strlen(v) >= sizeof buf) return -1;
+    strcpy(buf, v);
+    si->nserve = 0;
+    for (char *tok = buf, *next; tok; tok = next) {
+        if ((next = strchr(tok, ','))) *next++ = 0;
+        char *x = strchr(tok, 'x');
+        int64_t n = 1, q;
+        if (x) {
+            *x = 0;
+            if (parse_i64(tok, 1, &n)) return -1;
+            tok = x + 1;
+        }
+        if (parse_i64(tok, 0, &q) || si->nserve == MAX_SERVE || n > (1 << 20)) return -1;
+        si->serve_n[si->nserve] = n, si->serve_q[si->nserve++] = q;
+    }
+    return 0;
 }
 
 /* Applies one shape flag (v = its value, NULL for a switch); -1 for a bad value. */
@@ -181,6 +208,8 @@ int shape_flag_set(shape_in *si, const char *name, const char *v)
         if (parse_f64(v, &si->softcap)) return -1;
     } else if (FLAG("--page-size")) {
         if (parse_i64(v, 0, &si->page) || si->page > MAX_PAGE_SIZE || (si->page & (si->page - 1))) return -1;
+    } else if (FLAG("--serve")) {
+        if (parse_serve(v, si)) return -1;
     } else if (FLAG("--window")) {
         char buf[64], *comma;
         if (strlen(v) >= sizeof buf) return -1;
@@ -200,10 +229,14 @@ int shape_dims_given(const shape_in *si)
 /* The shape of `si` in `dtype`, with defaults for what was not given; NULL, or why it is invalid. */
 const char *finish_shape(const shape_in *si, portattn_dtype_t dtype, shape *s)
 {
-    if (si->sq < 0 && si->sk > 0) return "--seqlen-k needs --seqlen-q or --seqlen";
+    if (si->sq < 0 && si->sk > 0 && !si->nserve) return "--seqlen-k needs --seqlen-q or --seqlen (or --serve)";
     if (si->varlen && si->page > 0)
         return "--page-size and --varlen: a paged KV cache takes per-sequence K/V (block_table), not packed "
                "sequences (cu_seqlens); use one or the other";
+    if (si->nserve && (si->varlen || si->b > 0 || si->sq > 0))
+        return "--serve sets the sequences and their query tokens itself (not with --varlen, --batch, --seqlen-q "
+               "or --seqlen; give the cache length with --seqlen-k)";
+    if (si->nserve && si->sk <= 0) return "--serve needs --seqlen-k (the cached tokens of every sequence)";
     memset(s, 0, sizeof *s);
     s->dtype = dtype;
     s->b = si->b > 0 ? si->b : 1;
@@ -217,6 +250,17 @@ const char *finish_shape(const shape_in *si, portattn_dtype_t dtype, shape *s)
     s->wl = si->wl; s->wr = si->wr;
     s->page = si->page;
     s->softcap = (float)si->softcap;
+    if (si->nserve) { /* b = the sequences, sq = the longest query run (for the table) */
+        s->nserve = si->nserve;
+        s->b = s->sq = 0;
+        for (int i = 0; i < si->nserve; i++) {
+            s->serve_n[i] = si->serve_n[i], s->serve_q[i] = si->serve_q[i];
+            s->b += si->serve_n[i];
+            s->sq = si->serve_q[i] > s->sq ? si->serve_q[i] : s->sq;
+        }
+        if (s->sq == 0) return "--serve: no query tokens at all";
+        s->sk = si->sk;
+    }
     return NULL;
 }
 

@@ -24,6 +24,7 @@
 #include "portattn.h"
 
 #define MAX_LIST 16
+#define MAX_SERVE 8 /* --serve groups */
 
 static inline int dtype_size(portattn_dtype_t t) { return t == PORTATTN_DTYPE_F32 ? 4 : 2; }
 
@@ -36,6 +37,10 @@ typedef struct shape {
     int64_t wl, wr; /* -1 = unbounded */
     int64_t page;   /* page size of a paged K/V cache; 0 = contiguous K/V */
     float softcap;
+    /* --serve: a serving call, serve_n[i] sequences of serve_q[i] query tokens each (b their sum),
+     * packed (cu_seqlens_q) over a KV cache of sk tokens per sequence (seqused_k; paged with page) */
+    int nserve;
+    int64_t serve_n[MAX_SERVE], serve_q[MAX_SERVE];
 } shape;
 
 /* A shape as given on the command line or on one --sweep-file line; -1 = not given. */
@@ -45,6 +50,8 @@ typedef struct shape_in {
     int causal, varlen, lse, bhsd;
     double softcap;
     char dtype[32]; /* "" = not given; with a sweep a comma list runs every shape once per dtype */
+    int nserve;     /* --serve, as in shape */
+    int64_t serve_n[MAX_SERVE], serve_q[MAX_SERVE];
 } shape_in;
 
 typedef enum sweep_kind { SWEEP_NONE, SWEEP_PREFILL, SWEEP_DECODE, SWEEP_FILE } sweep_kind;
@@ -155,6 +162,7 @@ typedef struct bufs {
     void *hq, *hk, *hv, *ho, *href;
     float *hlse, *hlse_ref;
     int32_t *hcu_q, *hcu_k, *hbt; /* hbt: the block table of a paged row [B, pages per sequence] */
+    int32_t *hused, *dused;       /* --serve: seqused_k */
     void *dq, *dk, *dv, *dout, *dref;
     float *dlse, *dlse_ref;
     int32_t *dcu_q, *dcu_k, *dbt;
@@ -166,6 +174,8 @@ typedef struct extent { int64_t tq, tk, maxq, maxk; } extent;
 
 /* --varlen: B random lengths in [1, S] into b->hcu_q/hcu_k, the same on every run; 1 on failure. */
 int varlen_lengths(const shape *s, bufs *b, extent *e, row *r);
+/* --serve: cu_seqlens_q from the groups and seqused_k = Sk for every sequence; 1 on failure. */
+int serve_lengths(const shape *s, bufs *b, extent *e, row *r);
 /* A paged row's block table, every page once in a fixed random order, in host and kind memory. */
 int make_block_table(dm_kind kind, int64_t num_pages, bufs *b, row *r);
 /* Allocates the rest of b (K/V as `copies` copies) and uploads fresh random inputs; 1 on failure. */

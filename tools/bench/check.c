@@ -41,12 +41,13 @@ static err compare(const void *out, portattn_dtype_t t, const void *ref, portatt
  * table of a paged row in host memory; the pools keep their strides and page count). */
 static portattn_fwd_params_t retarget(const portattn_fwd_params_t *p, const shape *s, portattn_backend_t be,
                                       void *q, void *k, void *v, void *o, float *lse,
-                                      const int32_t *cuq, const int32_t *cuk, const int32_t *bt)
+                                      const int32_t *cuq, const int32_t *cuk, const int32_t *bt, const int32_t *used)
 {
     portattn_fwd_params_t r = *p;
     r.q.data = q; r.k.data = k; r.v.data = v; r.o.data = o;
     r.lse = s->lse ? lse : NULL;
     if (s->varlen) { r.cu_seqlens_q = cuq; r.cu_seqlens_k = cuk; }
+    if (s->nserve) { r.cu_seqlens_q = cuq; r.seqused_k = used; }
     if (s->page > 0) {
         r.block_table = bt;
         r.block_table_stride = p->block_table_stride;
@@ -81,7 +82,7 @@ static int cpu_reference(const shape *s, const portattn_fwd_params_t *p, bufs *b
 {
     float *f[3] = {upcast(b->hq, s->dtype, b->nq), upcast(b->hk, s->dtype, b->nk), upcast(b->hv, s->dtype, b->nv)};
     portattn_fwd_params_t c = retarget(p, s, PORTATTN_BACKEND_CPU, f[0], f[1], f[2], b->href, b->hlse_ref,
-                                       b->hcu_q, b->hcu_k, b->hbt);
+                                       b->hcu_q, b->hcu_k, b->hbt, b->hused);
     c.dtype = PORTATTN_DTYPE_F32;
     portattn_status_t st = f[0] && f[1] && f[2] ? portattn_forward(&c, NULL) : PORTATTN_ERROR_OUT_OF_MEMORY;
     free(f[0]), free(f[1]), free(f[2]);
@@ -97,7 +98,7 @@ static int generic_reference(const shape *s, dm_kind kind, const portattn_fwd_pa
     b->dlse_ref = (float *)dm_alloc(kind, lbytes);
     if (!b->dref || !b->dlse_ref) return row_error(r, "check: out of device memory for the cuda-generic reference");
     portattn_fwd_params_t c = retarget(p, s, PORTATTN_BACKEND_CUDA_GENERIC, b->dq, b->dk, b->dv, b->dref,
-                                       b->dlse_ref, b->dcu_q, b->dcu_k, b->dbt);
+                                       b->dlse_ref, b->dcu_q, b->dcu_k, b->dbt, b->dused);
     if ((st = portattn_forward(&c, NULL)) != PORTATTN_SUCCESS) return row_api_error(r, "cuda-generic reference", st);
     if (dm_sync(kind) || dm_download(kind, b->href, b->dref, obytes) ||
         (s->lse && dm_download(kind, b->hlse_ref, b->dlse_ref, lbytes)))

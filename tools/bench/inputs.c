@@ -49,6 +49,25 @@ int varlen_lengths(const shape *s, bufs *b, extent *e, row *r)
     return 0;
 }
 
+int serve_lengths(const shape *s, bufs *b, extent *e, row *r)
+{
+    if (!(b->hcu_q = malloc(sizeof(int32_t) * (size_t)(s->b + 1))) ||
+        !(b->hused = malloc(sizeof(int32_t) * (size_t)s->b)))
+        return row_error(r, "out of host memory");
+    b->hcu_q[0] = 0;
+    *e = (extent){0, s->b * s->sk, 0, s->sk};
+    int64_t i = 0;
+    for (int g = 0; g < s->nserve; g++)
+        for (int64_t n = 0; n < s->serve_n[g]; n++, i++) {
+            if (e->tq + s->serve_q[g] > INT32_MAX) return row_error(r, "serve: more than 2^31 packed tokens");
+            e->tq += s->serve_q[g];
+            e->maxq = s->serve_q[g] > e->maxq ? s->serve_q[g] : e->maxq;
+            b->hcu_q[i + 1] = (int32_t)e->tq;
+            b->hused[i] = (int32_t)s->sk;
+        }
+    return 0;
+}
+
 int make_block_table(dm_kind kind, int64_t num_pages, bufs *b, row *r)
 {
     size_t btb = sizeof(int32_t) * (size_t)num_pages; /* the block table [B, pages_per_seq] */
@@ -74,15 +93,18 @@ int make_inputs(const opts *o, const shape *s, dm_kind kind, size_t copies, rng 
     b->dv = dm_alloc(kind, copies * b->nv * es);
     b->dout = dm_alloc(kind, b->no * es); b->dlse = (float *)dm_alloc(kind, b->nlse * sizeof(float));
     if (s->varlen) { b->dcu_q = (int32_t *)dm_alloc(kind, cub); b->dcu_k = (int32_t *)dm_alloc(kind, cub); }
+    if (s->nserve) { b->dcu_q = (int32_t *)dm_alloc(kind, cub); b->dused = (int32_t *)dm_alloc(kind, cub); }
     if (!b->hq || !b->hk || !b->hv || !b->ho || !b->hlse || !b->dq || !b->dk || !b->dv || !b->dout || !b->dlse ||
-        (s->varlen && (!b->dcu_q || !b->dcu_k)))
+        (s->varlen && (!b->dcu_q || !b->dcu_k)) || (s->nserve && (!b->dcu_q || !b->dused)))
         return row_error(r, "out of %s memory", kind == DM_HOST ? "host" : "device");
     /* fresh random inputs for every row: a kernel that ignores its inputs cannot pass */
     fill_random(b->hq, s->dtype, b->nq, gen, o->normal);
     fill_random(b->hk, s->dtype, b->nk, gen, o->normal);
     fill_random(b->hv, s->dtype, b->nv, gen, o->normal);
     if (dm_upload(kind, b->dq, b->hq, b->nq * es) ||
-        (s->varlen && (dm_upload(kind, b->dcu_q, b->hcu_q, cub) || dm_upload(kind, b->dcu_k, b->hcu_k, cub))))
+        (s->varlen && (dm_upload(kind, b->dcu_q, b->hcu_q, cub) || dm_upload(kind, b->dcu_k, b->hcu_k, cub))) ||
+        (s->nserve && (dm_upload(kind, b->dcu_q, b->hcu_q, cub) ||
+                       dm_upload(kind, b->dused, b->hused, cub - sizeof(int32_t)))))
         return row_error(r, "upload failed");
     for (size_t i = 0; i < copies; i++) /* K/V copies for the timing protocol (timing.c) */
         if (dm_upload(kind, (char *)b->dk + i * b->nk * es, b->hk, b->nk * es) ||
@@ -93,8 +115,9 @@ int make_inputs(const opts *o, const shape *s, dm_kind kind, size_t copies, rng 
 
 void free_bufs(bufs *b, dm_kind kind)
 {
-    void *host[] = {b->hq, b->hk, b->hv, b->ho, b->href, b->hlse, b->hlse_ref, b->hcu_q, b->hcu_k, b->hbt};
-    void *dev[] = {b->dq, b->dk, b->dv, b->dout, b->dref, b->dlse, b->dlse_ref, b->dcu_q, b->dcu_k, b->dbt, b->dws};
+    void *host[] = {b->hq, b->hk, b->hv, b->ho, b->href, b->hlse, b->hlse_ref, b->hcu_q, b->hcu_k, b->hbt, b->hused};
+    void *dev[] = {b->dq, b->dk, b->dv, b->dout, b->dref, b->dlse, b->dlse_ref, b->dcu_q, b->dcu_k, b->dbt, b->dws,
+                   b->dused};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) dm_free(kind, dev[i]);
 }

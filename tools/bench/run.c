@@ -43,7 +43,15 @@ static int size_row(const opts *o, const shape *s, bufs *b, sizes *z, row *r)
     extent *e = &z->e;
     *e = (extent){s->b * s->sq, s->b * s->sk, s->sq, s->sk};
     z->num_pages = s->b * z->pages_per_seq;
-    if (s->varlen) {
+    if (s->nserve) { /* every sequence over its whole cache of Sk keys, queries the last tokens */
+        if (serve_lengths(s, b, e, r)) return 1;
+        for (int64_t i = 0; i < s->b; i++) {
+            int64_t lq = b->hcu_q[i + 1] - b->hcu_q[i];
+            z->flops += seq_flops(s, lq, s->sk);
+            z->keys += lq ? seq_keys(s, lq, s->sk) : 0;
+            z->macs += (double)s->hq * (double)lq * (double)s->sk * (double)(s->d + s->dv);
+        }
+    } else if (s->varlen) {
         if (varlen_lengths(s, b, e, r)) return 1;
         for (int64_t i = 0; i < s->b; i++) {
             int64_t lq = b->hcu_q[i + 1] - b->hcu_q[i], lk = b->hcu_k[i + 1] - b->hcu_k[i];
@@ -60,7 +68,7 @@ static int size_row(const opts *o, const shape *s, bufs *b, sizes *z, row *r)
     r->tokens_q = e->tq; r->tokens_k = e->tk; r->flops = z->flops;
     /* the keys read, not the pool: a paged row's tail padding in its last page is not counted */
     r->kv_bytes = z->keys * (double)s->hkv * (double)(s->d + s->dv) * (double)es;
-    int64_t kv_tokens = paged ? z->num_pages * s->page : e->tk; /* rows of K/V in memory (one copy) */
+    int64_t kv_tokens = paged ? z->num_pages * s->page : s->nserve ? s->b * s->sk : e->tk; /* K/V rows (one copy) */
     b->nq = (size_t)(e->tq * s->hq * s->d); b->nk = (size_t)(kv_tokens * s->hkv * s->d);
     b->nv = (size_t)(kv_tokens * s->hkv * s->dv); b->no = (size_t)(e->tq * s->hq * s->dv);
     b->nlse = s->lse ? (size_t)(e->tq * s->hq) : 0;
@@ -75,8 +83,8 @@ static void make_params(const opts *o, const shape *s, const bufs *b, const size
     portattn_fwd_params_init(p);
     p->dtype = s->dtype;
     p->batch = s->b;
-    p->seqlen_q = s->varlen ? z->e.tq : s->sq;
-    p->seqlen_k = s->varlen ? z->e.tk : s->sk;
+    p->seqlen_q = s->varlen || s->nserve ? z->e.tq : s->sq;
+    p->seqlen_k = s->varlen ? z->e.tk : s->sk; /* --serve: the cache capacity per sequence */
     p->heads_q = s->hq; p->heads_kv = s->hkv;
     p->head_dim_qk = s->d; p->head_dim_v = s->dv;
     portattn_tensor_t (*mk)(void *, int64_t, int64_t, int64_t) = s->bhsd ? portattn_tensor_bhsd : portattn_tensor_bshd;
@@ -94,13 +102,17 @@ static void make_params(const opts *o, const shape *s, const bufs *b, const size
     }
     if (s->lse) {
         p->lse = b->dlse;
-        p->lse_stride[0] = s->varlen ? 0 : s->hq * p->seqlen_q; /* varlen: (head, packed token) */
+        p->lse_stride[0] = s->varlen || s->nserve ? 0 : s->hq * p->seqlen_q; /* packed: (head, token) */
         p->lse_stride[1] = p->seqlen_q;
         p->lse_stride[2] = 1;
     }
     if (s->varlen) {
         p->cu_seqlens_q = b->dcu_q; p->cu_seqlens_k = b->dcu_k;
         p->max_seqlen_q = z->e.maxq; p->max_seqlen_k = z->e.maxk;
+    }
+    if (s->nserve) {
+        p->cu_seqlens_q = b->dcu_q; p->seqused_k = b->dused;
+        p->max_seqlen_q = z->e.maxq; p->max_seqlen_k = s->sk;
     }
     p->softcap = s->softcap;
     p->causal = s->causal;

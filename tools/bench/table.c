@@ -29,6 +29,8 @@ void shape_flags(const shape *s, char *buf, size_t n)
     if (s->wl >= 0 || s->wr >= 0) ADD(" window(%lld,%lld)", (long long)s->wl, (long long)s->wr);
     if (s->softcap > 0) ADD(" softcap=%g", s->softcap);
     if (s->varlen) ADD(" varlen");
+    for (int i = 0; i < s->nserve; i++)
+        ADD("%s%lldx%lld", i ? "," : " serve=", (long long)s->serve_n[i], (long long)s->serve_q[i]);
     if (s->lse) ADD(" lse");
     if (s->bhsd) ADD(" bhsd");
     if (s->page > 0) ADD(" page_size=%lld", (long long)s->page);
@@ -94,7 +96,7 @@ void print_row(const row *r)
     }
     shape_flags(s, fl, sizeof fl);
     printf(" %s", fl);
-    if (s->varlen) printf(" (tokens q=%lld k=%lld)", (long long)r->tokens_q, (long long)r->tokens_k);
+    if (s->varlen || s->nserve) printf(" (tokens q=%lld k=%lld)", (long long)r->tokens_q, (long long)r->tokens_k);
     printf("\n");
     fflush(stdout);
 }

@@ -23,10 +23,39 @@ static int sm80_probe(char *detail, size_t detail_len)
 
 #define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
 
-/* Few query tokens per sequence (and every KV-cache call) go to the split-KV decode kernel. */
+/* Few query tokens per sequence (per-sequence queries, KV cache or not) go to the split-KV decode
+ * kernel; KV-cache calls with more, and every serving call (packed queries over a KV cache: the
+ * host cannot see how many rows each sequence has without reading cu_seqlens_q back), go to the
+ * paged prefill instances; so do the KV-cache calls the decode kernel declines (pages under 16 rows,
+ * head dims over 256). */
 static int sm80_decode_candidate(const pa_problem *pb)
 {
-    return pb->kv_cache || (!pb->varlen && pb->p.seqlen_q <= PA_SM80_DEC_MAX_SQ);
+    return !pb->varlen && pb->p.seqlen_q <= PA_SM80_DEC_MAX_SQ;
+}
+
+/* A serving call whose every sequence has one query token (max_seqlen_q 1 and as many tokens as
+ * sequences: counts of at most 1 that sum to the batch are all 1) is a decode batch: packed token b
+ * is sequence b's, so Q, O and the LSE read as per-sequence tensors whose batch stride is the token
+ * stride, and the split-KV decode kernel takes it. 1 and that problem in *out, else 0. */
+static int sm80_serving_decodes(const pa_problem *pb, pa_problem *out)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    if (!pa_serving(pb) || pb->max_seqlen_q != 1 || p->seqlen_q != p->batch) return 0;
+    *out = *pb;
+    out->varlen = 0;
+    out->p.cu_seqlens_q = NULL;
+    out->p.seqlen_q = 1, out->p.max_seqlen_q = 0;
+    out->p.q.stride[0] = p->q.stride[1], out->p.o.stride[0] = p->o.stride[1];
+    out->p.lse_stride[0] = p->lse_stride[2];
+    return 1;
+}
+
+/* The problem the decode kernel would take for this call (pb itself, or the rewritten serving decode
+ * batch in *tmp), or NULL when the call is not decode-shaped. */
+static const pa_problem *sm80_decode_view(const pa_problem *pb, pa_problem *tmp)
+{
+    if (sm80_decode_candidate(pb)) return pb;
+    return sm80_serving_decodes(pb, tmp) ? tmp : NULL;
 }
 
 static int sm80_device_ok(char *why, size_t why_len)
@@ -78,40 +107,54 @@ static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kern
 
 static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
-    if (!sm80_device_ok(why, why_len) || !pa_fwd_not_serving(pb, why, why_len)) return 0;
+    if (!sm80_device_ok(why, why_len)) return 0;
     /* Checked for both kernels, so that the launch can route by shape alone. */
     if (pb->p.workspace && !pa_cuda_ptr_check(pb->p.workspace, "workspace", why, why_len)) return 0;
-    if (sm80_decode_candidate(pb)) {
+    pa_problem tmp;
+    const pa_problem *dp = sm80_decode_view(pb, &tmp);
+    if (dp) {
         char dwhy[256];
-        if (sm80_decode_ok(pb, dwhy, sizeof dwhy)) {
+        if (sm80_decode_ok(dp, dwhy, sizeof dwhy)) {
             if (kernel && kernel_len) {
                 char note[48];
-                const int d = pa_sm80_decode_dim(pb);
-                pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80-decode<%s,d%d%s,splits=%d>", pa_dtype_name(pb->p.dtype),
-                       d, pa_dims_note(pb, d, note, sizeof note), pa_sm80_decode_splits(pb));
+                const int d = pa_sm80_decode_dim(dp);
+                pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80-decode<%s,d%d%s,splits=%d>",
+                       pa_dtype_name(dp->p.dtype), d, pa_dims_note(dp, d, note, sizeof note), pa_sm80_decode_splits(dp));
             }
             return 1;
         }
-        if (pb->kv_cache) return REFUSE("KV cache needs the decode kernel: %s", dwhy);
+        if (pb->kv_cache) {
+            char pwhy[256];
+            if (sm80_prefill_supports(pb, kernel, kernel_len, pwhy, sizeof pwhy)) return 1;
+            return REFUSE("KV cache: the decode kernel declines (%s), the paged prefill too (%s)", dwhy, pwhy);
+        }
     }
     return sm80_prefill_supports(pb, kernel, kernel_len, why, why_len);
 }
 
 /* The kernel supports() picked: the selector ran it (pointer checks included) just before, so the
- * launch re-derives the choice from the shape alone (pointer queries cost microseconds a call). */
-static int sm80_use_decode(const pa_problem *pb)
+ * launch re-derives the choice from the shape alone (pointer queries cost microseconds a call):
+ * the decode kernel's problem, or NULL for the prefill kernels. */
+static const pa_problem *sm80_use_decode(const pa_problem *pb, pa_problem *tmp)
 {
     char why[256];
-    return sm80_decode_candidate(pb) && sm80_decode_shape_ok(pb, why, sizeof why);
+    const pa_problem *dp = sm80_decode_view(pb, tmp);
+    return dp && sm80_decode_shape_ok(dp, why, sizeof why) ? dp : NULL;
 }
 
 static portattn_status_t sm80_run(const pa_problem *pb, void *stream, char *err, size_t err_len)
 {
-    return sm80_use_decode(pb) ? pa_sm80_decode_launch(pb, stream, err, err_len)
-                               : pa_cuda_sm80_launch(pb, stream, err, err_len);
+    pa_problem tmp;
+    const pa_problem *dp = sm80_use_decode(pb, &tmp);
+    return dp ? pa_sm80_decode_launch(dp, stream, err, err_len) : pa_cuda_sm80_launch(pb, stream, err, err_len);
 }
 
-static size_t sm80_workspace(const pa_problem *pb) { return sm80_use_decode(pb) ? pa_sm80_decode_workspace(pb) : 0; }
+static size_t sm80_workspace(const pa_problem *pb)
+{
+    pa_problem tmp;
+    const pa_problem *dp = sm80_use_decode(pb, &tmp);
+    return dp ? pa_sm80_decode_workspace(dp) : 0;
+}
 
 /* Prefill kernels (and cuda-sm90's): every pointer they read is usable by the current device. */
 int pa_sm80_prefill_ptrs_ok(const pa_problem *pb, char *why, size_t why_len)
@@ -122,7 +165,9 @@ int pa_sm80_prefill_ptrs_ok(const pa_problem *pb, char *why, size_t why_len)
         {p->q.data, "q.data", 1}, {p->o.data, "o.data", 1},
         {p->k.data, "k.data", needs_kv}, {p->v.data, "v.data", needs_kv},
         {p->lse, "lse", p->lse != NULL},
-        {p->cu_seqlens_q, "cu_seqlens_q", pb->varlen}, {p->cu_seqlens_k, "cu_seqlens_k", pb->varlen},
+        {p->cu_seqlens_q, "cu_seqlens_q", pb->varlen}, {p->cu_seqlens_k, "cu_seqlens_k", pb->varlen_k},
+        {p->seqused_k, "seqused_k", p->seqused_k != NULL}, {p->block_table, "block_table", p->block_table != NULL},
+        {p->k_new.data, "k_new.data", pb->seqlen_new > 0}, {p->v_new.data, "v_new.data", pb->seqlen_new > 0},
     };
     return sm80_ptrs_ok(ptrs, sizeof ptrs / sizeof ptrs[0], why, why_len);
 }
@@ -148,11 +193,12 @@ static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kern
     const int bm = pa_sm80_block_rows(d);
     if (bm == 0) return REFUSE("cannot read the device's shared memory per SM");
 
+    if (pb->kv_cache && !pa_sm80_paged_ok(pb, why, why_len)) return 0;
     if (p->batch > 0 && pb->max_seqlen_q > 0 &&
-        (!pa_fwd_layouts_ok(pb, why, why_len) || !pa_sm80_prefill_ptrs_ok(pb, why, why_len)))
+        ((!pb->kv_cache && !pa_fwd_layouts_ok(pb, why, why_len)) || !pa_sm80_prefill_ptrs_ok(pb, why, why_len)))
         return 0;
     if (kernel && kernel_len)
-        pa_kernel_name(kernel, kernel_len, "sm80", dt, d, pb, bm, PA_SM80_BN(d));
+        pa_kernel_name(kernel, kernel_len, pb->kv_cache ? "sm80-paged" : "sm80", dt, d, pb, bm, PA_SM80_BN(d));
     return 1;
 }
 

@@ -18,10 +18,19 @@
 
 #include "fwd_args.h"
 #include "sm80_attr.cuh"
+#include "sm80_kv.h"
 #include "sm80_launch.h"
 #include "sm80_ptx.cuh"
 
 typedef pa_fwd_args sm80_args; /* fwd_args.h (filled by pa_fwd_fill_args): shared with cuda-sm90 and the HIP kernel */
+
+/* Where a paged instance finds the K or V rows of one sequence and head: bt_row NULL = contiguous
+ * rows from the tile's base pointer; else pages of the pool (sm80_kv.h). */
+struct sm80_pager {
+    const int32_t *bt_row;
+    int64_t pstride, num_pages;
+    int shift;
+};
 
 /* ROWS x D tile from global rows [row0, row0 + ROWS) into shared: zeros from row `limit` on and in
  * the column chunks from `nch` on (the call's head dim is under the instance's D; those chunks cost
@@ -30,12 +39,32 @@ typedef pa_fwd_args sm80_args; /* fwd_args.h (filled by pa_fwd_fill_args): share
  * threads idle. A pass of RS rows keeps the swizzle phase when RS % 8 == 0; with RS % 8 == 4 (d256,
  * 4 warps) odd passes take the other phase, one precomputed address each. Rows of 24 chunks (d160,
  * d192), which no thread count divides, go as three 8-chunk column blocks per thread instead. */
-template <typename T, int ROWS, int D, int NT>
+template <typename T, int ROWS, int D, int NT, bool PAGED = false>
 __device__ __forceinline__ void sm80_load_tile(uint32_t sdst, const T *g, int64_t rstride, int row0, int limit,
-                                               int nch, int tid)
+                                               int nch, int tid, const sm80_pager pg = sm80_pager())
 {
     constexpr int CH = D / 8, PITCH = (CH + 7) / 8 * 8;
-    if constexpr (NT % PITCH == 0) {
+    if constexpr (PAGED) {
+        /* Every row addressed on its own (a tile may span pages of any size); the page entry is read
+         * only for rows below the limit, which lie inside the sequence's table row. */
+        constexpr int RS = NT / PITCH;
+        static_assert(NT % PITCH == 0 && RS % 8 == 0 && ROWS % RS == 0, "paged load shape");
+        const int r = tid / PITCH, c = tid % PITCH;
+        if (CH == PITCH || c < CH) {
+            const bool cok = c < nch;
+            const uint32_t dst0 = sdst + sm80_swz<PITCH>(r, c);
+#pragma unroll
+            for (int k = 0; k < ROWS / RS; ++k) {
+                const int key = row0 + r + k * RS;
+                const bool ok = cok && key < limit;
+                int64_t off = 0;
+                if (ok)
+                    off = pg.bt_row ? pa_sm80_page_offset(pg.bt_row, pg.num_pages, pg.shift, pg.pstride, rstride, key)
+                                    : (int64_t)key * rstride;
+                sm80_cp_async16(dst0 + k * RS * PITCH * 16, ok ? g + off + c * 8 : g, ok);
+            }
+        }
+    } else if constexpr (NT % PITCH == 0) {
         constexpr int RS = NT / PITCH; /* rows per pass */
         static_assert(RS % 4 == 0 && ROWS % RS == 0, "load shape");
         const int r = tid / PITCH, c = tid % PITCH;
@@ -95,8 +124,12 @@ __device__ __forceinline__ void sm80_keys(int i, int sq, int sk, int wl, int wr,
     *hi = (int)h;
 }
 
-template <typename T, int D, int MT, int BN, int NW, int STAGES, int MINB>
-__global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a)
+/* PAGED: the K/V source is a KV cache (sm80_kv.h): sequence b holds pa_sm80_kv_len keys, paged
+ * through block_table or contiguous at batch stride; its queries (packed by cu_q, or seqlen_q per
+ * sequence) are its last keys' rows (bottom-right). Otherwise kv is unused and every PAGED branch
+ * compiles away. */
+template <typename T, int D, int MT, int BN, int NW, int STAGES, int MINB, bool PAGED>
+__global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, const sm80_kv kv)
 {
     constexpr int NT = NW * 32, CH = D / 8, PITCH = (CH + 7) / 8 * 8;
     constexpr int WR = 16 * MT, BM = WR * NW;                  /* query rows per warp, per CTA */
@@ -138,7 +171,25 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a)
     const int b = (int)(bh / a.heads), h = (int)(bh % a.heads);
     int q0 = 0, k0 = 0, sq = a.seqlen_q, sk = a.seqlen_k;
     int64_t qb, kb, vb, ob;
-    if (a.cu_q) { /* packed [1, total, H, D]: the batch stride is ignored */
+    sm80_pager kpg = sm80_pager(), vpg = sm80_pager();
+    if constexpr (PAGED) {
+        if (a.cu_q) {
+            sm80_seq(a.cu_q, b, a.seqlen_q, &q0, &sq);
+            qb = q0 * a.qs[1], ob = q0 * a.os[1];
+        } else {
+            qb = b * a.qs[0], ob = b * a.os[0];
+        }
+        sk = kv.seqused_k ? (int)pa_cache_len_of(kv.seqused_k[b], kv.seqlen_new, a.seqlen_k) : a.seqlen_k;
+        if (kv.block_table) {
+            kb = vb = 0;
+            kpg.bt_row = vpg.bt_row = kv.block_table + b * kv.bt_stride;
+            kpg.num_pages = vpg.num_pages = kv.num_pages;
+            kpg.shift = vpg.shift = kv.page_shift;
+            kpg.pstride = a.ks[0], vpg.pstride = a.vs[0];
+        } else {
+            kb = b * a.ks[0], vb = b * a.vs[0];
+        }
+    } else if (a.cu_q) { /* packed [1, total, H, D]: the batch stride is ignored */
         sm80_seq(a.cu_q, b, a.seqlen_q, &q0, &sq);
         sm80_seq(a.cu_k, b, a.seqlen_k, &k0, &sk);
         qb = q0 * a.qs[1], kb = k0 * a.ks[1], vb = k0 * a.vs[1], ob = q0 * a.os[1];
@@ -174,11 +225,13 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a)
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             if (n_lo + s < n_hi)
-                sm80_load_tile<T, BN, D, NT>(sk_base + s * KVB, kh, a.ks[1], (n_lo + s) * BN, sk, nch_qk, tid);
+                sm80_load_tile<T, BN, D, NT, PAGED>(sk_base + s * KVB, kh, a.ks[1], (n_lo + s) * BN, sk, nch_qk, tid,
+                                                    kpg);
             sm80_cp_async_commit();
             if (s < STAGES - 1) {
                 if (n_lo + s < n_hi)
-                    sm80_load_tile<T, BN, D, NT>(sv_base + s * KVB, vh, a.vs[1], (n_lo + s) * BN, sk, nch_v, tid);
+                    sm80_load_tile<T, BN, D, NT, PAGED>(sv_base + s * KVB, vh, a.vs[1], (n_lo + s) * BN, sk, nch_v, tid,
+                                                           vpg);
                 sm80_cp_async_commit();
             }
         }
@@ -201,13 +254,32 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a)
                 for (int j = 0; j < NO; ++j) acc[mt][j][2 * r] = acc[mt][j][2 * r + 1] = 0.f;
             }
 
-        for (int n = n_lo, it = 0; n < n_hi; ++n, ++it) {
+        /* A KV-cache batch mixes long prompts with sequences of a few (decode) rows: a warp with no
+         * row of its own takes part only in the block's loads and barriers, so that a one-row
+         * sequence costs one warp's MMAs, not four. */
+        const bool idle = PAGED && m0 + warp * WR >= sq;
+        if (idle)
+            for (int n = n_lo, it = 0; n < n_hi; ++n, ++it) {
+                sm80_cp_async_wait<2 * STAGES - 2>();
+                __syncthreads();
+                if (n + STAGES - 1 < n_hi)
+                    sm80_load_tile<T, BN, D, NT, PAGED>(sv_base + ((it + STAGES - 1) % STAGES) * KVB, vh, a.vs[1],
+                                                        (n + STAGES - 1) * BN, sk, nch_v, tid, vpg);
+                sm80_cp_async_commit();
+                sm80_cp_async_wait<2 * STAGES - 2>();
+                __syncthreads();
+                if (n + STAGES < n_hi)
+                    sm80_load_tile<T, BN, D, NT, PAGED>(sk_base + (it % STAGES) * KVB, kh, a.ks[1], (n + STAGES) * BN,
+                                                        sk, nch_qk, tid, kpg);
+                sm80_cp_async_commit();
+            }
+        for (int n = idle ? n_hi : n_lo, it = 0; n < n_hi; ++n, ++it) {
             const int slot = it % STAGES;
             sm80_cp_async_wait<2 * STAGES - 2>(); /* K_n (and Q) landed for this thread */
             __syncthreads();                      /* ... for all threads; P V_{n-1} done */
             if (n + STAGES - 1 < n_hi)
-                sm80_load_tile<T, BN, D, NT>(sv_base + ((it + STAGES - 1) % STAGES) * KVB, vh, a.vs[1],
-                                             (n + STAGES - 1) * BN, sk, nch_v, tid);
+                sm80_load_tile<T, BN, D, NT, PAGED>(sv_base + ((it + STAGES - 1) % STAGES) * KVB, vh, a.vs[1],
+                                                    (n + STAGES - 1) * BN, sk, nch_v, tid, vpg);
             sm80_cp_async_commit();
 
             /* S = Q K_n^T: Q fragments by ldmatrix from the warp's rows, K as the col-major B operand;
@@ -308,7 +380,8 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a)
 
             sm80_cp_async_wait<2 * STAGES - 2>(); /* V_n landed for this thread */
             __syncthreads();                      /* ... for all; every warp is done with K_n */
-            if (n + STAGES < n_hi) sm80_load_tile<T, BN, D, NT>(kt, kh, a.ks[1], (n + STAGES) * BN, sk, nch_qk, tid);
+            if (n + STAGES < n_hi)
+                sm80_load_tile<T, BN, D, NT, PAGED>(kt, kh, a.ks[1], (n + STAGES) * BN, sk, nch_qk, tid, kpg);
             sm80_cp_async_commit();
 
             /* O += P V_n: V is row-major [key][dim], so ldmatrix.trans yields its B fragments. */
@@ -376,14 +449,16 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a)
 }
 
 /* Launches one instance; shared memory above 48 KB needs the opt-in attribute on every device. */
-template <typename T, int D, int BM = PA_SM80_BM(D), int NW = PA_SM80_WARPS(D), int MINB = PA_SM80_MIN_CTAS(D)>
-static cudaError_t sm80_launch_instance(const sm80_args *a, int64_t max_sq, cudaStream_t stream)
+template <typename T, int D, int BM = PA_SM80_BM(D), int NW = PA_SM80_WARPS(D), int MINB = PA_SM80_MIN_CTAS(D),
+          bool PAGED = false>
+static cudaError_t sm80_launch_instance(const sm80_args *a, int64_t max_sq, cudaStream_t stream,
+                                        const sm80_kv *kv = nullptr)
 {
     constexpr int BN = PA_SM80_BN(D), ST = PA_SM80_STAGES(D);
     constexpr int MT = BM / (16 * NW);
     static_assert(MT * 16 * NW == BM, "rows per warp");
     const size_t smem = PA_SM80_SMEM_SHAPE(D, BM, BN, ST);
-    auto kern = sm80_fwd<T, D, MT, BN, NW, ST, MINB>;
+    auto kern = sm80_fwd<T, D, MT, BN, NW, ST, MINB, PAGED>;
     static int optin_done[64]; /* this instance, per device */
     cudaError_t e = sm80_smem_optin(kern, (int)smem, optin_done);
     if (e != cudaSuccess) return e;
@@ -391,7 +466,8 @@ static cudaError_t sm80_launch_instance(const sm80_args *a, int64_t max_sq, cuda
     const int64_t gy = bh < 65535 ? bh : 65535, gz = (bh + gy - 1) / gy; /* supports() keeps gz <= 65535 */
     const dim3 grid((unsigned)(mb < 0x7fffffff ? mb : 0x7fffffff), (unsigned)gy, (unsigned)gz);
     sm80_args arg = *a;
-    void *args[] = {&arg};
+    sm80_kv kva = kv ? *kv : sm80_kv();
+    void *args[] = {&arg, &kva};
     return cudaLaunchKernel((const void *)kern, grid, dim3(NW * 32), args, smem, stream);
 }
 
@@ -403,8 +479,23 @@ static cudaError_t sm80_launch_instance(const sm80_args *a, int64_t max_sq, cuda
                     : sm80_launch_instance<__half, D>(a, max_sq, stream);                                    \
     }
 
+/* The paged family: the default shape of head dim D over a KV cache. */
+#define SM80_PAGED_LAUNCHER(D)                                                                              \
+    cudaError_t sm80_launch_paged_d##D(const sm80_args *a, const sm80_kv *kv, int bf16, int64_t max_sq,     \
+                                       cudaStream_t stream)                                                 \
+    {                                                                                                        \
+        constexpr int BM = PA_SM80_BM(D), NW = PA_SM80_WARPS(D), MB = PA_SM80_MIN_CTAS(D);                   \
+        return bf16 ? sm80_launch_instance<__nv_bfloat16, D, BM, NW, MB, true>(a, max_sq, stream, kv)         \
+                    : sm80_launch_instance<__half, D, BM, NW, MB, true>(a, max_sq, stream, kv);               \
+    }
+
 #define PA_X(D) cudaError_t sm80_launch_d##D(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);
 PA_SM80_DIMS(PA_X)
+#undef PA_X
+#define PA_X(D)                                                                                             \
+    cudaError_t sm80_launch_paged_d##D(const sm80_args *a, const sm80_kv *kv, int bf16, int64_t max_sq,     \
+                                       cudaStream_t stream);
+PA_SM80_PAGED_DIMS(PA_X)
 #undef PA_X
 cudaError_t sm80_launch_d256_small(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);
 

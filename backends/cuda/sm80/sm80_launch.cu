@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cuda_append.h"
 #include "cuda_host.h"
 #include "sm80_fwd_kernel.cuh"
 #include "sm80_launch.h"
@@ -25,15 +26,65 @@ static const int sm80_dims[] = {
 #undef PA_X
 };
 #define SM80_NDIMS ((int)(sizeof sm80_dims / sizeof sm80_dims[0]))
+static const int sm80_paged_dims[] = {
+#define PA_X(d) d,
+    PA_SM80_PAGED_DIMS(PA_X)
+#undef PA_X
+};
+#define SM80_NPAGED ((int)(sizeof sm80_paged_dims / sizeof sm80_paged_dims[0]))
 
 extern "C" int pa_sm80_dim(const pa_problem *pb)
 {
-    return pa_fwd_instance_dim(sm80_dims, SM80_NDIMS, pb->p.head_dim_qk, pb->p.head_dim_v);
+    return pb->kv_cache ? pa_fwd_instance_dim(sm80_paged_dims, SM80_NPAGED, pb->p.head_dim_qk, pb->p.head_dim_v)
+                        : pa_fwd_instance_dim(sm80_dims, SM80_NDIMS, pb->p.head_dim_qk, pb->p.head_dim_v);
 }
 
 extern "C" int pa_sm80_dims_ok(const pa_problem *pb, char *why, size_t why_len)
 {
-    return pa_fwd_dims_ok(sm80_dims, SM80_NDIMS, pb, "cuda-sm80", why, why_len);
+    return pb->kv_cache ? pa_fwd_dims_ok(sm80_paged_dims, SM80_NPAGED, pb, "paged prefill (KV cache)", why, why_len)
+                        : pa_fwd_dims_ok(sm80_dims, SM80_NDIMS, pb, "cuda-sm80", why, why_len);
+}
+
+#define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
+
+/* Q and O as every prefill call; K and V are page pools (or per-sequence caches) whose batch/page
+ * stride the kernel uses even when the queries are packed. */
+extern "C" int pa_sm80_paged_ok(const pa_problem *pb, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    if (p->block_table && (p->num_pages > INT32_MAX || p->page_size > (1 << 20)))
+        return REFUSE("cuda-sm80 paged: %lld pages of %lld rows over the kernel's int32 range",
+                      (long long)p->num_pages, (long long)p->page_size);
+    if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
+    if (p->batch == 0 || pb->max_seqlen_q == 0) return 1;
+    return pa_tiled_layout_ok(&p->q, "q", pb->varlen, why, why_len) &&
+           pa_tiled_layout_ok(&p->o, "o", pb->varlen, why, why_len) &&
+           (p->seqlen_k == 0 || (pa_tiled_layout_ok(&p->k, "k", 0, why, why_len) &&
+                                 pa_tiled_layout_ok(&p->v, "v", 0, why, why_len)));
+}
+
+/* A KV-cache call: the new tokens go into the cache first (same stream), then the paged instance. */
+static portattn_status_t sm80_launch_paged(const pa_problem *pb, const sm80_args *a, int d, int bf16,
+                                           cudaStream_t st, char *err, size_t err_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    sm80_kv kv;
+    memset(&kv, 0, sizeof kv);
+    kv.seqused_k = p->seqused_k, kv.block_table = p->block_table;
+    kv.bt_stride = p->block_table_stride, kv.num_pages = p->num_pages;
+    for (kv.page_shift = 0; p->block_table && ((int64_t)1 << kv.page_shift) < p->page_size;) kv.page_shift++;
+    kv.seqlen_new = (int)pb->seqlen_new;
+    portattn_status_t s = pa_cuda_append(pb, st, err, err_len);
+    if (s) return s;
+    cudaError_t e = cudaErrorInvalidValue; /* no instance: supports() refused it first */
+    switch (d) {
+#define PA_X(D)                                                                                                  \
+    case D: e = sm80_launch_paged_d##D(a, &kv, bf16, pb->max_seqlen_q, st); break;
+        PA_SM80_PAGED_DIMS(PA_X)
+#undef PA_X
+    }
+    if (e != cudaSuccess) return pa_cuda_status(e, "cuda-sm80 paged: kernel launch", err, err_len);
+    return PORTATTN_SUCCESS;
 }
 
 extern "C" portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
@@ -52,6 +103,7 @@ extern "C" portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *str
 
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
     cudaStream_t st = (cudaStream_t)stream;
+    if (pb->kv_cache) return sm80_launch_paged(pb, &a, d, bf16, st, err, err_len);
     const int64_t msq = pb->max_seqlen_q;
     cudaError_t e;
     if (d == 256 && pa_sm80_block_rows(256) != PA_SM80_BM(256)) {
