@@ -25,7 +25,7 @@ isa_count "$WORK/all.ptx" 58 'mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f3
 
 echo "== ptxas -v, sm_80 (per kernel: registers, stack frame, spill stores/loads; dynamic smem per head dim)"
 cat "$WORK/smem.txt" 2>/dev/null | sed 's/^/  dynamic shared memory: /'
-isa_ptxas_table 44 "prefill: 7 shapes, decode: 3 head dims with combine, backward: 3 head dims x 3 kernels; x f16/bf16"
+isa_ptxas_table 50 "prefill: 7 shapes, decode: 3 head dims with combine, backward: 4 head dims x 3 kernels; x f16/bf16"
 
 echo "== SASS (sm_80 cubins)"
 if isa_sass 58 "$WORK"/sm80_fwd_d*.cubin "$WORK"/sm80_decode_d*.cubin "$WORK"/sm80_bwd_d*.cubin; then
