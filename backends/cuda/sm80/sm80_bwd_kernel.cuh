@@ -6,12 +6,13 @@
  * grid, each GEMM laid out so that a warp's tile is close to square (shared-memory reads per MMA
  * are then lowest); keys are MMA rows in the first two, so that P^T and dS^T come out transposed:
  *   S^T  = K Q^T      warp: BN/4 keys x 32 rows  (A: K by ldmatrix, B: Q by ldmatrix)
- *   P^T  = 2^(S^T * log2e * scale - LSE_2) with the mask, to shared memory in 16 bits
+ *   P^T  = 2^(S^T * log2e * scale - LSE_2) with the mask, in 16 bits: A fragments and shared memory
+ *   dV  += P^T dO     the warp's 32 rows, dims D/2 of its half (A: P^T in registers, B: dO by .trans)
  *   dP^T = V dO^T     as S^T                     (A: V, B: dO)
- *   dS^T = P^T (dP^T - D) (times 1 - tanh^2 under softcap), to shared memory in 16 bits
+ *   dS^T = P^T (dP^T - D) (times 1 - tanh^2 under softcap), 16 bits: A fragments and shared memory
+ *   dK  += dS^T Q     as the dV step             (A: dS^T in registers, B: Q by .trans)
  *   -- barrier --
- *   dV  += P^T dO     warp: BN/4 keys x D/2 dims over the 64 rows (A: P^T, B: dO by ldmatrix.trans)
- *   dK  += dS^T Q     as dV                      (A: dS^T, B: Q by ldmatrix.trans)
+ *   dV, dK += the other 32 rows' part, with P^T and dS^T of the warp of the same keys from shared memory
  *   dQ  += dS K       warp: 32 rows x D/4 dims (d96: 16 x 48) (A: dS^T by ldmatrix.trans, B: K too)
  * dK and dV sum in registers across every block; dQ is added to the fp32 dQ sums atomically, or in
  * deterministic mode with plain adds into a slice the CTA alone writes (it then visits the key
@@ -139,7 +140,10 @@ __device__ __forceinline__ void sm80b_xyt(float (&acc)[MX][NQ][4], uint32_t xt, 
     for (int m = 0; m < MX; ++m)
 #pragma unroll
         for (int j = 0; j < NQ; ++j) acc[m][j][0] = acc[m][j][1] = acc[m][j][2] = acc[m][j][3] = 0.f;
-#pragma unroll 4 /* d128 fully unrolled: ptxas hoists enough addresses to spill next to dK/dV */
+    /* Unrolled further at d <= 128, ptxas hoists enough loads and addresses to spill next to dK/dV
+     * on sm_90; d256's warps hold half the keys, so they can afford 4 steps. */
+    [[maybe_unused]] constexpr int UNROLL = D > 128 ? 4 : 2; /* the simulator ignores the pragma */
+#pragma unroll UNROLL
     for (int kc = 0; kc < D / 16; ++kc) {
         uint32_t af[MX][4];
 #pragma unroll
@@ -157,29 +161,36 @@ __device__ __forceinline__ void sm80b_xyt(float (&acc)[MX][NQ][4], uint32_t xt, 
     }
 }
 
-/* acc += A Z for A = MX * 16 rows (from row a0) of shared tile at, stored [m][k] with 128-byte rows
- * (P^T, dS^T: keys x the BM = 64 query rows), and Z the 64 rows of shared tile zt, columns from
- * chunk zc0, DN wide: dV += P^T dO and dK += dS^T Q for the warp's keys and dims. */
-template <typename T, int D, int MX, int DN>
-__device__ __forceinline__ void sm80b_az(float (&acc)[MX][DN / 8][4], uint32_t at, int a0, uint32_t zt, int zc0, int lane)
+/* acc += A Z for A the warp's MX * 16 x KS * 16 fragments (P^T or dS^T: keys x query rows) and Z the
+ * KS * 16 rows of shared tile zt from row z0, DN dims from chunk zc0: dV += P^T dO, dK += dS^T Q. */
+template <typename T, int D, int MX, int KS, int DN>
+__device__ __forceinline__ void sm80b_az(float (&acc)[MX][DN / 8][4], const uint32_t (&af)[MX][KS][4], uint32_t zt,
+                                         int z0, int zc0, int lane)
 {
     constexpr int PITCH = sm80b_row_shape<D>::PITCH;
 #pragma unroll
-    for (int kc = 0; kc < PA_SM80_BWD_BM / 16; ++kc) {
-        uint32_t af[MX][4];
-#pragma unroll
-        for (int m = 0; m < MX; ++m) sm80b_a<8>(af[m], at, a0 + 16 * m, kc, lane);
+    for (int ks = 0; ks < KS; ++ks)
 #pragma unroll
         for (int jd = 0; jd < DN / 16; ++jd) {
             uint32_t bf[4];
-            sm80b_bt<PITCH>(bf, zt, kc * 16, zc0 + jd * 2, lane);
+            sm80b_bt<PITCH>(bf, zt, z0 + ks * 16, zc0 + jd * 2, lane);
 #pragma unroll
             for (int m = 0; m < MX; ++m) {
-                sm80_mma(acc[m][2 * jd], af[m], bf[0], bf[1], T());
-                sm80_mma(acc[m][2 * jd + 1], af[m], bf[2], bf[3], T());
+                sm80_mma(acc[m][2 * jd], af[m][ks], bf[0], bf[1], T());
+                sm80_mma(acc[m][2 * jd + 1], af[m][ks], bf[2], bf[3], T());
             }
         }
-    }
+}
+
+/* The A fragments of MX * 16 rows (from row a0) and KS * 16 columns (from chunk pair kc0) of shared
+ * tile at, stored [m][k] with 128-byte rows: P^T or dS^T of another warp's query rows. */
+template <int MX, int KS>
+__device__ __forceinline__ void sm80b_afrags(uint32_t (&af)[MX][KS][4], uint32_t at, int a0, int kc0, int lane)
+{
+#pragma unroll
+    for (int m = 0; m < MX; ++m)
+#pragma unroll
+        for (int ks = 0; ks < KS; ++ks) sm80b_a<8>(af[m][ks], at, a0 + 16 * m, kc0 + ks, lane);
 }
 
 /* Warp w works as (kg, rh) = (w % 4, w / 4): S^T and dP^T for key quarter kg (KW = BN / 4 keys) and
@@ -225,6 +236,12 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
     const int64_t dl = f.wl < 0 ? -span : diag - f.wl, dh = f.wr < 0 ? span : diag + f.wr;
     const int dlo = (int)(dl < -span ? -span : dl), dhi = (int)(dh > span ? span : dh);
     const int kw = (warp & 3) * KW, rh = warp >> 2, r0 = rh * QH; /* the warp's keys and rows within the block */
+    /* A row or chunk offset that is a multiple of 8 leaves the swizzle's low bits alone, so the warp's
+     * offsets go into the tile addresses: its fragment addresses then stay compile-time offsets of a
+     * few registers. The dK/dV dim half is such a chunk offset at d128 and d256 only. */
+    constexpr bool DFOLD = (DH / 8) % 8 == 0;
+    const uint32_t kofs = kw * PITCH * 16, rofs = r0 * PITCH * 16, dofs = DFOLD ? rh * DH * 2 : 0;
+    const int dch = DFOLD ? 0 : rh * (DH / 8); /* the dim half's first chunk, where not folded */
 
     const int nkb = (sk + BN - 1) / BN;
     for (int n = blockIdx.x; n < nkb; n += gridDim.x) {
@@ -277,11 +294,18 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
             const bool full = m0 + BM <= sq && n0 + BN <= sk && (int64_t)n0 - (m0 + BM - 1) >= dlo &&
                               (int64_t)n0 + BN - 1 - m0 <= dhi;
 
+            /* The mask for the thread's first key n0 + kw + g and row m0 + r0 + 2 t: bounds on an element's
+             * key offset minus row offset (the window), and on each alone (sk, sq). */
+            const int k1 = n0 + kw + g, r1 = m0 + r0 + 2 * t;
+            const int mlo = dlo - (k1 - r1), mhi = dhi - (k1 - r1), mkl = sk - k1, mrl = sq - r1;
+
             /* S^T = K Q^T for the warp's KW keys x QH rows. */
             float p[MX][NQ][4];
-            sm80b_xyt<T, D>(p, s_k, kw, tq, r0, lane);
+            sm80b_xyt<T, D>(p, s_k + kofs, 0, tq + rofs, 0, lane);
 
-            /* P^T in place (fp32), and to shared memory in 16 bits for dV += P^T dO. Element (m, j, e):
+            uint32_t pp[MX][NQ / 2][4]; /* P^T, then dS^T, of the warp's rows in 16 bits: A fragments */
+            /* P^T in place (fp32), and in 16 bits as A fragments and to shared memory (for the warp that
+             * shares these keys and takes the other dims) for dV += P^T dO. Element (m, j, e):
              * key n0 + kw + 16 m + g + 8 (e >> 1), row m0 + r0 + 8 j + 2 t + (e & 1). Under softcap the
              * score's derivative 1 - tanh^2 is folded into the fp32 P^T after packing (dS needs it, dV not). */
 #pragma unroll
@@ -305,22 +329,25 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
                         } else {
                             pe = sm80_ex2(fmaf(x, f.mult, -lrow));
                         }
-                        if (!full) {
-                            const int key = n0 + kw + 16 * m + g + 8 * (e >> 1), row = m0 + r0 + j * 8 + 2 * t + (e & 1);
-                            const int diff = key - row;
-                            if (diff < dlo || diff > dhi || key >= sk || row >= sq) pe = 0.f;
+                        if (!full) { /* the element's key and row offsets from the thread's first are constants */
+                            const int ko = 16 * m + 8 * (e >> 1), ro = 8 * j + (e & 1);
+                            if (ko - ro < mlo || ko - ro > mhi || ko >= mkl || ro >= mrl) pe = 0.f;
                         }
                         p[m][j][e] = pe;
                     }
                     const int kr = kw + 16 * m + g, ch = r0 / 8 + j;
-                    *(uint32_t *)(smem + O_PT + sm80b_swz<8>(kr, ch) + t * 4) = sm80_pack(p[m][j][0], p[m][j][1], tag);
-                    *(uint32_t *)(smem + O_PT + sm80b_swz<8>(kr + 8, ch) + t * 4) = sm80_pack(p[m][j][2], p[m][j][3], tag);
+                    pp[m][j >> 1][(j & 1) * 2] = sm80_pack(p[m][j][0], p[m][j][1], tag);
+                    pp[m][j >> 1][(j & 1) * 2 + 1] = sm80_pack(p[m][j][2], p[m][j][3], tag);
+                    *(uint32_t *)(smem + O_PT + sm80b_swz<8>(kr, ch) + t * 4) = pp[m][j >> 1][(j & 1) * 2];
+                    *(uint32_t *)(smem + O_PT + sm80b_swz<8>(kr + 8, ch) + t * 4) = pp[m][j >> 1][(j & 1) * 2 + 1];
 #pragma unroll
                     for (int e = 0; e < 4; ++e) p[m][j][e] *= fac[e];
                 }
 
+            sm80b_az<T, D, MX, NQ / 2, DH>(dv, pp, tdo + rofs + dofs, 0, dch, lane); /* dV += P^T dO, own rows */
+
             float dp[MX][NQ][4]; /* dP^T = V dO^T, laid out as S^T */
-            sm80b_xyt<T, D>(dp, s_v, kw, tdo, r0, lane);
+            sm80b_xyt<T, D>(dp, s_v + kofs, 0, tdo + rofs, 0, lane);
 
             /* dS^T = P^T (dP^T - D), 16 bits, to shared memory for dK and dQ. */
 #pragma unroll
@@ -329,15 +356,21 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
                 for (int j = 0; j < NQ; ++j) {
                     const float2 d2 = *(const float2 *)(del + r0 + j * 8 + 2 * t);
                     const int kr = kw + 16 * m + g, ch = r0 / 8 + j;
-                    *(uint32_t *)(smem + O_DS + sm80b_swz<8>(kr, ch) + t * 4) =
-                        sm80_pack(p[m][j][0] * (dp[m][j][0] - d2.x), p[m][j][1] * (dp[m][j][1] - d2.y), tag);
-                    *(uint32_t *)(smem + O_DS + sm80b_swz<8>(kr + 8, ch) + t * 4) =
-                        sm80_pack(p[m][j][2] * (dp[m][j][2] - d2.x), p[m][j][3] * (dp[m][j][3] - d2.y), tag);
+                    uint32_t *const lo = &pp[m][j >> 1][(j & 1) * 2], *const hi = lo + 1;
+                    *lo = sm80_pack(p[m][j][0] * (dp[m][j][0] - d2.x), p[m][j][1] * (dp[m][j][1] - d2.y), tag);
+                    *hi = sm80_pack(p[m][j][2] * (dp[m][j][2] - d2.x), p[m][j][3] * (dp[m][j][3] - d2.y), tag);
+                    *(uint32_t *)(smem + O_DS + sm80b_swz<8>(kr, ch) + t * 4) = *lo;
+                    *(uint32_t *)(smem + O_DS + sm80b_swz<8>(kr + 8, ch) + t * 4) = *hi;
                 }
+            sm80b_az<T, D, MX, NQ / 2, DH>(dk, pp, tq + rofs + dofs, 0, dch, lane); /* dK += dS^T Q, own rows */
             __syncthreads(); /* P^T and dS^T of every warp are in shared memory */
 
-            sm80b_az<T, D, MX, DH>(dv, s_pt, kw, tdo, rh * (DH / 8), lane); /* dV += P^T dO */
-            sm80b_az<T, D, MX, DH>(dk, s_ds, kw, tq, rh * (DH / 8), lane);  /* dK += dS^T Q */
+            /* The other row half's P^T and dS^T, from the warp of the same keys (rows QH (1 - rh)..). */
+            const int ro = QH - r0;
+            sm80b_afrags(pp, s_pt, kw, ro / 16, lane);
+            sm80b_az<T, D, MX, NQ / 2, DH>(dv, pp, tdo + ro * PITCH * 16 + dofs, 0, dch, lane);
+            sm80b_afrags(pp, s_ds, kw, ro / 16, lane);
+            sm80b_az<T, D, MX, NQ / 2, DH>(dk, pp, tq + ro * PITCH * 16 + dofs, 0, dch, lane);
 
             /* dQ (BM x D) += dS K: warp (wm, wn) takes rows 16 MQ wm.. and dims DQC wn..; dS = (dS^T)^T
              * and K by ldmatrix.trans. Rows past sq land in the (b, h) slot's padding rows, never read back. */
