@@ -2,11 +2,12 @@
  * GPU thread, ldmatrix and mma.sync emulated by the lanes' posted operands (shim/pre.h): dq, dk, dv
  * against the CPU backend's backward on the same inputs. Covers d64, d96, d128 and d256, f16 and
  * bf16, GQA/MQA, causal with rows that see no key, windows, softcap, a negative scale, varlen with
- * empty sequences, several key blocks per CTA (a grid narrower than the key blocks) and the
- * deterministic mode's slices (run twice: bitwise equal), one query row. cp.async lands at once (f16
- * runs) or at the thread's wait (bf16 runs), the two ends of what the hardware may do. Every gradient
- * element must be written (NaN poison), close to the CPU's, and padding untouched. The GPU compiles
- * the same kernel source; this checks its index math and its barriers without a GPU. */
+ * empty sequences, whole blocks (the unmasked path) at d128 and d256, several key blocks per CTA (a
+ * grid narrower than the key blocks), the deterministic mode's slices (run twice: bitwise equal) and
+ * one query row. cp.async lands at once (f16 runs) or at the thread's wait (bf16 runs), the two ends
+ * of what the hardware may do. Every gradient element must be written (NaN poison), close to the
+ * CPU's, and padding untouched. The GPU compiles the same kernel source; this checks its index math
+ * and its barriers without a GPU. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -81,6 +82,8 @@ static const cfg cfgs[] = {
     {"d96_causal_gqa3_det2", 2, 100, 140, 6, 2, 96, 1, -1, -1, 0, 0, 1, 1, 2, 0, {0}, {0}},
     {"d96_varlen_softcap", 3, 150, 170, 2, 2, 96, 0, -1, -1, 3, 0, 2, 0, 0, 0, {0, 80, 80, 150}, {0, 130, 130, 170}},
     {"gqa4_window_left_det2", 1, 200, 300, 8, 2, 64, 0, 10, -1, 0, 0, 1, 1, 2, 0, {0}, {0}},
+    {"d128_full_blocks_gqa2", 1, 128, 256, 4, 2, 128, 0, -1, -1, 0, 0, 1, 0, 0, 0, {0}, {0}},
+    {"d256_full_blocks_det2", 1, 128, 128, 2, 1, 256, 0, -1, -1, 0, 0, 1, 1, 2, 0, {0}, {0}},
     {"d256_causal_gqa2_2kblocks", 1, 100, 140, 4, 2, 256, 1, -1, -1, 0, 0, 1, 1, 0, 1, {0}, {0}},
     {"d256_window_softcap_det2", 1, 90, 150, 2, 1, 256, 0, 20, 40, 5, 0, 2, 0, 2, 0, {0}, {0}},
     {"d256_varlen_negscale", 3, 150, 170, 2, 2, 256, 1, -1, -1, 0, -0.2f, 1, 0, 0, 0, {0, 80, 80, 150},
