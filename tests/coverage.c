@@ -52,12 +52,32 @@ static const char *const hip_cdna[] = {ODD_SHAPE_CASES, SERVE_CASES, KV_PREFILL_
 
 /* The backward (cpu and cuda-generic): every case but the KV-cache and serving ones, which have no backward. */
 static const char *const bwd[] = {KV_CACHE_CASES, DECODE_DIM_CASES, SERVE_CASES, KV_PREFILL_CASES, NULL};
-/* cuda-sm80's backward: head dims 64, 96 and 128 with Dqk == Dv (no padded instances), f16 and bf16 */
+/* cuda-sm80's backward: head dims 64, 96, 128 and 256 with Dqk == Dv (no padded instances), f16 and bf16 */
 static const char *const bwd_sm80[] = {KV_CACHE_CASES, DECODE_DIM_CASES, SERVE_CASES, KV_PREFILL_CASES, ODD_SHAPE_CASES,
                                        "d32", "d80",
                                        "d160", "d192_v128", "d40", "d48_causal_gqa2", "d112_varlen", "d224_causal",
-                                       "d136_v72_window", "d64_v128_varlen_causal", "d256", "d256_causal",
-                                       "varlen_softcap_d256", "d192_padded", "d96_v160_padded", NULL};
+                                       "d136_v72_window", "d64_v128_varlen_causal", "d192_padded", "d96_v160_padded",
+                                       NULL};
+/* ... whose d256 instance needs 209 KB of shared memory per block: sm_90 and sm_100-class parts allow
+ * 227 KB, the A100 (sm_80/87) 163 KB and sm_86/89/120 99 KB, which decline these cases. */
+static const char *const bwd_sm80_d256[] = {"d256", "d256_causal", "varlen_softcap_d256", NULL};
+
+/* The device cuda-sm80 runs on has 227 KB of shared memory per block: its probe's detail names it
+ * as "NAME (sm_XY, N SMs)". */
+static int sm80_device_has_227k(void)
+{
+    portattn_backend_info_t info;
+    if (portattn_backend_get_info(PORTATTN_BACKEND_CUDA_SM80, &info) || !info.available) return 0;
+    const char *sm = strstr(info.detail, "(sm_");
+    return sm && (!strncmp(sm + 4, "9", 1) || !strncmp(sm + 4, "10", 2));
+}
+
+static int listed(const char *const *list, const char *name)
+{
+    for (; *list; list++)
+        if (!strcmp(*list, name)) return 1;
+    return 0;
+}
 
 int coverage_expects_decline(portattn_backend_t backend, const char *name, portattn_dtype_t dtype, int backward)
 {
@@ -65,15 +85,14 @@ int coverage_expects_decline(portattn_backend_t backend, const char *name, porta
     if (backward) {
         if (backend == PORTATTN_BACKEND_CUDA_SM80) {
             if (dtype == PORTATTN_DTYPE_F32) return 1;
+            if (listed(bwd_sm80_d256, name)) return !sm80_device_has_227k();
             list = bwd_sm80;
         } else if (backend == PORTATTN_BACKEND_CPU || backend == PORTATTN_BACKEND_CUDA_GENERIC) {
             list = bwd;
         } else {
             return -1;
         }
-        for (; *list; list++)
-            if (!strcmp(*list, name)) return 1;
-        return 0;
+        return listed(list, name);
     }
     switch (backend) {
     case PORTATTN_BACKEND_CPU:
@@ -86,7 +105,5 @@ int coverage_expects_decline(portattn_backend_t backend, const char *name, porta
     default: return -1;
     }
     if (list != none && dtype == PORTATTN_DTYPE_F32) return 1;
-    for (; *list; list++)
-        if (!strcmp(*list, name)) return 1;
-    return 0;
+    return listed(list, name);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # T1 ISA gate for cuda-sm80 (no GPU needed): compiles every sm80 kernel file (prefill, decode, backward) to PTX and assembles
-# it for sm_80 with ptxas -v. Fails unless the PTX holds mma.sync.aligned.m16n8k16, ldmatrix (plain
-# and .trans) and cp.async, and ptxas reports 0 bytes of stack frame and spills for every kernel.
+# it for sm_80 (the backward also for sm_90, as built for the H100/H200) with ptxas -v. Fails unless
+# the PTX holds mma.sync.aligned.m16n8k16, ldmatrix (plain and .trans) and cp.async, and ptxas
+# reports 0 bytes of stack frame and spills for every kernel.
 # Prints registers and shared memory per kernel. With cuobjdump on PATH (or beside nvcc) it also
 # checks the SASS (HMMA.16816, LDSM, LDGSTS; no LDL/STL); without it says that part did not run.
 # usage: isa_gate_sm80.sh NVCC SOURCE_DIR WORK_DIR      exit 0 pass, 1 fail, 77 no CUDA compiler
@@ -19,14 +20,23 @@ for cu in "$SRC"/backends/cuda/sm80/sm80_fwd_d*.cu "$SRC"/backends/cuda/sm80/sm8
   grep -o 'pa_sm80_smem_d[0-9]* = [0-9]*' "$WORK/$(basename "$cu" .cu).ptx" >> "$WORK/smem.txt" || true
 done
 
+# The backward at sm_90 too, as the library builds it for the H100/H200 (compute_90 PTX: its dQ adds
+# are float2 reductions there): its register budget is tightest, so its spills are checked as well.
+for cu in "$SRC"/backends/cuda/sm80/sm80_bwd_d*.cu; do
+  n=sm90_$(basename "$cu" .cu)
+  "$NVCC" -std=c++17 -O3 $INC -gencode=arch=compute_90,code=compute_90 --ptx -o "$WORK/$n.ptx" "$cu" \
+    > "$WORK/$n.nvcc.log" 2>&1 || { cat "$WORK/$n.nvcc.log"; bad "$n: nvcc --ptx"; continue; }
+  "$PTXAS" -arch=sm_90 -O3 -v -o "$WORK/$n.cubin" "$WORK/$n.ptx" >> "$WORK/ptxas.txt" 2>&1 || bad "$n: ptxas"
+done
+
 echo "== PTX instructions (sm_80)"
 isa_count "$WORK/all.ptx" 58 'mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32' \
   'mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32' 'ldmatrix.sync.aligned.m8n8.x4.shared.b16' \
   'ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16' 'cp.async.cg.shared.global' 'cp.async.wait_group'
 
-echo "== ptxas -v, sm_80 (per kernel: registers, stack frame, spill stores/loads; dynamic smem per head dim)"
+echo "== ptxas -v, sm_80, and sm_90 for the backward (per kernel: registers, stack frame, spill stores/loads; dynamic smem per head dim)"
 cat "$WORK/smem.txt" 2>/dev/null | sed 's/^/  dynamic shared memory: /'
-isa_ptxas_table 48 "prefill: 7 shapes, paged prefill: 2 head dims, decode: 3 head dims with combine, backward: 3 head dims x 3 kernels; x f16/bf16"
+isa_ptxas_table 78 "prefill: 7 shapes, paged prefill: 2 head dims, decode: 3 head dims with combine, backward: 4 head dims x 3 kernels x sm_80/sm_90; x f16/bf16"
 
 echo "== SASS (sm_80 cubins)"
 if isa_sass 58 "$WORK"/sm80_fwd_d*.cubin "$WORK"/sm80_fwd_paged_d*.cubin "$WORK"/sm80_decode_d*.cubin "$WORK"/sm80_bwd_d*.cubin; then

@@ -1,12 +1,13 @@
 /* cuda-sm80's backward kernels (sm80_bwd_rows.cuh, sm80_bwd_kernel.cuh) on the CPU, a std::thread per
  * GPU thread, ldmatrix and mma.sync emulated by the lanes' posted operands (shim/pre.h): dq, dk, dv
- * against the CPU backend's backward on the same inputs. Covers d64, d96 and d128, f16 and bf16, GQA/MQA,
- * causal with rows that see no key, windows, softcap, a negative scale, varlen with empty sequences,
- * several key blocks per CTA (a grid narrower than the key blocks) and the deterministic mode's
- * slices, one query row. cp.async lands at once (f16 runs) or at the thread's wait (bf16 runs), the
- * two ends of what the hardware may do. Every gradient element must be written (NaN poison), close to
- * the CPU's, and padding untouched. The GPU compiles the same kernel source; this checks its index
- * math and its barriers without a GPU. */
+ * against the CPU backend's backward on the same inputs. Covers d64, d96, d128 and d256, f16 and
+ * bf16, GQA/MQA, causal with rows that see no key, windows, softcap, a negative scale, varlen with
+ * empty sequences, whole blocks (the unmasked path) at d128 and d256, several key blocks per CTA (a
+ * grid narrower than the key blocks), the deterministic mode's slices (run twice: bitwise equal) and
+ * one query row. cp.async lands at once (f16 runs) or at the thread's wait (bf16 runs), the two ends
+ * of what the hardware may do. Every gradient element must be written (NaN poison), close to the
+ * CPU's, and padding untouched. The GPU compiles the same kernel source; this checks its index math
+ * and its barriers without a GPU. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -81,6 +82,12 @@ static const cfg cfgs[] = {
     {"d96_causal_gqa3_det2", 2, 100, 140, 6, 2, 96, 1, -1, -1, 0, 0, 1, 1, 2, 0, {0}, {0}},
     {"d96_varlen_softcap", 3, 150, 170, 2, 2, 96, 0, -1, -1, 3, 0, 2, 0, 0, 0, {0, 80, 80, 150}, {0, 130, 130, 170}},
     {"gqa4_window_left_det2", 1, 200, 300, 8, 2, 64, 0, 10, -1, 0, 0, 1, 1, 2, 0, {0}, {0}},
+    {"d128_full_blocks_gqa2", 1, 128, 256, 4, 2, 128, 0, -1, -1, 0, 0, 1, 0, 0, 0, {0}, {0}},
+    {"d256_full_blocks_det2", 1, 128, 128, 2, 1, 256, 0, -1, -1, 0, 0, 1, 1, 2, 0, {0}, {0}},
+    {"d256_causal_gqa2_2kblocks", 1, 100, 140, 4, 2, 256, 1, -1, -1, 0, 0, 1, 1, 0, 1, {0}, {0}},
+    {"d256_window_softcap_det2", 1, 90, 150, 2, 1, 256, 0, 20, 40, 5, 0, 2, 0, 2, 0, {0}, {0}},
+    {"d256_varlen_negscale", 3, 150, 170, 2, 2, 256, 1, -1, -1, 0, -0.2f, 1, 0, 0, 0, {0, 80, 80, 150},
+     {0, 130, 130, 170}},
 };
 
 static uint64_t rng_state;
@@ -141,12 +148,20 @@ static sm80_bwd_args fill_args(const pa_bwd_problem &bp, int splits, int64_t sqp
 template <typename T, int D>
 static void run_kernels(const sm80_bwd_args &a, const cfg &c, int64_t max_sk)
 {
-    const int rpb = SM80B_ROW_THREADS / SM80B_TPR(D), nkb = (int)((max_sk + PA_SM80_BWD_BN - 1) / PA_SM80_BWD_BN);
+    const int rpb = SM80B_ROW_THREADS / SM80B_TPR(D), nkb = (int)((max_sk + PA_SM80_BWD_BN(D) - 1) / PA_SM80_BWD_BN(D));
     const sim_dim3 rows = {(unsigned)((a.sqp + rpb - 1) / rpb), (unsigned)c.hq, (unsigned)c.b};
     const unsigned gx = (unsigned)(a.deterministic ? a.splits : c.gx ? c.gx : nkb);
     sim_launch(sm80_bwd_prep<T, D>, rows, SM80B_ROW_THREADS, a);
     sim_launch(sm80_bwd_main<T, D>, {gx, (unsigned)c.hkv, (unsigned)c.b}, PA_SM80_BWD_WARPS * 32, a);
     sim_launch(sm80_bwd_dq<T, D>, rows, SM80B_ROW_THREADS, a);
+}
+
+template <typename T>
+static void run_dim(const sm80_bwd_args &a, const cfg &c, int64_t max_sk)
+{
+    c.d == 64 ? run_kernels<T, 64>(a, c, max_sk) : c.d == 96 ? run_kernels<T, 96>(a, c, max_sk)
+    : c.d == 128                                              ? run_kernels<T, 128>(a, c, max_sk)
+                                                              : run_kernels<T, 256>(a, c, max_sk);
 }
 
 static void run(const cfg &c, portattn_dtype_t dt)
@@ -213,12 +228,25 @@ static void run(const cfg &c, portattn_dtype_t dt)
     a.lse2 = ws.data(), a.delta = a.lse2 + rows, a.dq_acc = a.delta + rows;
     memset(a.dq_acc, 0, rows * (size_t)splits * (size_t)c.d * 4);
     sim_late_copies = dt == PORTATTN_DTYPE_BF16; /* f16 runs land cp.async at once, bf16 runs at the wait */
-    if (dt == PORTATTN_DTYPE_F16)
-        c.d == 64 ? run_kernels<__half, 64>(a, c, mk) : c.d == 96 ? run_kernels<__half, 96>(a, c, mk)
-                                                  : run_kernels<__half, 128>(a, c, mk);
-    else
-        c.d == 64 ? run_kernels<__nv_bfloat16, 64>(a, c, mk) : c.d == 96 ? run_kernels<__nv_bfloat16, 96>(a, c, mk)
-                                                         : run_kernels<__nv_bfloat16, 128>(a, c, mk);
+    /* Deterministic mode runs twice, gradients re-poisoned and dQ sums cleared in between: the
+     * threads interleave differently each time, the results must not differ in a bit. */
+    std::vector<unsigned char> first[3];
+    for (int pass = 0; pass < (c.det ? 2 : 1); ++pass) {
+        if (pass) {
+            for (int i = 0; i < 3; ++i) first[i] = g[1][i].mem, memset(g[1][i].mem.data(), 0xFF, g[1][i].mem.size());
+            memset(a.dq_acc, 0, rows * (size_t)splits * (size_t)c.d * 4);
+        }
+        if (dt == PORTATTN_DTYPE_F16)
+            run_dim<__half>(a, c, mk);
+        else
+            run_dim<__nv_bfloat16>(a, c, mk);
+    }
+    int stable = 1;
+    for (int i = 0; i < 3 && c.det; ++i) stable &= first[i] == g[1][i].mem;
+    if (!stable) {
+        printf("FAIL %s: deterministic mode gave different bits on a second run\n", c.name);
+        failures++;
+    }
 
     /* The kernel rounds P and dS to the dtype before its products, as FlashAttention-2 does. */
     static const char *const names[3] = {"dq", "dk", "dv"};

@@ -13,22 +13,22 @@
 #include "fwd_args.h"
 #include "portattn.h"
 
-#define PA_SM80_BWD_HAS_DIM(d) ((d) == 64 || (d) == 96 || (d) == 128)
-#define PA_SM80_BWD_BM 64   /* query rows per streamed block */
-#define PA_SM80_BWD_BN 128  /* keys per CTA block: 16 per warp */
+#define PA_SM80_BWD_HAS_DIM(d) ((d) == 64 || (d) == 96 || (d) == 128 || (d) == 256)
+#define PA_SM80_BWD_BM 64                          /* query rows per streamed block */
+#define PA_SM80_BWD_BN(d) ((d) > 128 ? 64 : 128)   /* keys per CTA block: a quarter per warp pair */
 #define PA_SM80_BWD_WARPS 8
 /* Deterministic mode: at most this many dQ partial slices (each B x Hq x rows x D floats), and no
  * more than this many bytes of slices beyond the first (long sequences get fewer). */
 #define PA_SM80_BWD_MAX_SPLITS 8
 #define PA_SM80_BWD_SPLIT_BYTES ((size_t)1 << 30)
-/* Dynamic shared memory: K and V (BN rows each), two buffers of Q and dO (BM rows each), dS^T
- * (BN x BM 16-bit values) and two buffers of the rows' base-2 LSE and D. Rows are D * 2 bytes
- * padded to a multiple of 128 (the swizzle's span). d64 80.5 KB, d96 and d128 144.5 KB: the A100
- * (163 KB per block) and H100/H200 take all three. */
+/* Dynamic shared memory: K and V (BN rows each), two buffers of Q and dO (BM rows each), P^T and dS^T
+ * (BN x BM 16-bit values each) and two buffers of the rows' base-2 LSE and D. Rows are D * 2 bytes
+ * padded to a multiple of 128 (the swizzle's span). d64 97 KB, d96 and d128 161 KB (the A100's
+ * 163 KB per block and H100/H200 take them), d256 209 KB: H100/H200 (227 KB) only. */
 #define PA_SM80_BWD_PITCH_BYTES(d) (((d) * 2 + 127) / 128 * 128)
 #define PA_SM80_BWD_SMEM(d)                                                                             \
-    ((2 * PA_SM80_BWD_BN + 4 * PA_SM80_BWD_BM) * PA_SM80_BWD_PITCH_BYTES(d) +                        \
-     PA_SM80_BWD_BN * PA_SM80_BWD_BM * 2 + 4 * PA_SM80_BWD_BM * 4)
+    ((2 * PA_SM80_BWD_BN(d) + 4 * PA_SM80_BWD_BM) * PA_SM80_BWD_PITCH_BYTES(d) +                     \
+     2 * PA_SM80_BWD_BN(d) * PA_SM80_BWD_BM * 2 + 4 * PA_SM80_BWD_BM * 4)
 
 typedef struct sm80_bwd_args {
     pa_fwd_args f;            /* q, k, v, o, lse, their strides, shape, masks, score map */

@@ -20,7 +20,7 @@ static int bwd_shape_ok(const pa_bwd_problem *bp, char *why, size_t why_len)
     const int64_t d = p->head_dim_qk;
     if (p->head_dim_v != d)
         return REFUSE("head dims %lld/%lld: no instance with Dqk != Dv", (long long)d, (long long)p->head_dim_v);
-    if (!PA_SM80_BWD_HAS_DIM(d)) return REFUSE("head dim %lld has no backward instance (64, 96, 128)", (long long)d);
+    if (!PA_SM80_BWD_HAS_DIM(d)) return REFUSE("head dim %lld has no backward instance (64, 96, 128, 256)", (long long)d);
     if (p->seqlen_q > (1 << 30) - 1 || p->seqlen_k > (1 << 30) - 1)
         return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
     if (p->batch > 65535 || p->heads_q > 65535)
@@ -60,12 +60,13 @@ static int sm80_bwd_supports(const pa_bwd_problem *bp, char *kernel, size_t kern
     const int d = (int)bp->fwd.p.head_dim_qk;
     if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");
     if (optin < PA_SM80_BWD_SMEM(d))
-        return REFUSE("d%d backward needs %d bytes of shared memory, device allows %d per block", d,
-                      PA_SM80_BWD_SMEM(d), optin);
+        return REFUSE("d%d backward needs %d bytes of shared memory per block, %s allows %d%s", d, PA_SM80_BWD_SMEM(d),
+                      dev, optin,
+                      d > 128 ? " (d256 needs an sm_90/sm_100-class 227 KB part; an A100 has 163 KB)" : "");
     if (!bwd_tensors_ok(bp, why, why_len)) return 0;
     if (kernel && kernel_len)
         pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80-bwd<%s,d%d,%dx%d%s>", pa_dtype_name(bp->fwd.p.dtype), d,
-               PA_SM80_BWD_BM, PA_SM80_BWD_BN, bp->deterministic ? ",deterministic" : "");
+               PA_SM80_BWD_BM, PA_SM80_BWD_BN(d), bp->deterministic ? ",deterministic" : "");
     return 1;
 }
 

@@ -11,6 +11,7 @@
 cudaError_t sm80_bwd_run_d64(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
 cudaError_t sm80_bwd_run_d96(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
 cudaError_t sm80_bwd_run_d128(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
+cudaError_t sm80_bwd_run_d256(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
 
 /* Row slots per (batch, query head): the longest sequence, rounded up to whole row blocks. */
 static int64_t bwd_sqp(const pa_problem *pb)
@@ -34,7 +35,8 @@ extern "C" int pa_sm80_bwd_splits(const pa_bwd_problem *bp)
     const pa_problem *pb = &bp->fwd;
     int sms = 0;
     if (!pa_cuda_device_info(NULL, NULL, &sms, NULL, 0) || sms < 1) sms = 1;
-    const int64_t ctas = pb->p.batch * pb->p.heads_kv, nkb = (pb->max_seqlen_k + PA_SM80_BWD_BN - 1) / PA_SM80_BWD_BN;
+    const int64_t ctas = pb->p.batch * pb->p.heads_kv, bn = PA_SM80_BWD_BN(pb->p.head_dim_qk),
+                  nkb = (pb->max_seqlen_k + bn - 1) / bn;
     const double slice = (double)bwd_rows(bp) * (double)pb->p.head_dim_qk * 4;
     int64_t s = ctas > 0 ? (sms + ctas - 1) / ctas : 1;
     if (s > nkb) s = nkb;
@@ -96,9 +98,10 @@ extern "C" portattn_status_t pa_sm80_bwd_launch(const pa_bwd_problem *bp, void *
     }
     if (e == cudaSuccess) {
         const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
-        e = d == 64   ? sm80_bwd_run_d64(&a, bf16, pb->max_seqlen_k, st)
-            : d == 96 ? sm80_bwd_run_d96(&a, bf16, pb->max_seqlen_k, st)
-                      : sm80_bwd_run_d128(&a, bf16, pb->max_seqlen_k, st);
+        e = d == 64    ? sm80_bwd_run_d64(&a, bf16, pb->max_seqlen_k, st)
+            : d == 96  ? sm80_bwd_run_d96(&a, bf16, pb->max_seqlen_k, st)
+            : d == 128 ? sm80_bwd_run_d128(&a, bf16, pb->max_seqlen_k, st)
+                       : sm80_bwd_run_d256(&a, bf16, pb->max_seqlen_k, st);
     }
     if (own) {
         cudaError_t f = cudaFreeAsync(own, st);

@@ -11,7 +11,7 @@
 #include "sm80_bwd_kernel.cuh"
 
 #define SM80B_ROW_THREADS 256
-#define SM80B_TPR(d) ((d) <= 64 ? 8 : 16)
+#define SM80B_TPR(d) ((d) <= 64 ? 8 : (d) <= 128 ? 16 : 32)
 
 /* A 16-bit value (the low half of `bits`) as a float. */
 __device__ __forceinline__ float sm80b_f32(uint32_t bits, __half)
@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(SM80B_ROW_THREADS, 1) sm80_bwd_dq(const sm80_b
 template <typename T, int D>
 static cudaError_t sm80_bwd_instance(const sm80_bwd_args *a, int64_t max_sk, cudaStream_t stream)
 {
-    constexpr int RPB = SM80B_ROW_THREADS / SM80B_TPR(D), BN = PA_SM80_BWD_BN;
+    constexpr int RPB = SM80B_ROW_THREADS / SM80B_TPR(D), BN = PA_SM80_BWD_BN(D);
     sm80_bwd_args arg = *a;
     void *args[] = {&arg};
     cudaError_t e = cudaSuccess;
@@ -127,5 +127,6 @@ static cudaError_t sm80_bwd_instance(const sm80_bwd_args *a, int64_t max_sk, cud
 cudaError_t sm80_bwd_run_d64(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
 cudaError_t sm80_bwd_run_d96(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
 cudaError_t sm80_bwd_run_d128(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
+cudaError_t sm80_bwd_run_d256(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
 
 #endif
