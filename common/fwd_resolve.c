@@ -125,5 +125,5 @@ int pa_fwd_not_serving(const pa_problem *pb, char *why, size_t why_len)
 {
     if (!pa_serving(pb)) return 1;
     return REFUSE("packed queries over a KV cache (cu_seqlens_q with seqused_k/block_table): not this kernel "
-                  "(cuda-sm80's paged prefill and cuda-generic take them)");
+                  "(the KV-cache instances of cuda-sm90 and cuda-sm80 and cuda-generic take them)");
 }

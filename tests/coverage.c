@@ -5,7 +5,8 @@
 
 #include <string.h>
 
-/* KV cache and paged K/V: cuda-sm80 takes them (split-KV decode kernel), the tiled prefill kernels not. */
+/* KV cache and paged K/V with few query tokens: cuda-sm80 takes them (split-KV decode kernel), the
+ * tiled prefill kernels not. */
 #define KV_CACHE_CASES                                                                                       \
     "kvcache_used_decode", "paged16_decode_gqa4", "paged64_sq16_causal_mqa", "paged256_window",                \
         "decode_append1_paged16_gqa8", "decode_sq4_append4_paged64_causal", "decode_mqa_sq16_append16_paged256", \
@@ -13,8 +14,8 @@
         "decode_sq8_gqa4_bhsd_paged32", "decode_padded_append3_nolse", "decode_splits7_negscale",                \
         "decode_splits128_short", "decode_nosplit_long"
 
-/* Packed queries over a KV cache: the CPU, cuda-generic and cuda-sm80's paged prefill instances
- * (d64/d128; pa_fwd_not_serving refuses the rest). */
+/* Packed queries over a KV cache: the CPU, cuda-generic, cuda-sm80's paged prefill instances
+ * (d64/d128) and cuda-sm90's KV-cache instances (pa_fwd_not_serving refuses the rest). */
 #define SERVE_SM80_CASES                                                                                      \
     "serve_mix_paged16_gqa4_causal", "serve_mix_paged64_causal_window", "serve_mix_paged256_mqa_softcap",        \
         "serve_used_padded_gqa8_nolse", "serve_decodes_paged64_splits3", "serve_mix_paged16_bhsd_window",         \
@@ -39,12 +40,14 @@
 
 static const char *const none[] = {NULL};
 static const char *const sm80[] = {ODD_SHAPE_CASES, SERVE_WIDE_CASES, NULL};
-/* cuda-sm90: no decode shapes (16 query tokens or fewer) and no KV cache: cuda-sm80 takes those */
-#define SM90_DECODE_CASES \
-    "single", "sq7_sk17", "sk0_masked", "sink1_decode_gqa4", DECODE_DIM_CASES, KV_CACHE_CASES, SERVE_CASES, \
-        KV_PREFILL_CASES
-static const char *const sm90[] = {ODD_SHAPE_CASES, SM90_DECODE_CASES, NULL};
-static const char *const sm100[] = {ODD_SHAPE_CASES, SM90_DECODE_CASES, SM100_DIM_CASES, NULL};
+/* The TMA kernels take no decode shapes (16 query tokens or fewer, or no keys): cuda-sm80 takes those */
+#define TMA_DECODE_CASES "single", "sq7_sk17", "sk0_masked", "sink1_decode_gqa4", DECODE_DIM_CASES, KV_CACHE_CASES
+/* cuda-sm90's KV-cache instances (d64/d128/d256) take the serving and KV-prefill cases but a decode
+ * batch, head dims that are not multiples of 8 and pages under 8 rows */
+static const char *const sm90[] = {ODD_SHAPE_CASES, TMA_DECODE_CASES, "serve_decodes_paged64_splits3",
+                                   "serve_mix_paged256_d59_v37", "kvprefill_page1_mqa_softcap", NULL};
+static const char *const sm100[] = {ODD_SHAPE_CASES, TMA_DECODE_CASES, SERVE_CASES, KV_PREFILL_CASES, SM100_DIM_CASES,
+                                    NULL};
 static const char *const hip[] = {ODD_SHAPE_CASES, DECODE_DIM_CASES, KV_CACHE_CASES, SERVE_CASES, KV_PREFILL_CASES,
                                   NULL};
 /* hip-cdna: its split-KV decode kernel takes the KV-cache cases, as cuda-sm80's does */

@@ -11,7 +11,7 @@ set -uo pipefail
 isa_setup sm90 "${1:-}" "${2:-}" "${3:-}"
 INC="-I$SRC/include -I$SRC/common -I$SRC/backends/cuda -I$SRC/backends/cuda/sm80 -I$SRC/backends/cuda/sm90"
 
-for cu in "$SRC"/backends/cuda/sm90/sm90_fwd_d*.cu; do isa_compile "$cu" -gencode=arch=compute_90a,code=compute_90a sm_90a; done
+for cu in "$SRC"/backends/cuda/sm90/sm90_fwd_*.cu; do isa_compile "$cu" -gencode=arch=compute_90a,code=compute_90a sm_90a; done
 
 echo "== PTX instructions (sm_90a)"
 isa_count "$WORK/all.ptx" 76 'wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16' \
@@ -24,14 +24,14 @@ isa_expect "$WORK/all.ptx" 76 -gt 0 "wgmma with the A operand in registers (P V)
 isa_count "$WORK/all.ptx" 76 'fence.proxy.async.shared::cta' # varlen: V rows zeroed before P V
 
 echo "== ptxas -v, sm_90a (per kernel: registers at entry, stack frame, spill stores/loads)"
-isa_ptxas_table 20 "d64 (192 and 128 rows), d128, d192, d256 x f16/bf16 x dense/varlen"
+isa_ptxas_table 32 "d64 (192 and 128 rows), d128, d192, d256, KV-cache d64/d128/d256 x f16/bf16 x dense/varlen"
 echo "  registers after setmaxnreg (launch.h): producer/consumers $(grep -o 'PA_SM90_PRODUCER_REGS_NC(nc) .*' "$SRC/backends/cuda/sm90/sm90_launch.h" | sed 's/.*? //; s/)$//') / $(grep -o 'PA_SM90_CONSUMER_REGS_NC(nc) .*' "$SRC/backends/cuda/sm90/sm90_launch.h" | sed 's/.*? //; s/)$//') (3 consumers : 2 consumers)"
 grep -E 'C751[34]' "$WORK/ptxas.txt" | head -4
 isa_expect "$WORK/ptxas.txt" 76 -eq 0 "ptxas notes: wgmma serialized (C7513/C7514)" 'C751[34]|wgmma.mma_async instructions are serialized'
 isa_expect "$WORK/ptxas.txt" 76 -eq 0 "ptxas notes: setmaxnreg ignored (C7508)" 'C7508|setmaxnreg.*ignored'
 
 echo "== SASS (sm_90a cubins)"
-if isa_sass 58 "$WORK"/sm90_fwd_d*.cubin; then
+if isa_sass 58 "$WORK"/sm90_fwd_*.cubin; then
   isa_count "$WORK/all.sass" 58 'HGMMA.64x128x16.F32.BF16' 'HGMMA.64x128x16.F32' 'UTMALDG.4D' 'SYNCS'
 fi
 [ $fail -eq 0 ] && echo "ISA gate sm90: PASS" || echo "ISA gate sm90: FAIL"

@@ -1,7 +1,9 @@
 /* Batch invariance: with num_splits fixed, a sequence's output (O and LSE) is bitwise the same
  * whatever else is in the batch: alone, or at any position among other sequences of other cache and
- * query lengths. Two call forms over one paged KV cache: per-sequence queries (decode, 2 tokens each)
- * and packed queries (serving: cu_seqlens_q, chunks and decodes mixed).
+ * query lengths. Three call forms over one paged KV cache: per-sequence queries (decode, 2 tokens
+ * each), packed queries (serving: cu_seqlens_q, chunks and decodes mixed) with a target of 5 query
+ * tokens, and the same with a 24-token target chunk and max_seqlen_q = 40 (past the decode kernels:
+ * the prefill kernels over a cache take it).
  * test_batch_invariance <backend>: a form the backend declines (NOT_SUPPORTED) is reported n/a; at
  * least one form must run. Exit 77 when the backend's hardware is absent. */
 #include <stdio.h>
@@ -14,14 +16,16 @@
 #include "problem.h"
 
 enum { HQ = 8, HKV = 2, D = 64, PAGE = 16, PPS = 16, CAP = PAGE * PPS, NPAGES = 96 };
-enum { SQ_DECODE = 2, NQ_SERVE = 5, T_USED = 200, MAXB = 8, TRIALS = 6 };
+enum { SQ_DECODE = 2, NQ_SERVE = 5, NQ_CHUNK = 24, MAXQ = 40, T_USED = 200, MAXB = 8, TRIALS = 6 };
+enum form { DECODE, SERVING, CHUNK };
+static const char *const form_name[] = {"decode", "serving", "chunk"};
 
 typedef struct world {
     portattn_dtype_t dt;
     portattn_backend_t be;
     dm_kind kind;
     void *k, *v;        /* the page pool, in the backend's memory */
-    void *qt;           /* host: the target sequence's query rows [NQ_SERVE, HQ, D] */
+    void *qt;           /* host: the target sequence's query rows [NQ_CHUNK, HQ, D] */
     int32_t bt_t[PPS];  /* the target's page table row */
 } world;
 
@@ -29,17 +33,17 @@ static int pick(uint64_t *r, int lo, int hi) { return lo + (int)((urand(r) + 1) 
 
 /* Outputs of the target sequence: O rows [nq, HQ, D] and LSE [HQ, nq]. */
 typedef struct target_out {
-    unsigned char o[NQ_SERVE * HQ * D * 4];
-    float lse[HQ * NQ_SERVE];
+    unsigned char o[NQ_CHUNK * HQ * D * 4];
+    float lse[HQ * NQ_CHUNK];
 } target_out;
 
 /* One call: n sequences, the target at `pos`, the others random (cache lengths 0..CAP, random pages,
- * serving: 0 to 40 query tokens). Fills *t from the target's rows. */
-static portattn_status_t run_batch(const world *w, int serving, int n, int pos, int splits, uint64_t *rng, target_out *t)
+ * serving: 0 to MAXQ query tokens). Fills *t from the target's rows. */
+static portattn_status_t run_batch(const world *w, enum form f, int n, int pos, int splits, uint64_t *rng, target_out *t)
 {
-    static const int other_nq[] = {0, 1, 1, 17, 40};
+    static const int other_nq[] = {0, 1, 1, 17, MAXQ};
     const int64_t es = pa_dtype_size(w->dt), row = HQ * D;
-    const int nq_t = serving ? NQ_SERVE : SQ_DECODE;
+    const int serving = f != DECODE, nq_t = f == CHUNK ? NQ_CHUNK : f == SERVING ? NQ_SERVE : SQ_DECODE;
     int32_t used[MAXB], bt[MAXB * PPS], cu[MAXB + 1] = {0};
     for (int b = 0; b < n; b++) {
         const int me = b == pos;
@@ -75,7 +79,7 @@ static portattn_status_t run_batch(const world *w, int serving, int n, int pos, 
     p.seqused_k = dused, p.block_table = dbt, p.block_table_stride = PPS, p.page_size = PAGE, p.num_pages = NPAGES;
     p.lse = dl;
     if (serving) {
-        p.seqlen_q = total, p.cu_seqlens_q = dcu;
+        p.seqlen_q = total, p.cu_seqlens_q = dcu, p.max_seqlen_q = f == CHUNK ? (total < MAXQ ? total : MAXQ) : 0;
         p.q = portattn_tensor_bshd(dq, total, HQ, D), p.o = portattn_tensor_bshd(dout, total, HQ, D);
         p.lse_stride[1] = total, p.lse_stride[2] = 1;
     } else {
@@ -110,12 +114,12 @@ out:
 
 /* One form, dtype and split count: the target alone, then TRIALS batches around it. -1 declined,
  * else the number of batches whose target output differs from the lone one (or failed). */
-static int check_form(const world *w, int serving, int splits, uint64_t *rng)
+static int check_form(const world *w, enum form f, int splits, uint64_t *rng)
 {
     static target_out alone, within;
-    portattn_status_t st = run_batch(w, serving, 1, 0, splits, rng, &alone);
+    portattn_status_t st = run_batch(w, f, 1, 0, splits, rng, &alone);
     if (st == PORTATTN_ERROR_NOT_SUPPORTED) {
-        printf("n/a  %-8s %-4s splits=%d: %s\n", serving ? "serving" : "decode", pa_dtype_name(w->dt), splits,
+        printf("n/a  %-8s %-4s splits=%d: %s\n", form_name[f], pa_dtype_name(w->dt), splits,
                portattn_last_error());
         return -1;
     }
@@ -123,13 +127,13 @@ static int check_form(const world *w, int serving, int splits, uint64_t *rng)
     int bad = 0;
     for (int t = 0; t < TRIALS; t++) {
         const int n = pick(rng, 2, MAXB), pos = pick(rng, 0, n - 1);
-        st = run_batch(w, serving, n, pos, splits, rng, &within);
+        st = run_batch(w, f, n, pos, splits, rng, &within);
         const int same = !st && !memcmp(&alone, &within, sizeof alone);
         if (!same) printf("FAIL %s %s splits=%d: the target at %d of %d differs from its lone call%s\n",
-                          serving ? "serving" : "decode", pa_dtype_name(w->dt), splits, pos, n, st ? " (call failed)" : "");
+                          form_name[f], pa_dtype_name(w->dt), splits, pos, n, st ? " (call failed)" : "");
         bad += !same;
     }
-    if (!bad) printf("ok   %-8s %-4s splits=%d: %d batches bitwise equal to the lone call\n", serving ? "serving" : "decode",
+    if (!bad) printf("ok   %-8s %-4s splits=%d: %d batches bitwise equal to the lone call\n", form_name[f],
                      pa_dtype_name(w->dt), splits, TRIALS);
     return bad;
 }
@@ -151,22 +155,22 @@ int main(int argc, char **argv)
         world w = {dts[d], be, dm_kind_of(be), NULL, NULL, NULL, {0}};
         const int64_t es = pa_dtype_size(w.dt), pool = (int64_t)NPAGES * PAGE * HKV * D;
         void *hk = malloc((size_t)(pool * es)), *hv = malloc((size_t)(pool * es));
-        w.qt = malloc((size_t)(NQ_SERVE * HQ * D * es));
+        w.qt = malloc((size_t)(NQ_CHUNK * HQ * D * es));
         w.k = dm_alloc(w.kind, (size_t)(pool * es)), w.v = dm_alloc(w.kind, (size_t)(pool * es));
         if (!hk || !hv || !w.qt || !w.k || !w.v) {
             printf("FAIL out of memory\n");
             return 1;
         }
         for (int64_t i = 0; i < pool; i++) pa_store_elem(w.dt, hk, i, (float)urand(&rng)), pa_store_elem(w.dt, hv, i, (float)urand(&rng));
-        for (int64_t i = 0; i < NQ_SERVE * HQ * D; i++) pa_store_elem(w.dt, w.qt, i, (float)urand(&rng));
+        for (int64_t i = 0; i < NQ_CHUNK * HQ * D; i++) pa_store_elem(w.dt, w.qt, i, (float)urand(&rng));
         for (int g = 0; g < PPS; g++) w.bt_t[g] = (int32_t)pick(&rng, 0, NPAGES - 1);
         if (dm_upload(w.kind, w.k, hk, (size_t)(pool * es)) || dm_upload(w.kind, w.v, hv, (size_t)(pool * es))) {
             printf("FAIL upload\n");
             return 1;
         }
-        for (int serving = 0; serving < 2; serving++)
+        for (int f = DECODE; f <= CHUNK; f++)
             for (int splits = 1; splits <= 3; splits += 2) {
-                const int bad = check_form(&w, serving, splits, &rng);
+                const int bad = check_form(&w, (enum form)f, splits, &rng);
                 ran += bad >= 0, failed += bad > 0;
             }
         dm_free(w.kind, w.k), dm_free(w.kind, w.v);

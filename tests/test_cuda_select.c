@@ -66,9 +66,9 @@ int main(void)
           "decode picked %s / %s (%s)", sel.backend_name, sel.kernel, sel.reason);
     p.seqlen_q = S;
 
-    /* Packed queries over a KV cache (serving): cuda-sm80's paged prefill takes it (cuda-sm90 refuses
-     * with the one reason); with head dims over its largest paged instance (128) AUTO takes
-     * cuda-generic and a forced cuda-sm80 says why it cannot. */
+    /* Packed queries over a KV cache (serving): cuda-sm90's KV-cache instances take it on an H100/H200,
+     * cuda-sm80's paged prefill elsewhere; with head dims over cuda-sm80's largest paged instance (128)
+     * AUTO takes cuda-sm90's d256 instance or cuda-generic, and a forced cuda-sm80 says why it cannot. */
     {
         const int32_t cu[3] = {0, 1, S}, used[2] = {S, 5};
         void *dcu = dm_alloc(DM_CUDA, sizeof cu), *dused = dm_alloc(DM_CUDA, sizeof used);
@@ -77,8 +77,9 @@ int main(void)
         p.batch = 2, p.cu_seqlens_q = dcu, p.seqused_k = dused; /* K/V [2, S, H, 128] fit the D = 300 buffers */
         st0 = portattn_forward_query(&p, &sel);
         printf("serving (cu_seqlens_q + seqused_k) -> %s / %s (skipped: %s)\n", sel.backend_name, sel.kernel, sel.reason);
-        CHECK(st0 == PORTATTN_SUCCESS && sel.backend == PORTATTN_BACKEND_CUDA_SM80 && strstr(sel.kernel, "sm80-paged") &&
-                  (!sm90_device || strstr(sel.reason, "cuda-sm90: packed queries over a KV cache")),
+        CHECK(st0 == PORTATTN_SUCCESS &&
+                  (sm90_device ? sel.backend == PORTATTN_BACKEND_CUDA_SM90 && strstr(sel.kernel, "sm90-kv<")
+                               : sel.backend == PORTATTN_BACKEND_CUDA_SM80 && strstr(sel.kernel, "sm80-paged")),
               "serving picked %s / %s (%s)", sel.backend_name, sel.kernel, sel.reason);
         CHECK(portattn_forward(&p, NULL) == PORTATTN_SUCCESS && !dm_sync(DM_CUDA), "serving run: %s", portattn_last_error());
         /* d136: Q [S, H, 136] and K/V [2, S, H, 136] still fit the buffers */
@@ -87,9 +88,12 @@ int main(void)
         p.v = portattn_tensor_bshd(dev[2], S, H, 136), p.o = portattn_tensor_bshd(dev[3], S, H, 136);
         st0 = portattn_forward_query(&p, &sel);
         printf("serving d136 -> %s / %s (skipped: %s)\n", sel.backend_name, sel.kernel, sel.reason);
-        CHECK(st0 == PORTATTN_SUCCESS && sel.backend == PORTATTN_BACKEND_CUDA_GENERIC &&
-                  strstr(sel.reason, "cuda-sm80: paged prefill (KV cache): head dims 136/136"),
-              "serving d136 picked %s (%s)", sel.backend_name, sel.reason);
+        CHECK(st0 == PORTATTN_SUCCESS &&
+                  (sm90_device ? sel.backend == PORTATTN_BACKEND_CUDA_SM90 && strstr(sel.kernel, "sm90-kv<") &&
+                                     strstr(sel.kernel, "d256")
+                               : sel.backend == PORTATTN_BACKEND_CUDA_GENERIC &&
+                                     strstr(sel.reason, "cuda-sm80: paged prefill (KV cache): head dims 136/136")),
+              "serving d136 picked %s / %s (%s)", sel.backend_name, sel.kernel, sel.reason);
         CHECK(portattn_forward(&p, NULL) == PORTATTN_SUCCESS && !dm_sync(DM_CUDA), "serving d136 run: %s",
               portattn_last_error());
         p.backend = PORTATTN_BACKEND_CUDA_SM80;

@@ -373,7 +373,10 @@ int pa_tma_strides_ok(const pa_problem *pb, int with_o, char *why, size_t why_le
 {
     const portattn_fwd_params_t *p = &pb->p;
     const int64_t nb = pb->varlen ? 1 : p->batch;
-    const int64_t nq[3] = {nb, p->seqlen_q, p->heads_q}, nk[3] = {nb, p->seqlen_k, p->heads_kv};
+    int64_t nkb = nb, sk = p->seqlen_k;
+    int rows = 1;
+    pa_tmap_kv_extent(pb, &nkb, &sk, &rows);
+    const int64_t nq[3] = {nb, p->seqlen_q, p->heads_q}, nk[3] = {nkb, sk, p->heads_kv};
     return tma_tensor_ok(&p->q, "q", nq, why, why_len) && tma_tensor_ok(&p->k, "k", nk, why, why_len) &&
            tma_tensor_ok(&p->v, "v", nk, why, why_len) && (!with_o || tma_tensor_ok(&p->o, "o", nq, why, why_len));
 }

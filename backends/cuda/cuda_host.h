@@ -47,6 +47,21 @@ int pa_cuda_take_device_error(char *buf, size_t len);
  * more than one index. 1 if so; else 0 with the reason (NOT_SUPPORTED) in why. */
 int pa_tma_strides_ok(const pa_problem *pb, int with_o, char *why, size_t why_len);
 
+/* K and V as TMA maps of [*nk, *sk, heads, dim] in boxes of *rows rows (callers set the plain call's
+ * values first). Over a KV cache they are the per-sequence caches [batch, seqlen_k] (varlen queries
+ * or not), or the page pool [num_pages, page_size] with boxes of at most a page: a box never crosses
+ * a page, so a tile of more rows than a page is several boxes, one per page. */
+static inline void pa_tmap_kv_extent(const pa_problem *pb, int64_t *nk, int64_t *sk, int *rows)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    if (!pb->kv_cache) return;
+    *nk = p->batch, *sk = p->seqlen_k;
+    if (p->block_table) {
+        *nk = p->num_pages, *sk = p->page_size;
+        if (*rows > p->page_size) *rows = (int)p->page_size;
+    }
+}
+
 /* The runtime's last error (cudaGetLastError) is one slot per thread and runtime copy. A shared
  * libportattn carries its own copy of the static runtime (whose symbols are hidden), a slot the
  * caller never sees; a static libportattn.a shares the program's runtime, and so the caller's slot.

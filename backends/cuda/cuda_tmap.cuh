@@ -69,7 +69,7 @@ static inline CUresult pa_tmap_bshd(PFN_cuTensorMapEncodeTiled_v12000 enc, CUten
 
 /* The maps of a forward call, as both TMA launchers use them: Q in boxes of q_rows, K and V in boxes
  * of kv_rows, and O (when `to` is not NULL) as Q; under varlen the packed tensors as one batch of all
- * tokens (seqlen_q/k are the totals, stride[0] unused). Finds the encoder and makes a context current
+ * tokens (seqlen_q/k are the totals, stride[0] unused); a KV cache as pa_tmap_kv_extent says. Finds the encoder and makes a context current
  * first. `who` names the backend in the error message. */
 static inline portattn_status_t pa_tmap_fwd(const pa_problem *pb, const char *who, int q_rows, int kv_rows,
                                             CUtensorMap *tq, CUtensorMap *tk, CUtensorMap *tv, CUtensorMap *to,
@@ -88,11 +88,13 @@ static inline portattn_status_t pa_tmap_fwd(const pa_problem *pb, const char *wh
     /* Each map spans the call's own head dim: the columns of a kernel instance's wider boxes past it
      * are zero-filled by the TMA (loads) or dropped (stores). */
     const int64_t nb = pb->varlen ? 1 : p->batch, dqk = p->head_dim_qk, dv = p->head_dim_v;
+    int64_t nk = nb, sk = p->seqlen_k;
+    pa_tmap_kv_extent(pb, &nk, &sk, &kv_rows);
     CUresult r = pa_tmap_bshd(enc, tq, p->q.data, bf16, nb, p->seqlen_q, p->heads_q, dqk, p->q.stride, q_rows);
     if (r == CUDA_SUCCESS)
-        r = pa_tmap_bshd(enc, tk, p->k.data, bf16, nb, p->seqlen_k, p->heads_kv, dqk, p->k.stride, kv_rows);
+        r = pa_tmap_bshd(enc, tk, p->k.data, bf16, nk, sk, p->heads_kv, dqk, p->k.stride, kv_rows);
     if (r == CUDA_SUCCESS)
-        r = pa_tmap_bshd(enc, tv, p->v.data, bf16, nb, p->seqlen_k, p->heads_kv, dv, p->v.stride, kv_rows);
+        r = pa_tmap_bshd(enc, tv, p->v.data, bf16, nk, sk, p->heads_kv, dv, p->v.stride, kv_rows);
     if (r == CUDA_SUCCESS && to)
         r = pa_tmap_bshd(enc, to, p->o.data, bf16, nb, p->seqlen_q, p->heads_q, dv, p->o.stride, q_rows);
     /* CUresult and cudaError_t share their numbers (a dead context: 719 in both), so the runtime

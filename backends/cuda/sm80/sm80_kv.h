@@ -22,6 +22,18 @@ typedef struct sm80_kv {
     int seqlen_new;             /* tokens appended just before the kernel: counted in the cache length */
 } sm80_kv;
 
+/* The KV-cache fields of a validated call, as the launchers of both KV-cache families pass them. */
+PA_HD sm80_kv pa_sm80_kv_of(const pa_problem *pb)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    sm80_kv kv;
+    kv.seqused_k = p->seqused_k, kv.block_table = p->block_table;
+    kv.bt_stride = p->block_table_stride, kv.num_pages = p->num_pages;
+    for (kv.page_shift = 0; p->block_table && ((int64_t)1 << kv.page_shift) < p->page_size;) kv.page_shift++;
+    kv.seqlen_new = (int)pb->seqlen_new;
+    return kv;
+}
+
 /* Element offset, from the pool base, of row `key` of a sequence whose page-table row is bt_row:
  * page bt_row[key / page_size] (clamped into [0, num_pages)), row key % page_size, pages pstride and
  * rows rstride elements apart. Any page size works and consecutive keys may cross pages, because

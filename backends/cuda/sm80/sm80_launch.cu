@@ -2,7 +2,6 @@
  * instance for (head dim, dtype). Called by the backend table (sm80_backend.c) after supports(). */
 #include <cuda_runtime.h>
 #include <math.h>
-#include <string.h>
 
 #include "cuda_append.h"
 #include "cuda_host.h"
@@ -53,7 +52,7 @@ extern "C" int pa_sm80_paged_ok(const pa_problem *pb, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
     if (p->block_table && (p->num_pages > INT32_MAX || p->page_size > (1 << 20)))
-        return REFUSE("cuda-sm80 paged: %lld pages of %lld rows over the kernel's int32 range",
+        return REFUSE("%lld pages of %lld rows: over the paged kernels' int32 range",
                       (long long)p->num_pages, (long long)p->page_size);
     if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
     if (p->batch == 0 || pb->max_seqlen_q == 0) return 1;
@@ -67,13 +66,7 @@ extern "C" int pa_sm80_paged_ok(const pa_problem *pb, char *why, size_t why_len)
 static portattn_status_t sm80_launch_paged(const pa_problem *pb, const sm80_args *a, int d, int bf16,
                                            cudaStream_t st, char *err, size_t err_len)
 {
-    const portattn_fwd_params_t *p = &pb->p;
-    sm80_kv kv;
-    memset(&kv, 0, sizeof kv);
-    kv.seqused_k = p->seqused_k, kv.block_table = p->block_table;
-    kv.bt_stride = p->block_table_stride, kv.num_pages = p->num_pages;
-    for (kv.page_shift = 0; p->block_table && ((int64_t)1 << kv.page_shift) < p->page_size;) kv.page_shift++;
-    kv.seqlen_new = (int)pb->seqlen_new;
+    const sm80_kv kv = pa_sm80_kv_of(pb);
     portattn_status_t s = pa_cuda_append(pb, st, err, err_len);
     if (s) return s;
     cudaError_t e = cudaErrorInvalidValue; /* no instance: supports() refused it first */

@@ -59,7 +59,8 @@ portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *stream, char *
 int pa_sm80_dim(const pa_problem *pb);
 /* supports()' form: 1, or 0 and why (head dims not multiples of 8, or over the largest instance). */
 int pa_sm80_dims_ok(const pa_problem *pb, char *why, size_t why_len);
-/* The paged family's page and layout checks (head dims apart): 1, or 0 and why. */
+/* The KV-cache families' page and layout checks (cuda-sm80's paged prefill, cuda-sm90's KV-cache
+ * instances; head dims apart): 1, or 0 and why. */
 int pa_sm80_paged_ok(const pa_problem *pb, char *why, size_t why_len);
 /* Query rows per CTA of head dim d's shape on the current device (d256: 64 where two 64-row CTAs
  * fit an SM or the 128-row one does not fit a block, else 128); 0 if the device cannot be read. */

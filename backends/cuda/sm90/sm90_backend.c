@@ -1,6 +1,7 @@
 /* cuda-sm90: the wgmma + TMA warp-specialized kernel for H100/H200 (sm_90a code runs on compute
- * capability 9.0 only). This file is the backend table: which calls it takes, and why not
- * otherwise (the selector then falls back to cuda-sm80 and shows the reason). */
+ * capability 9.0 only), with KV-cache instances for prefill and serving calls over a cache. This
+ * file is the backend table: which calls it takes, and why not otherwise (the selector then falls
+ * back to cuda-sm80 and shows the reason). */
 #include <stdint.h>
 
 #include "backend.h"
@@ -26,6 +27,18 @@ static int sm90_probe(char *detail, size_t detail_len)
     return pa_cuda_probe(detail, detail_len) && sm90_device(detail, detail_len);
 }
 
+/* A KV-cache call (per-sequence caches or a page pool, seqused_k, append; packed queries or not):
+ * K and V as the paged family's layouts (their batch or page stride is used under varlen too), and
+ * pages of whole swizzle atoms (sm90_pages). */
+static int sm90_kv_ok(const pa_problem *pb, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    if (p->block_table && p->page_size < PA_SM90_MIN_PAGE)
+        return REFUSE("pages of %lld rows: its TMA boxes need at least %d (cuda-sm80's paged prefill takes them)",
+                      (long long)p->page_size, PA_SM90_MIN_PAGE);
+    return pa_sm80_paged_ok(pb, why, why_len);
+}
+
 static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
@@ -34,8 +47,6 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (!dt) return REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
     if (!pa_sm90_dims_ok(pb, why, why_len)) return 0;
     const int d = pa_sm90_dim(pb);
-    if (!pa_fwd_not_serving(pb, why, why_len)) return 0;
-    if (pb->kv_cache) return REFUSE("KV cache: not in this kernel (cuda-sm80's decode kernel takes it)");
     /* Varlen: seqlen_q/k are the packed totals (the tensor maps' rows, int32 row arithmetic); the
      * grid and the decode-shape test go by the longest sequence, max_seqlen_q. */
     const int64_t msq = pb->max_seqlen_q; /* seqlen_q without varlen */
@@ -49,7 +60,8 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (p->seqlen_k < 1) return REFUSE("no keys (a TMA map needs a row)");
     if (p->seqlen_q > PA_SM90_MAX_SEQ || p->seqlen_k > PA_SM90_MAX_SEQ)
         return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
-    const int bm = PA_SM90_BM_NC(pa_sm90_nc(d, msq));
+    if (pb->kv_cache && !sm90_kv_ok(pb, why, why_len)) return 0;
+    const int bm = PA_SM90_BM_NC(pa_sm90_nc(pb, d));
     const int64_t blocks = (msq + bm - 1) / bm;
     if (p->batch > INT32_MAX || p->heads_q > INT32_MAX || blocks * p->batch * p->heads_q > INT32_MAX)
         return REFUSE("batch %lld x heads %lld x row blocks over 2^31-1 work items", (long long)p->batch,
@@ -57,14 +69,15 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
     int optin = 0;
     if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");
-    if (optin < PA_SM90_SMEM(d))
-        return REFUSE("d%d needs %d bytes of shared memory, device allows %d per block", d,
-                      PA_SM90_SMEM(d), optin);
-    if (!pa_fwd_layouts_ok(pb, why, why_len) || !pa_tma_strides_ok(pb, 0, why, why_len) ||
+    const int smem = pb->kv_cache ? PA_SM90_KV_SMEM(d) : PA_SM90_SMEM(d);
+    if (optin < smem)
+        return REFUSE("d%d%s needs %d bytes of shared memory, device allows %d per block", d,
+                      pb->kv_cache ? " (KV cache)" : "", smem, optin);
+    if ((!pb->kv_cache && !pa_fwd_layouts_ok(pb, why, why_len)) || !pa_tma_strides_ok(pb, 0, why, why_len) ||
         !pa_sm80_prefill_ptrs_ok(pb, why, why_len))
         return 0;
     if (kernel && kernel_len)
-        pa_kernel_name(kernel, kernel_len, "sm90", dt, d, pb, bm, PA_SM90_BN(d));
+        pa_kernel_name(kernel, kernel_len, pb->kv_cache ? "sm90-kv" : "sm90", dt, d, pb, bm, PA_SM90_BN(d));
     return 1;
 }
 

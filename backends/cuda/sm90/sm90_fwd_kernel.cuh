@@ -21,7 +21,13 @@
  * a tile that reaches past the sequence's end holds the next sequence's rows (the TMA zero-fills
  * only past the end of the whole tensor). Their scores are masked (a select to -inf, so P = 0), and
  * the V rows of the sequence's last, partial key tile past its last key are zeroed in shared memory
- * before P V reads them: 0 x V of the next sequence would be NaN where that V holds NaN or inf. */
+ * before P V reads them: 0 x V of the next sequence would be NaN where that V holds NaN or inf.
+ *
+ * KV cache (the KV instances): K and V come from per-sequence caches [batch, capacity] or, through a
+ * page table, from a pool [pages, page size] (one TMA box per page a tile spans, the producer warp
+ * sharing the page lookups), each sequence's length from seqused_k; the queries are per sequence or
+ * packed (a serving call: sequence b's queries are the last tokens of its cache). The rows of the
+ * last key tile past the cache length are zeroed as under varlen. */
 #ifndef PORTATTN_SM90_FWD_KERNEL_CUH
 #define PORTATTN_SM90_FWD_KERNEL_CUH
 
@@ -144,7 +150,8 @@ template <typename T, int BN> struct sm90_tile_softmax {
 
 /* One work item: a row block of one (batch, head), and the key tiles its rows see. */
 struct sm90_work {
-    int b, h, hk, tb;   /* batch, head, KV head; tb: the maps' batch coordinate (0 under varlen) */
+    int b, h, hk, tb;   /* batch, head, KV head; tb: the Q map's batch coordinate (0 under varlen) */
+    int tk;             /* the K/V maps' batch coordinate (tb, or b over a per-sequence KV cache) */
     int q0, k0, sq, sk; /* the sequence's packed start rows and lengths (0 and a.seqlen_* without varlen) */
     int m0;             /* first row of the block */
     int n_lo, n_hi;     /* key tiles [n_lo, n_hi) */
@@ -181,9 +188,9 @@ __device__ __forceinline__ void sm90_pair_of(const sm80_args &a, I lin, I nmb, I
  * i32: every item index fits in 32 bits (the usual case; a varlen batch of very many sequences with
  * one long one may not). Every thread maps every item, and a 64-bit division is a call of some 70
  * instructions on the GPU where a 32-bit one is a short inline sequence. */
-template <int BM, int BN, bool VL>
-__device__ __forceinline__ int sm90_work_of(const sm80_args &a, int64_t lin, int nmb, int chunk, bool i32,
-                                            sm90_work &w)
+template <int BM, int BN, bool VL, bool KV>
+__device__ __forceinline__ int sm90_work_of(const sm80_args &a, const sm80_kv &kv, int64_t lin, int nmb, int chunk,
+                                            bool i32, sm90_work &w)
 {
     int mb;
     if (i32) sm90_pair_of<uint32_t>(a, (uint32_t)lin, (uint32_t)nmb, (uint32_t)chunk, w, mb);
@@ -192,11 +199,13 @@ __device__ __forceinline__ int sm90_work_of(const sm80_args &a, int64_t lin, int
     w.q0 = 0, w.k0 = 0, w.sq = a.seqlen_q, w.sk = a.seqlen_k, w.tb = w.b;
     if (VL) { /* right-bounded: the t-th row block from this sequence's own end, as without varlen */
         sm80_seq(a.cu_q, w.b, a.seqlen_q, &w.q0, &w.sq);
-        sm80_seq(a.cu_k, w.b, a.seqlen_k, &w.k0, &w.sk);
+        if (!KV) sm80_seq(a.cu_k, w.b, a.seqlen_k, &w.k0, &w.sk);
         if (a.wr >= 0) mb -= nmb - (w.sq + BM - 1) / BM;
         if (mb < 0 || mb * BM >= w.sq) return 0;
         w.tb = 0;
     }
+    w.tk = KV ? w.b : w.tb;
+    if (KV && kv.seqused_k) w.sk = (int)pa_cache_len_of(kv.seqused_k[w.b], kv.seqlen_new, a.seqlen_k);
     w.m0 = mb * BM;
     const int mlast = (w.m0 + BM < w.sq ? w.m0 + BM : w.sq) - 1;
     int lo_f, hi_f, lo_l, hi_l;
@@ -206,6 +215,67 @@ __device__ __forceinline__ int sm90_work_of(const sm80_args &a, int64_t lin, int
     w.full_lo = (lo_l + BN - 1) / BN, w.full_hi = (hi_f + 1) / BN;
     return 1;
 }
+
+/* Over a page pool a K/V tile of BN keys is one TMA box per page it spans, of min(BN, page) rows (the
+ * maps' box), box j landing at row j * rows of the slot: a multiple of 8 rows (pages of at least
+ * PA_SM90_MIN_PAGE), so each box's 128-byte swizzle is the whole tile's. Boxes wholly past the
+ * sequence's last key are not loaded: their rows' scores are masked, and V's rows past the last key
+ * are zeroed before P V reads them. The producer warp shares the boxes: lane j looks up box j's page
+ * (one load latency a tile instead of one a box) and issues its TMA. */
+template <int BN> struct sm90_pages {
+    int rows, boxes, key0;
+
+    __device__ __forceinline__ sm90_pages(const sm80_kv &kv, const sm90_work &w, int n)
+    {
+        const int page = 1 << kv.page_shift;
+        rows = BN < page ? BN : page, key0 = n * BN;
+        boxes = min(BN / rows, (w.sk - key0 + rows - 1) / rows);
+    }
+    /* The page of box `lane` (0 for lanes past the last box), clamped into the pool. */
+    __device__ __forceinline__ int page_of(const sm80_kv &kv, const sm90_work &w, int lane) const
+    {
+        if (lane >= boxes) return 0;
+        const int key = key0 + lane * rows;
+        return (int)pa_page_clamp(kv.block_table[(int64_t)w.b * kv.bt_stride + (key >> kv.page_shift)], kv.num_pages);
+    }
+};
+
+/* Producer warps of the KV instances with two consumer warpgroups: 2 (warp 0 loads Q and K, warp 1
+ * V, so that the two tiles' page boxes issue in parallel) or 1 (-DPA_SM90_KV_PRODUCER_WARPS=1 in
+ * CUDA flags, for an A/B). With three consumers (d64) the producer's 24 registers hold one warp's
+ * loop only (two spilled). */
+#ifndef PA_SM90_KV_PRODUCER_WARPS
+#define PA_SM90_KV_PRODUCER_WARPS 2
+#endif
+#define PA_SM90_KV_PWARPS(nc) ((nc) == 3 ? 1 : PA_SM90_KV_PRODUCER_WARPS)
+/* K or V tile n of work item w into the slot at dst (NB column blocks of BN rows), on barrier bar.
+ * Called by the producer thread, or over a page pool by the whole producer warp (pg: this lane's
+ * box page from sm90_pages::page_of). */
+#ifdef PA_SM90_DEVICE
+template <int BN, int NB, bool KV>
+__device__ __forceinline__ void sm90_load_kv(uint32_t dst, const CUtensorMap *map, uint32_t bar, const sm80_kv &kv,
+                                             const sm90_work &w, int n, int lane, int pg)
+{
+    constexpr int KBLK = BN * 128;
+    if (KV && kv.block_table) {
+        const sm90_pages<BN> pt(kv, w, n);
+        if (lane == 0) pa_bar_expect_tx(bar, pt.boxes * pt.rows * 128 * NB);
+        __syncwarp();
+        if (lane < pt.boxes) {
+            const int key = pt.key0 + lane * pt.rows;
+#pragma unroll
+            for (int c = 0; c < NB; ++c)
+                pa_tma_load_4d(dst + c * KBLK + lane * pt.rows * 128, map, bar, c * 64,
+                               key & ((1 << kv.page_shift) - 1), w.hk, pg);
+        }
+        return;
+    }
+    if (KV && lane != 0) return;
+    pa_bar_expect_tx(bar, NB * KBLK);
+#pragma unroll
+    for (int c = 0; c < NB; ++c) pa_tma_load_4d(dst + c * KBLK, map, bar, c * 64, w.k0 + n * BN, w.hk, w.tk);
+}
+#endif
 
 /* The item a CTA takes in round r (items [base, base + gridDim.x)): in order on even rounds, in
  * reverse on odd ones. Causal items come longest first; a plain stride would hand CTA 0 the longest
@@ -292,10 +362,11 @@ __device__ __forceinline__ void sm90_epilogue(const sm80_args &a, const sm90_wor
  * whole item ahead (the next item's Q and first K/V tiles are in flight while this item's S waits);
  * with one, the next item's loads start only after this item's last S. Short sequences, where an item is
  * one or two key tiles, pay the load latency once per CTA instead of once per item. */
-template <typename T, int D, int NC, int BN, int ST, bool VL>
+template <typename T, int D, int NC, int BN, int ST, bool VL, bool KV>
 __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
     sm90_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
-             const __grid_constant__ CUtensorMap tv, const sm80_args a, const int nmb, const int chunk)
+             const __grid_constant__ CUtensorMap tv, const sm80_args a, const sm80_kv kv, const int nmb,
+             const int chunk)
 {
 #ifdef PA_SM90_DEVICE
     constexpr int BM = PA_SM90_BM_NC(NC), NB = D / 64; /* rows, 64-column blocks */
@@ -336,33 +407,41 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
 
     if (wg == 0) { /* producer */
         sm90_setmaxnreg_dec<PA_SM90_PRODUCER_REGS_NC(NC)>();
-        if (tid != 0) return;
+        /* Over a KV cache a warp shares a page pool's boxes, and a second warp takes the V tiles. */
+        if (KV ? tid >= 32 * PA_SM90_KV_PWARPS(NC) : tid != 0) return;
+        const int lane = tid & 31;
+        const bool does_k = !KV || tid < 32, does_v = !KV || PA_SM90_KV_PWARPS(NC) == 1 || tid >= 32;
         int it = 0, qi = 0; /* K/V tiles and Q tiles loaded so far */
         for (int64_t r = 0, base = 0; base < nwork; ++r, base += gridDim.x) {
             const int64_t lin = sm90_item(r, base);
             sm90_work w;
-            if (lin >= nwork || !sm90_work_of<BM, BN, VL>(a, lin, nmb, chunk, i32, w)) continue;
+            if (lin >= nwork || !sm90_work_of<BM, BN, VL, KV>(a, kv, lin, nmb, chunk, i32, w)) continue;
             const int qs = qi % QS, qu = qi / QS;
-            if (qu > 0) pa_bar_wait(EMPTY_Q(qs), (qu - 1) & 1);
-            pa_bar_expect_tx(FULL_Q(qs), QBYTES);
+            if (qu > 0 && does_k) pa_bar_wait(EMPTY_Q(qs), (qu - 1) & 1);
+            if (!KV || tid == 0) {
+                pa_bar_expect_tx(FULL_Q(qs), QBYTES);
 #pragma unroll
-            for (int c = 0; c < NB; ++c)
-                pa_tma_load_4d(q_s + qs * QBYTES + c * QBLK, &tq, FULL_Q(qs), c * 64, w.q0 + w.m0, w.h, w.tb);
+                for (int c = 0; c < NB; ++c)
+                    pa_tma_load_4d(q_s + qs * QBYTES + c * QBLK, &tq, FULL_Q(qs), c * 64, w.q0 + w.m0, w.h, w.tb);
+            }
             ++qi;
+            /* Page lookups run one tile ahead: tile n+1's entries are in flight while tile n waits
+             * for its slots and issues its boxes. */
+            const bool paged = KV && kv.block_table;
+            int pg_next = paged && w.n_lo < w.n_hi ? sm90_pages<BN>(kv, w, w.n_lo).page_of(kv, w, lane) : 0;
             for (int n = w.n_lo; n < w.n_hi; ++n, ++it) {
-                const int s = it % ST, u = it / ST;
+                const int s = it % ST, u = it / ST, pg = pg_next;
+                if (paged && n + 1 < w.n_hi) pg_next = sm90_pages<BN>(kv, w, n + 1).page_of(kv, w, lane);
                 /* K and V slots are given back separately: K once every S product on it is done, V
                  * once every P V product is, so K_{n+1} can land while P_n V_n still reads V_n. */
-                if (u > 0) pa_bar_wait(EMPTY_K(s), (u - 1) & 1);
-                pa_bar_expect_tx(FULL_K(s), KVBYTES);
-#pragma unroll
-                for (int c = 0; c < NB; ++c)
-                    pa_tma_load_4d(k_s + s * KVBYTES + c * KBLK, &tk, FULL_K(s), c * 64, w.k0 + n * BN, w.hk, w.tb);
-                if (u > 0) pa_bar_wait(EMPTY_V(s), (u - 1) & 1);
-                pa_bar_expect_tx(FULL_V(s), KVBYTES);
-#pragma unroll
-                for (int c = 0; c < NB; ++c)
-                    pa_tma_load_4d(v_s + s * KVBYTES + c * KBLK, &tv, FULL_V(s), c * 64, w.k0 + n * BN, w.hk, w.tb);
+                if (does_k) {
+                    if (u > 0) pa_bar_wait(EMPTY_K(s), (u - 1) & 1);
+                    sm90_load_kv<BN, NB, KV>(k_s + s * KVBYTES, &tk, FULL_K(s), kv, w, n, lane, pg);
+                }
+                if (does_v) {
+                    if (u > 0) pa_bar_wait(EMPTY_V(s), (u - 1) & 1);
+                    sm90_load_kv<BN, NB, KV>(v_s + s * KVBYTES, &tv, FULL_V(s), kv, w, n, lane, pg);
+                }
             }
         }
         return;
@@ -378,7 +457,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
     for (int64_t r = 0, base = 0; base < nwork; ++r, base += gridDim.x) {
         const int64_t lin = sm90_item(r, base);
         sm90_work w;
-        if (lin >= nwork || !sm90_work_of<BM, BN, VL>(a, lin, nmb, chunk, i32, w)) continue;
+        if (lin >= nwork || !sm90_work_of<BM, BN, VL, KV>(a, kv, lin, nmb, chunk, i32, w)) continue;
         const int n_lo = w.n_lo, n_hi = w.n_hi, sk = w.sk;
         sm90_tile_softmax<T, BN> sm;
         sm.init(a, w.m0 + rowc, w.sq, sk, lane);
@@ -483,8 +562,10 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
              * the 16-byte chunks inside a row), so rows vz.. of a block are one contiguous range. All
              * consumer threads share the stores, order them before the async proxy (wgmma) and meet at
              * a named barrier: neither warpgroup's P V reads the slot before every zero is written.
-             * The condition is CTA-uniform (sk, k0, n), so every consumer thread reaches the barrier. */
-            const int vz = VL && w.k0 + sk < a.seqlen_k ? sk - n * BN : BN;
+             * The condition is CTA-uniform (sk, k0, n), so every consumer thread reaches the barrier.
+             * Over a KV cache the rows past the cache length are the cache's unused rows, or rows of
+             * a page box that was not loaded (sm90_load_kv): zeroed the same way. */
+            const int vz = KV || (VL && w.k0 + sk < a.seqlen_k) ? sk - n * BN : BN;
             if (vz < BN) {
                 const int ct = tid - 128, nz = (BN - vz) * 8; /* 16-byte chunks to zero per column block */
                 const uint32_t vt = v_s + s * KVBYTES + vz * 128;
@@ -534,13 +615,14 @@ static int sm90_chunk(const sm80_args *a, int64_t l2_pairs, int64_t nmb, int64_t
 }
 
 /* max_sq: the longest sequence's queries (the grid's row blocks per (batch, head)); seqlen_q without
- * varlen, max_seqlen_q with it. l2_pairs: see sm90_chunk. */
-template <typename T, int D, int NC, int BN, int ST, bool VL>
+ * varlen, max_seqlen_q with it. l2_pairs: see sm90_chunk. kv: the KV cache (KV instances only). */
+template <typename T, int D, int NC, int BN, int ST, bool VL, bool KV>
 static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
-                                        const sm80_args *a, int64_t max_sq, int64_t l2_pairs, cudaStream_t stream)
+                                        const sm80_args *a, const sm80_kv *kv, int64_t max_sq, int64_t l2_pairs,
+                                        cudaStream_t stream)
 {
     const int smem = PA_SM90_SMEM_SHAPE(D, NC, BN, ST);
-    auto kern = sm90_fwd<T, D, NC, BN, ST, VL>;
+    auto kern = sm90_fwd<T, D, NC, BN, ST, VL, KV>;
     static int optin_done[64];
     cudaError_t e = sm80_smem_optin(kern, smem, optin_done);
     if (e != cudaSuccess) return e;
@@ -551,25 +633,27 @@ static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap
     const unsigned grid = (unsigned)(nwork < sms ? nwork : sms);
     CUtensorMap q = *tq, k = *tk, v = *tv;
     sm80_args arg = *a;
+    sm80_kv kva = kv ? *kv : sm80_kv();
     int nmb_arg = (int)nmb, chunk = sm90_chunk(a, l2_pairs, nmb, grid);
-    void *args[] = {&q, &k, &v, &arg, &nmb_arg, &chunk};
+    void *args[] = {&q, &k, &v, &arg, &kva, &nmb_arg, &chunk};
     return cudaLaunchKernel((const void *)kern, dim3(grid), dim3(PA_SM90_THREADS_NC(NC)), args, smem, stream);
 }
 
-template <int D, int NC, int BN, int ST>
+/* The four instances of a shape: f16/bf16, varlen queries or not. */
+template <int D, int NC, int BN, int ST, bool KV>
 static cudaError_t sm90_launch_shape(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
-                                     const sm80_args *a, int bf16, int64_t max_sq, int64_t l2_pairs,
-                                     cudaStream_t stream)
+                                     const sm80_args *a, const sm80_kv *kv, int bf16, int64_t max_sq,
+                                     int64_t l2_pairs, cudaStream_t stream)
 {
-    if (a->cu_q)
-        return bf16 ? sm90_launch_instance<__nv_bfloat16, D, NC, BN, ST, true>(tq, tk, tv, a, max_sq, l2_pairs, stream)
-                    : sm90_launch_instance<__half, D, NC, BN, ST, true>(tq, tk, tv, a, max_sq, l2_pairs, stream);
-    return bf16 ? sm90_launch_instance<__nv_bfloat16, D, NC, BN, ST, false>(tq, tk, tv, a, max_sq, l2_pairs, stream)
-                : sm90_launch_instance<__half, D, NC, BN, ST, false>(tq, tk, tv, a, max_sq, l2_pairs, stream);
+#define PA_SM90_GO(T, VL) sm90_launch_instance<T, D, NC, BN, ST, VL, KV>(tq, tk, tv, a, kv, max_sq, l2_pairs, stream)
+    if (a->cu_q) return bf16 ? PA_SM90_GO(__nv_bfloat16, true) : PA_SM90_GO(__half, true);
+    return bf16 ? PA_SM90_GO(__nv_bfloat16, false) : PA_SM90_GO(__half, false);
+#undef PA_SM90_GO
 }
 
-/* The instance files define these for their head dim: the default shape, and the short-query one
- * where the head dim has it (nc = PA_SM90_NC_SHORT(D)). */
+/* The instance files define these for their head dim: the default shape and the short-query one
+ * where the head dim has it (nc = PA_SM90_NC_SHORT(D)); and, in files of their own (they build in
+ * parallel), the KV-cache instances of PA_SM90_KV_DIMS. */
 #define SM90_INSTANCE(D, BN, ST)                                                                              \
     cudaError_t sm90_launch_d##D(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,           \
                                  const sm80_args *a, int bf16, int nc, int64_t max_sq, int64_t l2_pairs,        \
@@ -577,9 +661,18 @@ static cudaError_t sm90_launch_shape(const CUtensorMap *tq, const CUtensorMap *t
     {                                                                                                           \
         if constexpr (PA_SM90_NC_SHORT(D) != 0)                                                                 \
             if (nc == PA_SM90_NC_SHORT(D))                                                                      \
-                return sm90_launch_shape<D, PA_SM90_NC_SHORT(D), BN, ST>(tq, tk, tv, a, bf16, max_sq, l2_pairs, \
-                                                                         stream);                               \
-        return sm90_launch_shape<D, PA_SM90_NC(D), BN, ST>(tq, tk, tv, a, bf16, max_sq, l2_pairs, stream);      \
+                return sm90_launch_shape<D, PA_SM90_NC_SHORT(D), BN, ST, false>(tq, tk, tv, a, NULL, bf16,      \
+                                                                                max_sq, l2_pairs, stream);      \
+        return sm90_launch_shape<D, PA_SM90_NC(D), BN, ST, false>(tq, tk, tv, a, NULL, bf16, max_sq, l2_pairs,  \
+                                                                  stream);                                      \
+    }
+#define SM90_KV_INSTANCE(D, BN, ST)                                                                           \
+    cudaError_t sm90_launch_kv_d##D(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,        \
+                                    const sm80_args *a, const sm80_kv *kv, int bf16, int64_t max_sq,            \
+                                    int64_t l2_pairs, cudaStream_t stream)                                      \
+    {                                                                                                           \
+        return sm90_launch_shape<D, PA_SM90_NC(D), BN, ST, true>(tq, tk, tv, a, kv, bf16, max_sq, l2_pairs,     \
+                                                                 stream);                                       \
     }
 
 #endif

@@ -1,11 +1,12 @@
 /* cuda-sm90 launcher: builds the TMA tensor maps of Q, K and V (4-D: dim, seq, head, batch, with the
- * caller's strides; varlen: the packed tensors as one batch of all tokens) and launches the instance
- * for (head dim, dtype). */
+ * caller's strides; varlen: the packed tensors as one batch of all tokens; a KV cache as
+ * pa_tmap_kv_extent says) and launches the instance for (head dim, dtype, KV cache or not). */
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
 #include <string.h>
 
+#include "cuda_append.h"
 #include "cuda_host.h"
 #include "cuda_tmap.cuh"
 #include "sm90_fwd_kernel.cuh"
@@ -16,6 +17,11 @@
                                  int, int64_t, int64_t, cudaStream_t);
 PA_SM90_DIMS(PA_X)
 #undef PA_X
+#define PA_X(D)                                                                                                  \
+    cudaError_t sm90_launch_kv_d##D(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const sm80_args *, \
+                                    const sm80_kv *, int, int64_t, int64_t, cudaStream_t);
+PA_SM90_KV_DIMS(PA_X)
+#undef PA_X
 
 extern "C" int pa_sm90_compiled(void) { return 1; }
 
@@ -25,21 +31,31 @@ static const int sm90_dims[] = {
 #undef PA_X
 };
 #define SM90_NDIMS ((int)(sizeof sm90_dims / sizeof sm90_dims[0]))
+static const int sm90_kv_dims[] = {
+#define PA_X(d) d,
+    PA_SM90_KV_DIMS(PA_X)
+#undef PA_X
+};
+#define SM90_NKV ((int)(sizeof sm90_kv_dims / sizeof sm90_kv_dims[0]))
 
 extern "C" int pa_sm90_dim(const pa_problem *pb)
 {
-    return pa_fwd_instance_dim(sm90_dims, SM90_NDIMS, pb->p.head_dim_qk, pb->p.head_dim_v);
+    const int64_t dqk = pb->p.head_dim_qk, dv = pb->p.head_dim_v;
+    return pb->kv_cache ? pa_fwd_instance_dim(sm90_kv_dims, SM90_NKV, dqk, dv)
+                        : pa_fwd_instance_dim(sm90_dims, SM90_NDIMS, dqk, dv);
 }
 
 extern "C" int pa_sm90_dims_ok(const pa_problem *pb, char *why, size_t why_len)
 {
-    return pa_fwd_dims_ok(sm90_dims, SM90_NDIMS, pb, "cuda-sm90", why, why_len);
+    return pb->kv_cache ? pa_fwd_dims_ok(sm90_kv_dims, SM90_NKV, pb, "cuda-sm90 (KV cache)", why, why_len)
+                        : pa_fwd_dims_ok(sm90_dims, SM90_NDIMS, pb, "cuda-sm90", why, why_len);
 }
 
-extern "C" int pa_sm90_nc(int d, int64_t max_seqlen_q)
+extern "C" int pa_sm90_nc(const pa_problem *pb, int d)
 {
     const int nc = PA_SM90_NC(d), ns = PA_SM90_NC_SHORT(d);
-    if (!ns || max_seqlen_q > 256) return nc;
+    const int64_t max_seqlen_q = pb->max_seqlen_q;
+    if (!ns || pb->kv_cache || max_seqlen_q > 256) return nc; /* the KV-cache instances have the default shape */
     const int64_t rows = (max_seqlen_q + PA_SM90_BM_NC(nc) - 1) / PA_SM90_BM_NC(nc) * PA_SM90_BM_NC(nc);
     const int64_t rows_short = (max_seqlen_q + PA_SM90_BM_NC(ns) - 1) / PA_SM90_BM_NC(ns) * PA_SM90_BM_NC(ns);
     return rows_short < rows ? ns : nc;
@@ -76,7 +92,7 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *str
     portattn_status_t s = pa_fwd_fill_args(pb, &a, err, err_len);
     if (s) return s;
     CUtensorMap tq, tk, tv;
-    const int nc = pa_sm90_nc(d, pb->max_seqlen_q);
+    const int nc = pa_sm90_nc(pb, d);
     s = pa_tmap_fwd(pb, "cuda-sm90", PA_SM90_BM_NC(nc), PA_SM90_BN(d), &tq, &tk, &tv, NULL, err, err_len);
     if (s) return s;
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
@@ -84,11 +100,24 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *str
     const int64_t msq = pb->max_seqlen_q; /* row blocks per (batch, head): the longest sequence's */
     const int64_t l2_pairs = sm90_l2_pairs(pb);
     cudaError_t e = cudaErrorInvalidValue; /* no instance: supports() refused it first */
-    switch (d) {
+    if (pb->kv_cache) {
+        /* the new tokens go into the cache first (same stream), then the KV-cache instance */
+        const sm80_kv kv = pa_sm80_kv_of(pb);
+        s = pa_cuda_append(pb, st, err, err_len);
+        if (s) return s;
+        switch (d) {
+#define PA_X(D)                                                                                                  \
+    case D: e = sm90_launch_kv_d##D(&tq, &tk, &tv, &a, &kv, bf16, msq, l2_pairs, st); break;
+            PA_SM90_KV_DIMS(PA_X)
+#undef PA_X
+        }
+    } else {
+        switch (d) {
 #define PA_X(D)                                                                                                  \
     case D: e = sm90_launch_d##D(&tq, &tk, &tv, &a, bf16, nc, msq, l2_pairs, st); break;
-        PA_SM90_DIMS(PA_X)
+            PA_SM90_DIMS(PA_X)
 #undef PA_X
+        }
     }
     if (e != cudaSuccess) return pa_cuda_status(e, "cuda-sm90: kernel launch", err, err_len);
     return PORTATTN_SUCCESS;

@@ -27,6 +27,13 @@
  * per block. */
 #define PA_SM90_DIMS(X) X(64) X(128) X(192) X(256)
 #define PA_SM90_BN(d) ((d) == 256 ? 64 : (d) == 192 ? 112 : 128)
+/* KV-cache instances (the default shape of each: a chunk of a prompt is rarely short): K and V from
+ * per-sequence caches or through a page table, lengths from seqused_k, packed queries or not. A call
+ * runs on the smallest that holds both head dims (d160/d192 on d256). Pages must hold at least
+ * PA_SM90_MIN_PAGE rows: a tile of a page pool is one TMA box per page, and a box must land on a
+ * whole 8-row swizzle atom of the slot. */
+#define PA_SM90_KV_DIMS(X) X(64) X(128) X(256)
+#define PA_SM90_MIN_PAGE 8
 /* d128 with three slots needs 225 KB (fits the 227 KB): -DPA_SM90_STAGES_D128=3 in both CMAKE_C_FLAGS
  * and CMAKE_CUDA_FLAGS builds it for an A/B (deeper prefetch across short items; not yet measured). */
 #ifndef PA_SM90_STAGES_D128
@@ -47,6 +54,13 @@
     (PA_SM90_QS(d) * PA_SM90_BM_NC(nc) * (d) * 2 + 2 * (st) * (bn) * (d) * 2 +                      \
      8 * (2 * PA_SM90_QS(d) + 4 * (st)) + 1024)
 #define PA_SM90_SMEM(d) PA_SM90_SMEM_SHAPE(d, PA_SM90_NC(d), PA_SM90_BN(d), PA_SM90_STAGES(d))
+/* The KV-cache instances: d128 with three K/V slots (225 KB). Over a page pool a tile is several TMA
+ * boxes, and the deeper ring hides their issue: a 2048-token chunk over 16k cached tokens went from
+ * 0.88x to 0.91-0.93x the contiguous kernel's speed at pages of 32, 0.95x to 0.98-0.99x at 64 (H200,
+ * one producer warp, two interleaved rounds, NOTES.md), where the dense d128 kernel measured 0-2%
+ * slower with three. */
+#define PA_SM90_KV_STAGES(d) ((d) == 128 ? 3 : PA_SM90_STAGES(d))
+#define PA_SM90_KV_SMEM(d) PA_SM90_SMEM_SHAPE(d, PA_SM90_NC(d), PA_SM90_BN(d), PA_SM90_KV_STAGES(d))
 /* Sequence lengths and indices are int32 inside the kernel, as in cuda-sm80. */
 #define PA_SM90_MAX_SEQ ((1 << 30) - 1)
 
@@ -59,9 +73,10 @@ portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *stream, char *
 int pa_sm90_dim(const pa_problem *pb);
 /* supports()' form: 1, or 0 and why (head dims not multiples of 8, or over the largest instance). */
 int pa_sm90_dims_ok(const pa_problem *pb, char *why, size_t why_len);
-/* Its consumer warpgroups: the short-query shape where its 128-row blocks pad less than the default
- * 192-row ones (d64, at most 256 query rows), else PA_SM90_NC(d). */
-int pa_sm90_nc(int d, int64_t max_seqlen_q);
+/* The consumer warpgroups of a call on instance d: the short-query shape where its 128-row blocks
+ * pad less than the default 192-row ones (d64, at most 256 query rows, no KV cache), else
+ * PA_SM90_NC(d). */
+int pa_sm90_nc(const pa_problem *pb, int d);
 /* 1 if this build holds the sm_90a kernels (nvcc new enough for sm_90a). */
 int pa_sm90_compiled(void);
 
