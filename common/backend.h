@@ -51,7 +51,7 @@ extern const pa_backend pa_backend_hip_cdna_emu; /* backends/hip/cdna_emu_backen
 #endif
 extern const pa_backend pa_backend_cuda_generic;
 extern const pa_bwd_backend pa_bwd_backend_cuda_generic; /* backends/cuda/generic/generic_bwd_backend.c */
-/* Where a pointer lives, from the CUDA runtime (backends/cuda/cuda_host.c). */
+/* Where a pointer lives, from the CUDA runtime (backends/cuda/common/cuda_host.c). */
 int pa_cuda_ptr_is_device_only(const void *ptr); /* host cannot dereference it */
 int pa_cuda_ptr_is_device_accessible(const void *ptr); /* current device can dereference it */
 int pa_cuda_take_device_error(char *buf, size_t len);  /* a device error this thread's queries met */

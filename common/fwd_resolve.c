@@ -121,6 +121,20 @@ void pa_kernel_name(char *buf, size_t len, const char *family, const char *dtype
            bm, bn);
 }
 
+int pa_fwd_kv_layouts_ok(const pa_problem *pb, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    if (p->block_table && (p->num_pages > INT32_MAX || p->page_size > (1 << 20)))
+        return REFUSE("%lld pages of %lld rows: over the paged kernels' int32 range",
+                      (long long)p->num_pages, (long long)p->page_size);
+    if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
+    if (p->batch == 0 || pb->max_seqlen_q == 0) return 1;
+    return pa_tiled_layout_ok(&p->q, "q", pb->varlen, why, why_len) &&
+           pa_tiled_layout_ok(&p->o, "o", pb->varlen, why, why_len) &&
+           (p->seqlen_k == 0 || (pa_tiled_layout_ok(&p->k, "k", 0, why, why_len) &&
+                                 pa_tiled_layout_ok(&p->v, "v", 0, why, why_len)));
+}
+
 int pa_fwd_not_serving(const pa_problem *pb, char *why, size_t why_len)
 {
     if (!pa_serving(pb)) return 1;

@@ -40,6 +40,14 @@ const char *pa_dims_note(const struct pa_problem *pb, int d, char *buf, size_t l
 void pa_kernel_name(char *buf, size_t len, const char *family, const char *dtype, int d, const struct pa_problem *pb,
                     int bm, int bn);
 int pa_fwd_dims_ok(const int *dims, int n, const struct pa_problem *pb, const char *who, char *why, size_t why_len);
+/* Decode shapes: at most this many query tokens per sequence go to the split-KV decode kernels
+ * (cuda-sm80's, hip-cdna's), which the prefill kernels leave them to. */
+#define PA_DECODE_MAX_SQ 16
+/* The KV-cache prefill kernels' layouts (cuda-sm80's paged prefill, cuda-sm90's KV-cache instances):
+ * Q and O as every tiled call, K and V as page pools or per-sequence caches whose batch (page) stride
+ * the kernels use even when the queries are packed; the pool within their int32 range; the score
+ * map. 1, or 0 and why. */
+int pa_fwd_kv_layouts_ok(const struct pa_problem *pb, char *why, size_t why_len);
 /* The refusal of packed queries over a KV cache (pa_serving) by the tiled kernels that do not take
  * them (all but cuda-sm80's paged prefill): 1 when the call is not one, else 0 and why. One place, so
  * that they all say the same. */

@@ -48,7 +48,7 @@ portattn_status_t pa_merge_validate(const portattn_merge_params_t *params, pa_me
 portattn_status_t pa_cpu_merge(const pa_merge_problem *mp, char *err, size_t err_len);
 
 #ifdef PORTATTN_HAVE_CUDA
-/* One kernel for every CUDA backend (backends/cuda/cuda_merge.cu), asynchronous on `stream`. */
+/* One kernel for every CUDA backend (backends/cuda/common/cuda_merge.cu), asynchronous on `stream`. */
 portattn_status_t pa_cuda_merge(const pa_merge_problem *mp, void *stream, char *err, size_t err_len);
 #endif
 

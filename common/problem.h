@@ -3,13 +3,8 @@
 #ifndef PORTATTN_PROBLEM_H
 #define PORTATTN_PROBLEM_H
 
+#include "hd.h"
 #include "portattn.h"
-
-#if defined(__CUDACC__) || defined(__HIPCC__)
-#define PA_HD __host__ __device__ __forceinline__
-#else
-#define PA_HD static inline
-#endif
 
 typedef struct pa_problem {
     portattn_fwd_params_t p; /* the caller's params, copied (never read back from the caller) */

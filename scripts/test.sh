@@ -11,7 +11,8 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$JOBS"
 ctest --test-dir build --output-on-failure -j "$JOBS"
 
-cmake --preset asan                       # CMakePresets.json: CPU only, build-asan/
+cmake --preset asan                       # CMakePresets.json: CPU only, build-asan/; the simulators
+                                          # (label emulation) ran above and are left out here
 cmake --build --preset asan -j "$JOBS"
 ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j "$JOBS"
 

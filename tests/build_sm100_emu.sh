@@ -8,7 +8,7 @@
 set -uo pipefail
 . "$(dirname "$0")/isa_cuda_lib.sh"
 isa_setup sm100-emulation "${1:-}" "${2:-}" "${3:-}"
-INC="-I$SRC/include -I$SRC/common -I$SRC/backends/cuda -I$SRC/backends/cuda/sm80 -I$SRC/backends/cuda/sm100 -DPA_SM100_EMULATE"
+INC="-I$SRC/include -I$SRC/common -I$SRC/backends/cuda/common -I$SRC/backends/cuda/sm100 -DPA_SM100_EMULATE"
 for cu in "$SRC"/backends/cuda/sm100/sm100_fwd_d*.cu "$SRC"/backends/cuda/sm100/sm100_launch.cu; do
   isa_compile "$cu" -gencode=arch=compute_90a,code=compute_90a sm_90a
 done

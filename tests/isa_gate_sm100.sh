@@ -16,7 +16,7 @@ if [ "$vmaj" -lt 12 ] || { [ "$vmaj" -eq 12 ] && [ "$vmin" -lt 9 ]; }; then
   echo "SKIP: nvcc $vmaj.$vmin is older than 12.9 (sm_103a); the gate checks sm_100a and sm_103a"
   exit 77
 fi
-INC="-I$SRC/include -I$SRC/common -I$SRC/backends/cuda -I$SRC/backends/cuda/sm80 -I$SRC/backends/cuda/sm100"
+INC="-I$SRC/include -I$SRC/common -I$SRC/backends/cuda/common -I$SRC/backends/cuda/sm100"
 
 mkdir -p "$WORK/src"
 for arch in 100a 103a; do

@@ -9,7 +9,7 @@
 set -uo pipefail
 . "$(dirname "$0")/isa_cuda_lib.sh"
 isa_setup sm80 "${1:-}" "${2:-}" "${3:-}"
-INC="-I$SRC/include -I$SRC/common -I$SRC/backends/cuda -I$SRC/backends/cuda/sm80"
+INC="-I$SRC/include -I$SRC/common -I$SRC/backends/cuda/common -I$SRC/backends/cuda/sm80"
 
 : > "$WORK/smem.txt"
 for cu in "$SRC"/backends/cuda/sm80/sm80_fwd_d*.cu "$SRC"/backends/cuda/sm80/sm80_fwd_paged_d*.cu \

@@ -9,7 +9,7 @@
 set -uo pipefail
 . "$(dirname "$0")/isa_cuda_lib.sh"
 isa_setup sm90 "${1:-}" "${2:-}" "${3:-}"
-INC="-I$SRC/include -I$SRC/common -I$SRC/backends/cuda -I$SRC/backends/cuda/sm80 -I$SRC/backends/cuda/sm90"
+INC="-I$SRC/include -I$SRC/common -I$SRC/backends/cuda/common -I$SRC/backends/cuda/sm90"
 
 for cu in "$SRC"/backends/cuda/sm90/sm90_fwd_*.cu; do isa_compile "$cu" -gencode=arch=compute_90a,code=compute_90a sm_90a; done
 

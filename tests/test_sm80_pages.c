@@ -1,5 +1,5 @@
 /* The page-address arithmetic of cuda-sm80's paged prefill instances, on the host: the very inline
- * function the kernel's K/V tile loads call (pa_sm80_page_offset, sm80_kv.h), driven in the
+ * function the kernel's K/V tile loads call (pa_kv_page_offset, kv_args.h), driven in the
  * kernel's own load order (64-key tiles, one thread per 16-byte column chunk, passes of RS rows,
  * only rows below the sequence's length), gathers each sequence's keys out of a shuffled page pool
  * and compares them with the sequence as written. Pools hold unused pages and pages shared by two
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sm80_kv.h"
+#include "kv_args.h"
 
 static int failures, checks;
 static unsigned rng = 12345u;
@@ -23,7 +23,7 @@ static unsigned rnd(void) { return rng = rng * 1664525u + 1013904223u; }
 static int32_t tag(int b, int j, int h, int c) { return ((b * 4096 + j) * HEADS + h) * DIM + c + 1; }
 
 /* The kernel's tile loop for one sequence: tiles of BN keys, NT threads of PITCH chunks, passes of
- * RS rows; each visited key's row is gathered through pa_sm80_page_offset. */
+ * RS rows; each visited key's row is gathered through pa_kv_page_offset. */
 static void gather(const int32_t *pool, const int32_t *bt_row, int64_t num_pages, int shift, int64_t pstride,
                    int64_t rstride, int h, int len, int rs, int32_t *out, int *seen)
 {
@@ -32,7 +32,7 @@ static void gather(const int32_t *pool, const int32_t *bt_row, int64_t num_pages
             for (int k = 0; k < BN / rs; ++k) {
                 const int key = row0 + r + k * rs;
                 if (key >= len) continue;
-                const int64_t off = pa_sm80_page_offset(bt_row, num_pages, shift, pstride, rstride, key);
+                const int64_t off = pa_kv_page_offset(bt_row, num_pages, shift, pstride, rstride, key);
                 memcpy(out + (int64_t)key * DIM, pool + off + h * DIM, DIM * sizeof *out);
                 seen[key]++;
             }
@@ -108,7 +108,7 @@ static void garbage(void)
     const int64_t want[4] = {0, 7, 9, 3}; /* num_pages 10 */
     for (int i = 0; i < 4; ++i) {
         checks++;
-        const int64_t off = pa_sm80_page_offset(row, 10, 4, 1000, 10, i * 16 + 5);
+        const int64_t off = pa_kv_page_offset(row, 10, 4, 1000, 10, i * 16 + 5);
         if (off != want[i] * 1000 + 5 * 10 && failures++ < 10)
             printf("FAIL garbage entry %d: offset %lld\n", row[i], (long long)off);
     }

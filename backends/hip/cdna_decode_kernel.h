@@ -63,9 +63,9 @@ __device__ __forceinline__ void pa_cdna_dec_body(const pa_cdna_dec_args &a)
     const bool row_ok = r < a.rows;
     const int tok = row_ok ? r / a.group : 0, h = hk * a.group + (row_ok ? r % a.group : 0);
     int klo = 1, khi = 0, hull_lo, hull_hi, unused;
-    if (row_ok) pa_hip_keys(tok, a.seqlen_q, sk, a.wl, a.wr, &klo, &khi);
-    pa_hip_keys(mt * PA_CDNA_DEC_ROWS / a.group, a.seqlen_q, sk, a.wl, a.wr, &hull_lo, &unused);
-    pa_hip_keys(r_last / a.group, a.seqlen_q, sk, a.wl, a.wr, &unused, &hull_hi);
+    if (row_ok) pa_row_keys(tok, a.seqlen_q, sk, a.wl, a.wr, &klo, &khi);
+    pa_row_keys(mt * PA_CDNA_DEC_ROWS / a.group, a.seqlen_q, sk, a.wl, a.wr, &hull_lo, &unused);
+    pa_row_keys(r_last / a.group, a.seqlen_q, sk, a.wl, a.wr, &unused, &hull_hi);
     const int s_begin = split * a.split_tiles, s_end = s_begin + a.split_tiles;
     const int h_end = hull_hi < hull_lo ? 0 : hull_hi / KT + 1;
     const int t_begin = s_begin > hull_lo / KT ? s_begin : hull_lo / KT, t_end = s_end < h_end ? s_end : h_end;

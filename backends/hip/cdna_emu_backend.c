@@ -7,7 +7,6 @@
 #include "cdna_grid.h"
 #include "hip_shape.h"
 #include "cuda_host.h"
-#include "sm80_launch.h"
 
 portattn_status_t pa_hip_cdna_emu_run(const pa_problem *pb, void *stream, char *err, size_t err_len); /* cdna_fwd_emu.cu */
 
@@ -29,7 +28,7 @@ static int emu_supports(const pa_problem *pb, char *kernel, size_t kernel_len, c
     if (!pa_hip_shape_ok(pb, "cdna-emu", PA_CDNA_BM, PA_CDNA_BN, dims, (int)(sizeof dims / sizeof *dims), kernel,
                          kernel_len, why, why_len))
         return 0;
-    return pa_hip_nothing_to_do(pb) || pa_sm80_prefill_ptrs_ok(pb, why, why_len);
+    return pa_hip_nothing_to_do(pb) || pa_cuda_fwd_ptrs_ok(pb, why, why_len);
 }
 
 static portattn_status_t emu_run(const pa_problem *pb, void *stream, char *err, size_t err_len)

@@ -73,9 +73,11 @@ __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
 
         /* This lane's query and its visible keys; the block's key tiles (the hull of its rows). */
         const int qrow = m0 + wave * 32 + lane % 32;
-        int klo, khi, n_lo, n_hi, full_lo, full_hi; /* [full_lo, full_hi): tiles with no mask */
-        pa_hip_keys(qrow, sq, sk, a.wl, a.wr, &klo, &khi);
-        pa_hip_block_tiles(m0, PA_CDNA_BM, PA_CDNA_BN, sq, sk, a.wl, a.wr, &n_lo, &n_hi, &full_lo, &full_hi);
+        int klo, khi;
+        pa_row_keys(qrow, sq, sk, a.wl, a.wr, &klo, &khi);
+        const pa_tile_hull hull = pa_tile_hull_of(m0, PA_CDNA_BM, PA_CDNA_BN, sq, sk, a.wl, a.wr);
+        const int n_lo = hull.n_lo, n_hi = hull.n_hi;
+        const int full_lo = hull.full_lo, full_hi = hull.full_hi; /* tiles with no mask */
 
         /* Q^T as the B operand of S^T, for every k-step: lane l holds query l % 32 and, at step
          * 2g + t, head-dim elements 16g + 8 (l / 32) + 4t .. +3 (the KPack-8 order of the K reads). */

@@ -80,9 +80,11 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
 
         /* This lane's query and its visible keys; the block's key tiles (the hull of its rows). */
         const int qrow = m0 + wave * 16 + lane % 16;
-        int klo, khi, n_lo, n_hi, full_lo, full_hi; /* [full_lo, full_hi): tiles with no mask */
-        pa_hip_keys(qrow, sq, sk, a.wl, a.wr, &klo, &khi);
-        pa_hip_block_tiles(m0, PA_RDNA3_BM, BN, sq, sk, a.wl, a.wr, &n_lo, &n_hi, &full_lo, &full_hi);
+        int klo, khi;
+        pa_row_keys(qrow, sq, sk, a.wl, a.wr, &klo, &khi);
+        const pa_tile_hull hull = pa_tile_hull_of(m0, PA_RDNA3_BM, BN, sq, sk, a.wl, a.wr);
+        const int n_lo = hull.n_lo, n_hi = hull.n_hi;
+        const int full_lo = hull.full_lo, full_hi = hull.full_hi; /* tiles with no mask */
 
         /* The block's Q rows into LDS (same layout and store pattern as the K/V tiles): Q^T, the B
          * operand of S^T, is read from there at every k-step (at k-step g lanes l and l ^ 16 hold

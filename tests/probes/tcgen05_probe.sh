@@ -12,7 +12,7 @@ RES=${4:-}
 [ -n "$NVCC" ] && command -v "$NVCC" >/dev/null || { echo "SKIP: no nvcc"; exit 77; }
 mkdir -p "$WORK" && cd "$WORK" || exit 1
 "$NVCC" -std=c++17 -O2 -gencode=arch=compute_100a,code=sm_100a -gencode=arch=compute_103a,code=sm_103a \
-  -I"$SRC/backends/cuda/sm100" -I"$SRC/backends/cuda" -I"$SRC/common" -I"$SRC/include" \
+  -I"$SRC/backends/cuda/sm100" -I"$SRC/backends/cuda/common" -I"$SRC/common" -I"$SRC/include" \
   "$SRC/tests/probes/tcgen05_probe.cu" -o tcgen05_probe > build.log 2>&1 ||
   { tail -20 build.log; echo "FAIL: building tcgen05_probe (needs nvcc 12.9+)"; exit 1; }
 echo "tcgen05_probe built for sm_100a and sm_103a"

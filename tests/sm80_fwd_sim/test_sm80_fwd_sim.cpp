@@ -27,7 +27,7 @@ alignas(128) uint8_t smem[SIM_SMEM_BYTES];
 
 /* Every block of `grid` in turn on `threads` threads that live for the whole launch. */
 template <typename K>
-static void sim_launch(K kernel, sim_dim3 grid, int threads, const sm80_args &a, const sm80_kv &kv)
+static void sim_launch(K kernel, sim_dim3 grid, int threads, const sm80_args &a, const pa_kv_args &kv)
 {
     gridDim = grid;
     std::barrier<> block_bar(threads);
@@ -94,7 +94,7 @@ struct buf {
 };
 
 template <typename T, int D>
-static void run_kernel(const sm80_args &a, const sm80_kv &kv, int max_sq)
+static void run_kernel(const sm80_args &a, const pa_kv_args &kv, int max_sq)
 {
     constexpr int BM = PA_SM80_BM(D), NW = PA_SM80_WARPS(D), MT = BM / (16 * NW);
     const sim_dim3 grid = {(unsigned)((max_sq + BM - 1) / BM), (unsigned)(a.batch * a.heads), 1};
@@ -173,7 +173,7 @@ static void run(const cfg &c, portattn_dtype_t dt)
     a.mult = a.transform ? 1.f : (float)(scale * log2e);
     a.pre_mul = a.softcap ? (float)((double)scale / cap) : (float)(scale * log2e);
     a.post_mul = a.softcap ? (float)(cap * log2e) : 1.f;
-    sm80_kv kv;
+    pa_kv_args kv;
     memset(&kv, 0, sizeof kv);
     kv.seqused_k = used.data();
     if (c.page) {

@@ -7,6 +7,8 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "seqlen.h"
+
 __device__ __forceinline__ float gen_ld(const float *p) { return *p; }
 __device__ __forceinline__ float gen_ld(const __half *p) { return __half2float(*p); }
 __device__ __forceinline__ float gen_ld(const __nv_bfloat16 *p) { return __bfloat162float(*p); }
@@ -39,14 +41,5 @@ __device__ __forceinline__ double gen_warp_sum_d(double x)
 template <typename T> struct gen_exact_scores { static const bool value = false; };
 template <> struct gen_exact_scores<float> { static const bool value = true; };
 
-/* Sequence b of a packed buffer of `total` tokens, clamped so garbage cu_seqlens stay in bounds. */
-__device__ __forceinline__ void gen_seq(const int32_t *cu, int64_t b, int64_t total, int64_t *start, int64_t *len)
-{
-    int64_t s = cu[b], e = cu[b + 1];
-    s = s < 0 ? 0 : (s > total ? total : s);
-    e = e < s ? s : (e > total ? total : e);
-    *start = s;
-    *len = e - s;
-}
 
 #endif

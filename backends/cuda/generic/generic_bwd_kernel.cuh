@@ -30,8 +30,8 @@ __device__ __forceinline__ gb_seq gb_seq_of(const pa_problem &pb, int64_t b)
 {
     gb_seq s = {0, pb.p.seqlen_q, 0, pb.p.seqlen_k};
     if (pb.varlen) {
-        gen_seq(pb.p.cu_seqlens_q, b, pb.p.seqlen_q, &s.q0, &s.sq);
-        gen_seq(pb.p.cu_seqlens_k, b, pb.p.seqlen_k, &s.k0, &s.sk);
+        pa_seq_extent64(pb.p.cu_seqlens_q, b, pb.p.seqlen_q, &s.q0, &s.sq);
+        pa_seq_extent64(pb.p.cu_seqlens_k, b, pb.p.seqlen_k, &s.k0, &s.sk);
     }
     return s;
 }

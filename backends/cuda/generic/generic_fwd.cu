@@ -66,13 +66,13 @@ __global__ void __launch_bounds__(GEN_THREADS, 2) gen_fwd(const pa_problem pb, f
         /* packed [1, total, H, D]: stride[0] is ignored (may be anything). Packed queries over a KV
          * cache keep per-sequence (or paged) keys. */
         if (pb.varlen) {
-            gen_seq(pb.p.cu_seqlens_q, b, pb.p.seqlen_q, &q0, &sq);
+            pa_seq_extent64(pb.p.cu_seqlens_q, b, pb.p.seqlen_q, &q0, &sq);
             qb = q0 * qst[1]; ob = q0 * ost[1];
         } else {
             qb = b * qst[0]; ob = b * ost[0];
         }
         if (pb.varlen_k) {
-            gen_seq(pb.p.cu_seqlens_k, b, pb.p.seqlen_k, &k0, &sk);
+            pa_seq_extent64(pb.p.cu_seqlens_k, b, pb.p.seqlen_k, &k0, &sk);
             kb = k0 * kst[1]; vb = k0 * vst[1];
         } else {
             kb = bt ? 0 : b * kst[0]; vb = bt ? 0 : b * vst[0]; /* paged: the row offset names the page */

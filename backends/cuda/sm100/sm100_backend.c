@@ -6,9 +6,8 @@
 
 #include "backend.h"
 #include "cuda_host.h"
+#include "fwd_resolve.h"
 #include "sm100_desc.h"
-#include "sm80_decode.h"
-#include "sm80_launch.h"
 #include "sm100_launch.h"
 
 #define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
@@ -51,7 +50,7 @@ static int sm100_supports(const pa_problem *pb, char *kernel, size_t kernel_len,
                       "512 columns for two Q tiles)", (long long)d, (long long)p->head_dim_v);
     if (pb->kv_cache) return REFUSE("KV cache: not in this kernel");
     /* varlen: seqlen_q/k are the packed totals, max_seqlen_q bounds each sequence */
-    if (pb->max_seqlen_q <= PA_SM80_DEC_MAX_SQ)
+    if (pb->max_seqlen_q <= PA_DECODE_MAX_SQ)
         return REFUSE("%lld query tokens: decode shapes go to cuda-sm80's split-KV kernel", (long long)pb->max_seqlen_q);
     if (p->seqlen_k < 1) return REFUSE("no keys (a TMA map needs a row)");
     if (p->seqlen_q > PA_SM100_MAX_SEQ || p->seqlen_k > PA_SM100_MAX_SEQ)
@@ -72,7 +71,7 @@ static int sm100_supports(const pa_problem *pb, char *kernel, size_t kernel_len,
         return REFUSE("d%lld needs %d bytes of shared memory, device allows %d per block", (long long)d,
                       PA_SM100_SMEM((int)d), optin);
     if (!pa_fwd_layouts_ok(pb, why, why_len) || !pa_tma_strides_ok(pb, 1, why, why_len) ||
-        !pa_sm80_prefill_ptrs_ok(pb, why, why_len))
+        !pa_cuda_fwd_ptrs_ok(pb, why, why_len))
         return 0;
     if (kernel && kernel_len)
         pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm100<%s,d%lld,2x%dx%d>", dt, (long long)d, PA_SM100_BM,

@@ -26,7 +26,11 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "sm80_fwd_kernel.cuh" /* pa_fwd_args (sm80_args), sm80_keys, sm80_pack, sm80_smem_optin */
+#include "block.h"
+#include "cuda_attr.cuh"
+#include "cuda_math.cuh"
+#include "fwd_args.h"
+#include "seqlen.h"
 #include "sm100_desc.h"
 #include "sm100_ptx.cuh"
 
@@ -108,8 +112,8 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
      * TMA maps then have batch 1); a row block past its sequence's end has nothing to do */
     int q0 = 0, k0 = 0, sq = a.seqlen_q, sk = a.seqlen_k;
     if (a.cu_q) { /* right-bounded: the t-th row block from this sequence's own end, as without varlen */
-        sm80_seq(a.cu_q, b, a.seqlen_q, &q0, &sq);
-        sm80_seq(a.cu_k, b, a.seqlen_k, &k0, &sk);
+        pa_seq_extent(a.cu_q, b, a.seqlen_q, &q0, &sq);
+        pa_seq_extent(a.cu_k, b, a.seqlen_k, &k0, &sk);
         if (a.wr >= 0) mb -= nmb - (sq + ROWS - 1) / ROWS;
         if (mb < 0 || mb * ROWS >= sq) return; /* the whole CTA, before any barrier or TMEM use */
     }
@@ -118,13 +122,9 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
      * mask hides their scores, but P V would still compute 0 x V, NaN for a non-finite V. That tile's
      * V rows past the sequence are zeroed in shared memory before P V reads them (tail_rows > 0). */
     const int tail_rows = a.cu_q && k0 + sk < a.seqlen_k && sk % BN ? sk % BN : 0;
-    const int mlast = (m0 + ROWS < sq ? m0 + ROWS : sq) - 1;
-    int lo_f, hi_f, lo_l, hi_l;
-    sm80_keys(m0, sq, sk, a.wl, a.wr, &lo_f, &hi_f);
-    sm80_keys(mlast, sq, sk, a.wl, a.wr, &lo_l, &hi_l);
-    const int n_lo = lo_f / BN, n_hi = hi_l < lo_f ? n_lo : hi_l / BN + 1;
-    const int cnt = n_hi - n_lo;                                  /* K/V tiles this block visits */
-    const int full_lo = (lo_l + BN - 1) / BN, full_hi = (hi_f + 1) / BN; /* tiles no row masks */
+    const pa_tile_hull hull = pa_tile_hull_of(m0, ROWS, BN, sq, sk, a.wl, a.wr);
+    const int n_lo = hull.n_lo, n_hi = hull.n_hi, cnt = n_hi - n_lo; /* K/V tiles this block visits */
+    const int full_lo = hull.full_lo, full_hi = hull.full_hi;       /* tiles no row masks */
 
     if (tid == 0) {
         pa_bar_init(Q_FULL, 1);
@@ -214,7 +214,7 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
         const uint32_t t_lane = tmem + ((uint32_t)(32 * wq) << 16);
         const uint32_t t_s = t_lane + PA_SM100_S_COL(t), t_o = t_lane + PA_SM100_O_COL(D, t);
         int klo, khi; /* keys this row sees */
-        sm80_keys(row < sq ? row : sq - 1, sq, sk, a.wl, a.wr, &klo, &khi);
+        pa_row_keys(row < sq ? row : sq - 1, sq, sk, a.wl, a.wr, &klo, &khi);
         const T tag = T();
         float m = -INFINITY, l = 0.f; /* running base (log2 units) and row sum */
         for (int j = 0; j < cnt; ++j) {
@@ -276,7 +276,7 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
                     const float p0 = fma_pipe ? sm100_exp2_fma(x0) : sm100_ex2(x0);
                     const float p1 = fma_pipe ? sm100_exp2_fma(x1) : sm100_ex2(x1);
                     sum += p0 + p1;
-                    pr[c] = sm80_pack(p0, p1, tag); /* key 2c in the low half: the TS operand layout */
+                    pr[c] = pa_pack(p0, p1, tag); /* key 2c in the low half: the TS operand layout */
                 }
                 sm100_st32(t_s + 32 * g, pr);
             }
@@ -343,7 +343,7 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
 #pragma unroll
             for (int i = 0; i < 16; ++i)
                 w[i] = cnt == 0 || l == 0.f ? 0u /* no visible key: 0, never 0 x NaN */
-                                            : sm80_pack(__uint_as_float(r[2 * i]) * inv, __uint_as_float(r[2 * i + 1]) * inv, tag);
+                                            : pa_pack(__uint_as_float(r[2 * i]) * inv, __uint_as_float(r[2 * i + 1]) * inv, tag);
             if (via_tma) { /* the TMA map's layout: 64-column blocks of 128-byte rows, 16-byte chunk k of
                             * row r at chunk k ^ (r % 8) (128-byte swizzle) */
                 uint8_t *blk = smem_raw + (o_s - raw) + (c / 2) * QBLK + r_t * 128;
@@ -399,7 +399,7 @@ static cudaError_t sm100_launch_instance(const CUtensorMap *tq, const CUtensorMa
     const int smem = PA_SM100_SMEM_SHAPE(D, ST);
     auto kern = sm100_fwd<T, D, ST>;
     static int optin_done[64];
-    cudaError_t e = sm80_smem_optin(kern, smem, optin_done);
+    cudaError_t e = pa_smem_optin_once(kern, smem, optin_done);
     if (e != cudaSuccess) return e;
     const int64_t rows = PA_SM100_QT * PA_SM100_BM, nmb = (max_sq + rows - 1) / rows;
     CUtensorMap q = *tq, k = *tk, v = *tv, o = *to;

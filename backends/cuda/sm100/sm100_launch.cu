@@ -5,9 +5,10 @@
 
 #include "cuda_host.h"
 #include "cuda_tmap.cuh"
+#include "fwd_resolve.h"
 #include "sm100_desc.h"
 #include "sm100_launch.h"
-#include "sm80_fwd_kernel.cuh"
+#include "fwd_args.h"
 
 cudaError_t sm100_launch_d64(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const CUtensorMap *,
                              const pa_fwd_args *, int,

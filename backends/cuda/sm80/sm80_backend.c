@@ -30,7 +30,7 @@ static int sm80_probe(char *detail, size_t detail_len)
  * head dims over 256). */
 static int sm80_decode_candidate(const pa_problem *pb)
 {
-    return !pb->varlen && pb->p.seqlen_q <= PA_SM80_DEC_MAX_SQ;
+    return !pb->varlen && pb->p.seqlen_q <= PA_DECODE_MAX_SQ;
 }
 
 /* A serving call whose every sequence has one query token (max_seqlen_q 1 and as many tokens as
@@ -67,16 +67,6 @@ static int sm80_device_ok(char *why, size_t why_len)
     return 1;
 }
 
-/* Every pointer a kernel reads must be usable by the current device. */
-typedef struct sm80_ptr { const void *ptr; const char *what; int need; } sm80_ptr;
-
-static int sm80_ptrs_ok(const sm80_ptr *ptrs, size_t n, char *why, size_t why_len)
-{
-    for (size_t i = 0; i < n; i++)
-        if (ptrs[i].need && !pa_cuda_ptr_check(ptrs[i].ptr, ptrs[i].what, why, why_len)) return 0;
-    return 1;
-}
-
 /* Decode kernel, by shape alone: dtype, the kernel's limits, layouts. */
 static int sm80_decode_shape_ok(const pa_problem *pb, char *why, size_t why_len)
 {
@@ -94,13 +84,13 @@ static int sm80_decode_ok(const pa_problem *pb, char *why, size_t why_len)
     if (!sm80_decode_shape_ok(pb, why, why_len)) return 0;
     if (p->batch == 0 || p->seqlen_q == 0) return 1;
     const int needs_kv = p->seqlen_k > 0;
-    const sm80_ptr ptrs[] = {
+    const pa_cuda_ptr ptrs[] = {
         {p->q.data, "q.data", 1}, {p->o.data, "o.data", 1}, {p->k.data, "k.data", needs_kv},
         {p->v.data, "v.data", needs_kv}, {p->lse, "lse", p->lse != NULL},
         {p->seqused_k, "seqused_k", p->seqused_k != NULL}, {p->block_table, "block_table", p->block_table != NULL},
         {p->k_new.data, "k_new.data", pb->seqlen_new > 0}, {p->v_new.data, "v_new.data", pb->seqlen_new > 0},
     };
-    return sm80_ptrs_ok(ptrs, sizeof ptrs / sizeof ptrs[0], why, why_len);
+    return pa_cuda_ptrs_ok(ptrs, sizeof ptrs / sizeof ptrs[0], why, why_len);
 }
 
 static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len);
@@ -156,22 +146,6 @@ static size_t sm80_workspace(const pa_problem *pb)
     return dp ? pa_sm80_decode_workspace(dp) : 0;
 }
 
-/* Prefill kernels (and cuda-sm90's): every pointer they read is usable by the current device. */
-int pa_sm80_prefill_ptrs_ok(const pa_problem *pb, char *why, size_t why_len)
-{
-    const portattn_fwd_params_t *p = &pb->p;
-    const int needs_kv = p->seqlen_k > 0;
-    const sm80_ptr ptrs[] = {
-        {p->q.data, "q.data", 1}, {p->o.data, "o.data", 1},
-        {p->k.data, "k.data", needs_kv}, {p->v.data, "v.data", needs_kv},
-        {p->lse, "lse", p->lse != NULL},
-        {p->cu_seqlens_q, "cu_seqlens_q", pb->varlen}, {p->cu_seqlens_k, "cu_seqlens_k", pb->varlen_k},
-        {p->seqused_k, "seqused_k", p->seqused_k != NULL}, {p->block_table, "block_table", p->block_table != NULL},
-        {p->k_new.data, "k_new.data", pb->seqlen_new > 0}, {p->v_new.data, "v_new.data", pb->seqlen_new > 0},
-    };
-    return sm80_ptrs_ok(ptrs, sizeof ptrs / sizeof ptrs[0], why, why_len);
-}
-
 static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p; /* the device was checked by sm80_supports */
@@ -193,9 +167,9 @@ static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kern
     const int bm = pa_sm80_block_rows(d);
     if (bm == 0) return REFUSE("cannot read the device's shared memory per SM");
 
-    if (pb->kv_cache && !pa_sm80_paged_ok(pb, why, why_len)) return 0;
+    if (pb->kv_cache && !pa_fwd_kv_layouts_ok(pb, why, why_len)) return 0;
     if (p->batch > 0 && pb->max_seqlen_q > 0 &&
-        ((!pb->kv_cache && !pa_fwd_layouts_ok(pb, why, why_len)) || !pa_sm80_prefill_ptrs_ok(pb, why, why_len)))
+        ((!pb->kv_cache && !pa_fwd_layouts_ok(pb, why, why_len)) || !pa_cuda_fwd_ptrs_ok(pb, why, why_len)))
         return 0;
     if (kernel && kernel_len)
         pa_kernel_name(kernel, kernel_len, pb->kv_cache ? "sm80-paged" : "sm80", dt, d, pb, bm, PA_SM80_BN(d));

@@ -24,7 +24,8 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "sm80_attr.cuh"
+#include "cuda_attr.cuh"
+#include "seqlen.h"
 #include "sm80_bwd.h"
 #include "sm80_ptx.cuh"
 
@@ -64,17 +65,6 @@ __device__ __forceinline__ void sm80b_load(uint32_t sdst, const T *g, int64_t rs
     }
 }
 
-/* Packed sequence b of a varlen call, clamped into [0, total] so that garbage offsets in device
- * memory stay inside the tensors. */
-__device__ __forceinline__ void sm80b_seq(const int32_t *cu, int b, int total, int *start, int *len)
-{
-    int s = cu[b], e = cu[b + 1];
-    s = s < 0 ? 0 : (s > total ? total : s);
-    e = e < s ? s : (e > total ? total : e);
-    *start = s;
-    *len = e - s;
-}
-
 /* One sequence of the call: where its rows start, how many, and its batch offsets of each tensor. */
 struct sm80b_seqinfo {
     int q0, sq, k0, sk;
@@ -84,8 +74,8 @@ __device__ __forceinline__ sm80b_seqinfo sm80b_seq_of(const sm80_bwd_args &a, in
 {
     sm80b_seqinfo s = {0, a.f.seqlen_q, 0, a.f.seqlen_k};
     if (a.f.cu_q) {
-        sm80b_seq(a.f.cu_q, b, a.f.seqlen_q, &s.q0, &s.sq);
-        sm80b_seq(a.f.cu_k, b, a.f.seqlen_k, &s.k0, &s.sk);
+        pa_seq_extent(a.f.cu_q, b, a.f.seqlen_q, &s.q0, &s.sq);
+        pa_seq_extent(a.f.cu_k, b, a.f.seqlen_k, &s.k0, &s.sk);
     }
     if (s.sq > a.max_sq) s.sq = a.max_sq; /* the workspace holds max_sq rows per (batch, head) */
     return s;
@@ -325,9 +315,9 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
                                 z = f.post_mul * th;
                                 fac[e] = 1.f - th * th;
                             }
-                            pe = sm80_ex2(z - lrow);
+                            pe = pa_ex2(z - lrow);
                         } else {
-                            pe = sm80_ex2(fmaf(x, f.mult, -lrow));
+                            pe = pa_ex2(fmaf(x, f.mult, -lrow));
                         }
                         if (!full) { /* the element's key and row offsets from the thread's first are constants */
                             const int ko = 16 * m + 8 * (e >> 1), ro = 8 * j + (e & 1);
@@ -336,8 +326,8 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
                         p[m][j][e] = pe;
                     }
                     const int kr = kw + 16 * m + g, ch = r0 / 8 + j;
-                    pp[m][j >> 1][(j & 1) * 2] = sm80_pack(p[m][j][0], p[m][j][1], tag);
-                    pp[m][j >> 1][(j & 1) * 2 + 1] = sm80_pack(p[m][j][2], p[m][j][3], tag);
+                    pp[m][j >> 1][(j & 1) * 2] = pa_pack(p[m][j][0], p[m][j][1], tag);
+                    pp[m][j >> 1][(j & 1) * 2 + 1] = pa_pack(p[m][j][2], p[m][j][3], tag);
                     *(uint32_t *)(smem + O_PT + sm80b_swz<8>(kr, ch) + t * 4) = pp[m][j >> 1][(j & 1) * 2];
                     *(uint32_t *)(smem + O_PT + sm80b_swz<8>(kr + 8, ch) + t * 4) = pp[m][j >> 1][(j & 1) * 2 + 1];
 #pragma unroll
@@ -357,8 +347,8 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
                     const float2 d2 = *(const float2 *)(del + r0 + j * 8 + 2 * t);
                     const int kr = kw + 16 * m + g, ch = r0 / 8 + j;
                     uint32_t *const lo = &pp[m][j >> 1][(j & 1) * 2], *const hi = lo + 1;
-                    *lo = sm80_pack(p[m][j][0] * (dp[m][j][0] - d2.x), p[m][j][1] * (dp[m][j][1] - d2.y), tag);
-                    *hi = sm80_pack(p[m][j][2] * (dp[m][j][2] - d2.x), p[m][j][3] * (dp[m][j][3] - d2.y), tag);
+                    *lo = pa_pack(p[m][j][0] * (dp[m][j][0] - d2.x), p[m][j][1] * (dp[m][j][1] - d2.y), tag);
+                    *hi = pa_pack(p[m][j][2] * (dp[m][j][2] - d2.x), p[m][j][3] * (dp[m][j][3] - d2.y), tag);
                     *(uint32_t *)(smem + O_DS + sm80b_swz<8>(kr, ch) + t * 4) = *lo;
                     *(uint32_t *)(smem + O_DS + sm80b_swz<8>(kr + 8, ch) + t * 4) = *hi;
                 }
@@ -435,8 +425,8 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
                 T *dvr = (T *)a.dv + sm80b_row(a, a.dvs[0], a.dvs[1], b, sq_.k0 + key) + (int64_t)hk * a.dvs[2] + c;
 #pragma unroll
                 for (int j = 0; j < DH / 8; ++j) {
-                    *(uint32_t *)(dkr + j * 8) = sm80_pack(dk[m][j][2 * r] * a.scale, dk[m][j][2 * r + 1] * a.scale, tag);
-                    *(uint32_t *)(dvr + j * 8) = sm80_pack(dv[m][j][2 * r], dv[m][j][2 * r + 1], tag);
+                    *(uint32_t *)(dkr + j * 8) = pa_pack(dk[m][j][2 * r] * a.scale, dk[m][j][2 * r + 1] * a.scale, tag);
+                    *(uint32_t *)(dvr + j * 8) = pa_pack(dv[m][j][2 * r], dv[m][j][2 * r + 1], tag);
                 }
             }
     }

@@ -82,10 +82,10 @@ __global__ void __launch_bounds__(SM80B_ROW_THREADS, 1) sm80_bwd_dq(const sm80_b
     }
     const T tag = T();
     uint4 out;
-    out.x = sm80_pack(acc[0] * a.scale, acc[1] * a.scale, tag);
-    out.y = sm80_pack(acc[2] * a.scale, acc[3] * a.scale, tag);
-    out.z = sm80_pack(acc[4] * a.scale, acc[5] * a.scale, tag);
-    out.w = sm80_pack(acc[6] * a.scale, acc[7] * a.scale, tag);
+    out.x = pa_pack(acc[0] * a.scale, acc[1] * a.scale, tag);
+    out.y = pa_pack(acc[2] * a.scale, acc[3] * a.scale, tag);
+    out.z = pa_pack(acc[4] * a.scale, acc[5] * a.scale, tag);
+    out.w = pa_pack(acc[6] * a.scale, acc[7] * a.scale, tag);
     *(uint4 *)((T *)a.dq + sm80b_row(a, a.dqs[0], a.dqs[1], b, s.q0 + i) + (int64_t)h * a.dqs[2] + c * 8) = out;
 }
 
@@ -104,7 +104,7 @@ static cudaError_t sm80_bwd_instance(const sm80_bwd_args *a, int64_t max_sk, cud
     if (e == cudaSuccess && max_sk > 0) {
         auto kern = sm80_bwd_main<T, D>;
         static int optin_done[64];
-        e = sm80_smem_optin(kern, PA_SM80_BWD_SMEM(D), optin_done);
+        e = pa_smem_optin_once(kern, PA_SM80_BWD_SMEM(D), optin_done);
         const int64_t nkb = (max_sk + BN - 1) / BN;
         const unsigned gx = (unsigned)(a->deterministic ? a->splits : (nkb < 0x7fffffff ? nkb : 0x7fffffff));
         const dim3 grid(gx, (unsigned)(a->f.heads / a->f.group), (unsigned)a->f.batch); /* key blocks, KV heads */

@@ -16,8 +16,8 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "fwd_resolve.h" /* PA_DECODE_MAX_SQ: query tokens per sequence the decode kernel takes */
 
-#define PA_SM80_DEC_MAX_SQ 16      /* query tokens per sequence the decode kernel takes */
 /* Instances (head dim D); a call runs on the smallest that holds both of its head dims, the columns
  * past them zero-filled (pa_fwd_instance_dim): the loads skip them, so the bandwidth-bound kernel
  * keeps its speed on any multiple of 8. */

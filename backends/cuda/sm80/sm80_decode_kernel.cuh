@@ -14,8 +14,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "cuda_attr.cuh"
 #include "problem.h"
-#include "sm80_attr.cuh"
 #include "sm80_decode.h"
 #include "sm80_ptx.cuh"
 
@@ -175,15 +175,15 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
             mn = fmaxf(mn, __shfl_xor_sync(0xffffffffu, mn, 1));
             mn = fmaxf(mn, __shfl_xor_sync(0xffffffffu, mn, 2));
             const float base = mn == -INFINITY ? 0.f : mn * a.mult;
-            corr[r] = sm80_ex2(m[r] * a.mult - base);
+            corr[r] = pa_ex2(m[r] * a.mult - base);
             rescale |= corr[r] != 1.f;
             m[r] = mn;
             l[r] *= corr[r];
-            const float p0 = sm80_ex2(fmaf(s[0][2 * r], a.mult, -base)), p1 = sm80_ex2(fmaf(s[0][2 * r + 1], a.mult, -base));
-            const float p2 = sm80_ex2(fmaf(s[1][2 * r], a.mult, -base)), p3 = sm80_ex2(fmaf(s[1][2 * r + 1], a.mult, -base));
+            const float p0 = pa_ex2(fmaf(s[0][2 * r], a.mult, -base)), p1 = pa_ex2(fmaf(s[0][2 * r + 1], a.mult, -base));
+            const float p2 = pa_ex2(fmaf(s[1][2 * r], a.mult, -base)), p3 = pa_ex2(fmaf(s[1][2 * r + 1], a.mult, -base));
             l[r] += (p0 + p1) + (p2 + p3);
-            pf[r] = sm80_pack(p0, p1, tag);     /* keys 0..7 of row g (r = 0) or g + 8 (r = 1) */
-            pf[2 + r] = sm80_pack(p2, p3, tag); /* keys 8..15 */
+            pf[r] = pa_pack(p0, p1, tag);     /* keys 0..7 of row g (r = 0) or g + 8 (r = 1) */
+            pf[2 + r] = pa_pack(p2, p3, tag); /* keys 8..15 */
         }
         if (__any_sync(0xffffffffu, rescale)) {
 #pragma unroll
@@ -222,8 +222,8 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
         /* tot: 0 when no warp saw a key, NaN when a score was NaN (NaN in, NaN out) */
 #pragma unroll
         for (int w = 0; w < NW; ++w)
-            tot[r] += sm_l[w][row] * (mx[r] == -INFINITY ? 1.f : sm80_ex2(sm_m[w][row] * a.mult - mx[r]));
-        const float f = tot[r] > 0.f ? sm80_ex2(m[r] * a.mult - mx[r]) / tot[r] : tot[r] == 0.f ? 0.f : NAN;
+            tot[r] += sm_l[w][row] * (mx[r] == -INFINITY ? 1.f : pa_ex2(sm_m[w][row] * a.mult - mx[r]));
+        const float f = tot[r] > 0.f ? pa_ex2(m[r] * a.mult - mx[r]) / tot[r] : tot[r] == 0.f ? 0.f : NAN;
 #pragma unroll
         for (int j = 0; j < NO; ++j)
             *(float2 *)(red + (warp * 16 + row) * RS + j * 8 + (lane & 3) * 2) =
@@ -263,7 +263,7 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
         } else if (c4 * 4 < a.dv) {
             const int qi = pr / a.group, hq = hk * a.group + pr % a.group;
             T *o = (T *)a.o + b * a.os[0] + qi * a.os[1] + hq * a.os[2] + c4 * 4;
-            *(uint2 *)o = make_uint2(sm80_pack(v.x, v.y, tag), sm80_pack(v.z, v.w, tag));
+            *(uint2 *)o = make_uint2(pa_pack(v.x, v.y, tag), pa_pack(v.z, v.w, tag));
         }
     }
 }
@@ -307,7 +307,7 @@ __global__ void __launch_bounds__(128) sm80_decode_combine(const sm80_dec_args a
         for (int u = 0; u < U; ++u) {
             if (s0 + 4 * u >= a.splits) break;
             /* a NaN partial (NaN scores) makes w NaN: fmaxf skipped it in mx, the sum keeps it */
-            const float w = mx == -INFINITY ? (ls[u] == -INFINITY ? 0.f : NAN) : sm80_ex2(ls[u] - mx);
+            const float w = mx == -INFINITY ? (ls[u] == -INFINITY ? 0.f : NAN) : pa_ex2(ls[u] - mx);
             tot += w;
 #pragma unroll
             for (int e = 0; e < E; ++e) acc[e] += w * po[u][e];
@@ -331,7 +331,7 @@ __global__ void __launch_bounds__(128) sm80_decode_combine(const sm80_dec_args a
 #pragma unroll
     for (int e = 0; e < E; e += 2)
         if (lane * E + e < a.dv)
-            *(uint32_t *)(o + e) = tot == 0.f ? 0u : sm80_pack(acc[e] * inv, acc[e + 1] * inv, tag);
+            *(uint32_t *)(o + e) = tot == 0.f ? 0u : pa_pack(acc[e] * inv, acc[e + 1] * inv, tag);
     if (lane == 0 && a.lse)
         a.lse[b * a.ls[0] + hq * a.ls[1] + qi * a.ls[2]] =
             tot > 0.f ? (mx + __log2f(tot)) * 0.69314718055994531f : tot == 0.f ? -INFINITY : NAN;
@@ -342,7 +342,7 @@ static cudaError_t sm80_decode_instance(const sm80_dec_args *a, cudaStream_t str
 {
     const size_t smem = PA_SM80_DEC_SMEM(D);
     static int optin_done[64]; /* this <T, D> instance, per device */
-    cudaError_t e = sm80_smem_optin(sm80_decode<T, D>, (int)smem, optin_done);
+    cudaError_t e = pa_smem_optin_once(sm80_decode<T, D>, (int)smem, optin_done);
     if (e != cudaSuccess) return e;
     sm80_dec_args arg = *a;
     void *args[] = {&arg};

@@ -27,9 +27,9 @@ extern "C" int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t w
 {
     const portattn_fwd_params_t *p = &pb->p;
     if (pb->varlen) return REFUSE("decode kernel: no varlen queries");
-    if (p->seqlen_q > PA_SM80_DEC_MAX_SQ)
+    if (p->seqlen_q > PA_DECODE_MAX_SQ)
         return REFUSE("decode kernel: %lld query tokens per sequence (takes <= %d)", (long long)p->seqlen_q,
-                      PA_SM80_DEC_MAX_SQ);
+                      PA_DECODE_MAX_SQ);
     if (!pa_fwd_dims_ok(dec_dims, (int)(sizeof dec_dims / sizeof dec_dims[0]), pb, "decode kernel", why, why_len))
         return 0;
     const int d = pa_sm80_decode_dim(pb);

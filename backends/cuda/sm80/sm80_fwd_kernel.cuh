@@ -16,16 +16,18 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "block.h"
+#include "cuda_attr.cuh"
 #include "fwd_args.h"
-#include "sm80_attr.cuh"
-#include "sm80_kv.h"
+#include "kv_args.h"
+#include "seqlen.h"
 #include "sm80_launch.h"
 #include "sm80_ptx.cuh"
 
 typedef pa_fwd_args sm80_args; /* fwd_args.h (filled by pa_fwd_fill_args): shared with cuda-sm90 and the HIP kernel */
 
 /* Where a paged instance finds the K or V rows of one sequence and head: bt_row NULL = contiguous
- * rows from the tile's base pointer; else pages of the pool (sm80_kv.h). */
+ * rows from the tile's base pointer; else pages of the pool (kv_args.h). */
 struct sm80_pager {
     const int32_t *bt_row;
     int64_t pstride, num_pages;
@@ -59,7 +61,7 @@ __device__ __forceinline__ void sm80_load_tile(uint32_t sdst, const T *g, int64_
                 const bool ok = cok && key < limit;
                 int64_t off = 0;
                 if (ok)
-                    off = pg.bt_row ? pa_sm80_page_offset(pg.bt_row, pg.num_pages, pg.shift, pg.pstride, rstride, key)
+                    off = pg.bt_row ? pa_kv_page_offset(pg.bt_row, pg.num_pages, pg.shift, pg.pstride, rstride, key)
                                     : (int64_t)key * rstride;
                 sm80_cp_async16(dst0 + k * RS * PITCH * 16, ok ? g + off + c * 8 : g, ok);
             }
@@ -102,34 +104,12 @@ __device__ __forceinline__ void sm80_load_tile(uint32_t sdst, const T *g, int64_
     }
 }
 
-/* Packed sequence b, clamped so that garbage cu_seqlens stay inside the buffer (as cuda-generic). */
-__device__ __forceinline__ void sm80_seq(const int32_t *cu, int b, int total, int *start, int *len)
-{
-    int s = cu[b], e = cu[b + 1];
-    s = s < 0 ? 0 : (s > total ? total : s);
-    e = e < s ? s : (e > total ? total : e);
-    *start = s;
-    *len = e - s;
-}
-
-/* Keys [lo, hi] that query row i may see; lo > hi = none. int64 inside: i + sk - sq - wl can
- * leave the int32 range even though the result, clamped to [0, sk], does not. */
-__device__ __forceinline__ void sm80_keys(int i, int sq, int sk, int wl, int wr, int *lo, int *hi)
-{
-    const int64_t diag = (int64_t)i + sk - sq;
-    int64_t l = wl < 0 ? 0 : diag - wl, h = wr < 0 ? (int64_t)sk - 1 : diag + wr;
-    l = l < 0 ? 0 : (l > sk ? sk : l);
-    h = h > sk - 1 ? sk - 1 : (h < -1 ? -1 : h);
-    *lo = (int)l;
-    *hi = (int)h;
-}
-
-/* PAGED: the K/V source is a KV cache (sm80_kv.h): sequence b holds pa_sm80_kv_len keys, paged
+/* PAGED: the K/V source is a KV cache (kv_args.h): sequence b holds pa_cache_len_of keys, paged
  * through block_table or contiguous at batch stride; its queries (packed by cu_q, or seqlen_q per
  * sequence) are its last keys' rows (bottom-right). Otherwise kv is unused and every PAGED branch
  * compiles away. */
 template <typename T, int D, int MT, int BN, int NW, int STAGES, int MINB, bool PAGED>
-__global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, const sm80_kv kv)
+__global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, const pa_kv_args kv)
 {
     constexpr int NT = NW * 32, CH = D / 8, PITCH = (CH + 7) / 8 * 8;
     constexpr int WR = 16 * MT, BM = WR * NW;                  /* query rows per warp, per CTA */
@@ -174,7 +154,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, con
     sm80_pager kpg = sm80_pager(), vpg = sm80_pager();
     if constexpr (PAGED) {
         if (a.cu_q) {
-            sm80_seq(a.cu_q, b, a.seqlen_q, &q0, &sq);
+            pa_seq_extent(a.cu_q, b, a.seqlen_q, &q0, &sq);
             qb = q0 * a.qs[1], ob = q0 * a.os[1];
         } else {
             qb = b * a.qs[0], ob = b * a.os[0];
@@ -190,8 +170,8 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, con
             kb = b * a.ks[0], vb = b * a.vs[0];
         }
     } else if (a.cu_q) { /* packed [1, total, H, D]: the batch stride is ignored */
-        sm80_seq(a.cu_q, b, a.seqlen_q, &q0, &sq);
-        sm80_seq(a.cu_k, b, a.seqlen_k, &k0, &sk);
+        pa_seq_extent(a.cu_q, b, a.seqlen_q, &q0, &sq);
+        pa_seq_extent(a.cu_k, b, a.seqlen_k, &k0, &sk);
         qb = q0 * a.qs[1], kb = k0 * a.ks[1], vb = k0 * a.vs[1], ob = q0 * a.os[1];
     } else {
         qb = b * a.qs[0], kb = b * a.ks[0], vb = b * a.vs[0], ob = b * a.os[0];
@@ -207,16 +187,12 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, con
      * right-bounded mask later row blocks see more keys: hand those out first. */
     for (int t = tfirst; t < nmb; t += gridDim.x) {
         const int m0 = (a.wr >= 0 ? nmb - 1 - t : t) * BM;
-        const int mlast = (m0 + BM < sq ? m0 + BM : sq) - 1;
         __syncthreads(); /* the previous work item is done with shared memory */
 
         /* Key tiles to visit: the hull of the rows' ranges. Tiles in [full_lo, full_hi) are visible
          * to every row of the block and skip the mask. */
-        int lo_f, hi_f, lo_l, hi_l;
-        sm80_keys(m0, sq, sk, a.wl, a.wr, &lo_f, &hi_f);
-        sm80_keys(mlast, sq, sk, a.wl, a.wr, &lo_l, &hi_l);
-        const int n_lo = lo_f / BN, n_hi = hi_l < lo_f ? n_lo : hi_l / BN + 1;
-        const int full_lo = (lo_l + BN - 1) / BN, full_hi = (hi_f + 1) / BN;
+        const pa_tile_hull hull = pa_tile_hull_of(m0, BM, BN, sq, sk, a.wl, a.wr);
+        const int n_lo = hull.n_lo, n_hi = hull.n_hi, full_lo = hull.full_lo, full_hi = hull.full_hi;
 
         /* Prologue: Q, then K_0, V_0, ..., K_{STAGES-1}; one commit group each, empty ones too, so
          * that the wait counts below are the same on every path. */
@@ -350,21 +326,21 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, con
                     mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 1));
                     mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 2));
                     base[r] = mnew[r] == -INFINITY ? 0.f : mnew[r] * a.mult;
-                    corr[mt][r] = sm80_ex2(mrow[mt][r] * a.mult - base[r]); /* 1 if the max held, 0 from -inf */
+                    corr[mt][r] = pa_ex2(mrow[mt][r] * a.mult - base[r]); /* 1 if the max held, 0 from -inf */
                     rescale |= corr[mt][r] != 1.f;
                     mrow[mt][r] = mnew[r];
                     lsum[mt][r] *= corr[mt][r];
                 }
 #pragma unroll
                 for (int j = 0; j < NS; ++j) {
-                    const float p0 = sm80_ex2(fmaf(s[mt][j][0], a.mult, -base[0]));
-                    const float p1 = sm80_ex2(fmaf(s[mt][j][1], a.mult, -base[0]));
-                    const float p2 = sm80_ex2(fmaf(s[mt][j][2], a.mult, -base[1]));
-                    const float p3 = sm80_ex2(fmaf(s[mt][j][3], a.mult, -base[1]));
+                    const float p0 = pa_ex2(fmaf(s[mt][j][0], a.mult, -base[0]));
+                    const float p1 = pa_ex2(fmaf(s[mt][j][1], a.mult, -base[0]));
+                    const float p2 = pa_ex2(fmaf(s[mt][j][2], a.mult, -base[1]));
+                    const float p3 = pa_ex2(fmaf(s[mt][j][3], a.mult, -base[1]));
                     lsum[mt][0] += p0 + p1;
                     lsum[mt][1] += p2 + p3;
-                    pf[mt][j >> 1][(j & 1) * 2 + 0] = sm80_pack(p0, p1, tag);
-                    pf[mt][j >> 1][(j & 1) * 2 + 1] = sm80_pack(p2, p3, tag);
+                    pf[mt][j >> 1][(j & 1) * 2 + 0] = pa_pack(p0, p1, tag);
+                    pf[mt][j >> 1][(j & 1) * 2 + 1] = pa_pack(p2, p3, tag);
                 }
             }
             /* Rescale O only when some row of the warp raised its max (rare once it settles). */
@@ -422,7 +398,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, con
                 for (int j = 0; j < NO; ++j)
                     *(uint32_t *)(smem + sm80_swz<PITCH>(row, j) + (lane & 3) * 4) =
                         l == 0.f ? 0u /* no visible key: exactly 0, even where V held a NaN (0 x NaN) */
-                                 : sm80_pack(acc[mt][j][2 * r] * inv, acc[mt][j][2 * r + 1] * inv, tag);
+                                 : pa_pack(acc[mt][j][2 * r] * inv, acc[mt][j][2 * r + 1] * inv, tag);
             }
         __syncwarp();
 #pragma unroll
@@ -452,7 +428,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, con
 template <typename T, int D, int BM = PA_SM80_BM(D), int NW = PA_SM80_WARPS(D), int MINB = PA_SM80_MIN_CTAS(D),
           bool PAGED = false>
 static cudaError_t sm80_launch_instance(const sm80_args *a, int64_t max_sq, cudaStream_t stream,
-                                        const sm80_kv *kv = nullptr)
+                                        const pa_kv_args *kv = nullptr)
 {
     constexpr int BN = PA_SM80_BN(D), ST = PA_SM80_STAGES(D);
     constexpr int MT = BM / (16 * NW);
@@ -460,13 +436,13 @@ static cudaError_t sm80_launch_instance(const sm80_args *a, int64_t max_sq, cuda
     const size_t smem = PA_SM80_SMEM_SHAPE(D, BM, BN, ST);
     auto kern = sm80_fwd<T, D, MT, BN, NW, ST, MINB, PAGED>;
     static int optin_done[64]; /* this instance, per device */
-    cudaError_t e = sm80_smem_optin(kern, (int)smem, optin_done);
+    cudaError_t e = pa_smem_optin_once(kern, (int)smem, optin_done);
     if (e != cudaSuccess) return e;
     const int64_t mb = (max_sq + BM - 1) / BM, bh = (int64_t)a->batch * a->heads;
     const int64_t gy = bh < 65535 ? bh : 65535, gz = (bh + gy - 1) / gy; /* supports() keeps gz <= 65535 */
     const dim3 grid((unsigned)(mb < 0x7fffffff ? mb : 0x7fffffff), (unsigned)gy, (unsigned)gz);
     sm80_args arg = *a;
-    sm80_kv kva = kv ? *kv : sm80_kv();
+    pa_kv_args kva = kv ? *kv : pa_kv_args();
     void *args[] = {&arg, &kva};
     return cudaLaunchKernel((const void *)kern, grid, dim3(NW * 32), args, smem, stream);
 }
@@ -481,7 +457,7 @@ static cudaError_t sm80_launch_instance(const sm80_args *a, int64_t max_sq, cuda
 
 /* The paged family: the default shape of head dim D over a KV cache. */
 #define SM80_PAGED_LAUNCHER(D)                                                                              \
-    cudaError_t sm80_launch_paged_d##D(const sm80_args *a, const sm80_kv *kv, int bf16, int64_t max_sq,     \
+    cudaError_t sm80_launch_paged_d##D(const sm80_args *a, const pa_kv_args *kv, int bf16, int64_t max_sq,     \
                                        cudaStream_t stream)                                                 \
     {                                                                                                        \
         constexpr int BM = PA_SM80_BM(D), NW = PA_SM80_WARPS(D), MB = PA_SM80_MIN_CTAS(D);                   \
@@ -493,7 +469,7 @@ static cudaError_t sm80_launch_instance(const sm80_args *a, int64_t max_sq, cuda
 PA_SM80_DIMS(PA_X)
 #undef PA_X
 #define PA_X(D)                                                                                             \
-    cudaError_t sm80_launch_paged_d##D(const sm80_args *a, const sm80_kv *kv, int bf16, int64_t max_sq,     \
+    cudaError_t sm80_launch_paged_d##D(const sm80_args *a, const pa_kv_args *kv, int bf16, int64_t max_sq,     \
                                        cudaStream_t stream);
 PA_SM80_PAGED_DIMS(PA_X)
 #undef PA_X

@@ -46,27 +46,11 @@ extern "C" int pa_sm80_dims_ok(const pa_problem *pb, char *why, size_t why_len)
 
 #define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
 
-/* Q and O as every prefill call; K and V are page pools (or per-sequence caches) whose batch/page
- * stride the kernel uses even when the queries are packed. */
-extern "C" int pa_sm80_paged_ok(const pa_problem *pb, char *why, size_t why_len)
-{
-    const portattn_fwd_params_t *p = &pb->p;
-    if (p->block_table && (p->num_pages > INT32_MAX || p->page_size > (1 << 20)))
-        return REFUSE("%lld pages of %lld rows: over the paged kernels' int32 range",
-                      (long long)p->num_pages, (long long)p->page_size);
-    if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
-    if (p->batch == 0 || pb->max_seqlen_q == 0) return 1;
-    return pa_tiled_layout_ok(&p->q, "q", pb->varlen, why, why_len) &&
-           pa_tiled_layout_ok(&p->o, "o", pb->varlen, why, why_len) &&
-           (p->seqlen_k == 0 || (pa_tiled_layout_ok(&p->k, "k", 0, why, why_len) &&
-                                 pa_tiled_layout_ok(&p->v, "v", 0, why, why_len)));
-}
-
 /* A KV-cache call: the new tokens go into the cache first (same stream), then the paged instance. */
 static portattn_status_t sm80_launch_paged(const pa_problem *pb, const sm80_args *a, int d, int bf16,
                                            cudaStream_t st, char *err, size_t err_len)
 {
-    const sm80_kv kv = pa_sm80_kv_of(pb);
+    const pa_kv_args kv = pa_kv_args_of(pb);
     portattn_status_t s = pa_cuda_append(pb, st, err, err_len);
     if (s) return s;
     cudaError_t e = cudaErrorInvalidValue; /* no instance: supports() refused it first */

@@ -21,6 +21,9 @@
  * largest that leave ptxas no spills (sm_80 and sm_90). PA_SM80_BM/WARPS/MIN_CTAS/SMEM_BYTES name the
  * default (largest) shape of each head dim. */
 #define PA_SM80_DIMS(X) X(32) X(64) X(128) X(160) X(192) X(256)
+/* Instances of the paged family (prefill over a KV cache, f16 and bf16 each): a call runs on the
+ * smallest that holds both of its head dims, as the contiguous family. */
+#define PA_SM80_PAGED_DIMS(X) X(64) X(128)
 #define PA_SM80_WIDE(d) ((d) >= 160)
 #define PA_SM80_WARPS(d) (PA_SM80_WIDE(d) ? 8 : 4)
 #define PA_SM80_BM(d) 128
@@ -55,19 +58,13 @@ extern "C" {
 
 portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *stream, char *err, size_t err_len);
 /* The instance a call runs on (0: none holds its head dims); over a KV cache (pb->kv_cache) the
- * paged family's (sm80_kv.h). */
+ * paged family's (kv_args.h). */
 int pa_sm80_dim(const pa_problem *pb);
 /* supports()' form: 1, or 0 and why (head dims not multiples of 8, or over the largest instance). */
 int pa_sm80_dims_ok(const pa_problem *pb, char *why, size_t why_len);
-/* The KV-cache families' page and layout checks (cuda-sm80's paged prefill, cuda-sm90's KV-cache
- * instances; head dims apart): 1, or 0 and why. */
-int pa_sm80_paged_ok(const pa_problem *pb, char *why, size_t why_len);
 /* Query rows per CTA of head dim d's shape on the current device (d256: 64 where two 64-row CTAs
  * fit an SM or the 128-row one does not fit a block, else 128); 0 if the device cannot be read. */
 int pa_sm80_block_rows(int d);
-/* The prefill kernels' device-pointer checks (sm80_backend.c), shared with cuda-sm90: 1, or 0 and
- * why. Their layout check and score mapping are vendor-neutral: fwd_args.h. */
-int pa_sm80_prefill_ptrs_ok(const pa_problem *pb, char *why, size_t why_len);
 
 #ifdef __cplusplus
 }

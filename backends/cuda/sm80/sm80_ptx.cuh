@@ -1,11 +1,14 @@
-/* The sm_80 instructions the kernel is built from, as thin inline-PTX wrappers: cp.async (16-byte,
- * zero-filling), ldmatrix (plain and transposed), mma.sync m16n8k16 with fp32 accumulation, ex2. */
+/* The sm_80 instructions the kernels are built from, as thin inline-PTX wrappers: cp.async (16-byte,
+ * zero-filling), ldmatrix (plain and transposed), mma.sync m16n8k16 with fp32 accumulation, and the
+ * shared-memory swizzle; ex2 and the 16-bit packing every CUDA kernel uses are in cuda_math.cuh. */
 #ifndef PORTATTN_SM80_PTX_CUH
 #define PORTATTN_SM80_PTX_CUH
 
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #include <stdint.h>
+
+#include "cuda_math.cuh"
 
 __device__ __forceinline__ uint32_t sm80_smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
@@ -57,19 +60,6 @@ __device__ __forceinline__ void sm80_mma(float d[4], const uint32_t a[4], uint32
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/* Two floats -> one register of two 16-bit values, the first in the low half (lower column). */
-__device__ __forceinline__ uint32_t sm80_pack(float lo, float hi, __half)
-{
-    __half2 h = __floats2half2_rn(lo, hi);
-    return *(uint32_t *)&h;
-}
-
-__device__ __forceinline__ uint32_t sm80_pack(float lo, float hi, __nv_bfloat16)
-{
-    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *(uint32_t *)&h;
-}
-
 /* Byte offset of 16-byte chunk `ch` of row `row` in a shared tile of PITCH chunks per row (PITCH a
  * multiple of 8): chunks XOR-swizzled by (row & 7) inside each 128-byte group, so the eight rows
  * one ldmatrix phase reads (or one cp.async phase writes) hit 32 distinct banks. */
@@ -77,14 +67,6 @@ template <int PITCH>
 __device__ __forceinline__ uint32_t sm80_swz(int row, int ch)
 {
     return (uint32_t)(row * PITCH * 16 + ((ch ^ (row & 7)) << 4));
-}
-
-/* 2^x on the SFU; ex2(-inf) = +0, which is what masked scores need. */
-__device__ __forceinline__ float sm80_ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
 }
 
 #endif

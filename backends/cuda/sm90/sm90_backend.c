@@ -6,8 +6,7 @@
 
 #include "backend.h"
 #include "cuda_host.h"
-#include "sm80_decode.h"
-#include "sm80_launch.h"
+#include "fwd_resolve.h"
 #include "sm90_launch.h"
 
 #define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
@@ -36,7 +35,7 @@ static int sm90_kv_ok(const pa_problem *pb, char *why, size_t why_len)
     if (p->block_table && p->page_size < PA_SM90_MIN_PAGE)
         return REFUSE("pages of %lld rows: its TMA boxes need at least %d (cuda-sm80's paged prefill takes them)",
                       (long long)p->page_size, PA_SM90_MIN_PAGE);
-    return pa_sm80_paged_ok(pb, why, why_len);
+    return pa_fwd_kv_layouts_ok(pb, why, why_len);
 }
 
 static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
@@ -50,12 +49,12 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     /* Varlen: seqlen_q/k are the packed totals (the tensor maps' rows, int32 row arithmetic); the
      * grid and the decode-shape test go by the longest sequence, max_seqlen_q. */
     const int64_t msq = pb->max_seqlen_q; /* seqlen_q without varlen */
-    if (msq <= PA_SM80_DEC_MAX_SQ) {
+    if (msq <= PA_DECODE_MAX_SQ) {
         if (pb->varlen)
             return REFUSE("varlen with max_seqlen_q = %lld: decode shapes (<= %d query tokens) go to cuda-sm80",
-                          (long long)msq, PA_SM80_DEC_MAX_SQ);
+                          (long long)msq, PA_DECODE_MAX_SQ);
         return REFUSE("%lld query tokens: cuda-sm80's split-KV decode kernel takes <= %d", (long long)msq,
-                      PA_SM80_DEC_MAX_SQ);
+                      PA_DECODE_MAX_SQ);
     }
     if (p->seqlen_k < 1) return REFUSE("no keys (a TMA map needs a row)");
     if (p->seqlen_q > PA_SM90_MAX_SEQ || p->seqlen_k > PA_SM90_MAX_SEQ)
@@ -74,7 +73,7 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
         return REFUSE("d%d%s needs %d bytes of shared memory, device allows %d per block", d,
                       pb->kv_cache ? " (KV cache)" : "", smem, optin);
     if ((!pb->kv_cache && !pa_fwd_layouts_ok(pb, why, why_len)) || !pa_tma_strides_ok(pb, 0, why, why_len) ||
-        !pa_sm80_prefill_ptrs_ok(pb, why, why_len))
+        !pa_cuda_fwd_ptrs_ok(pb, why, why_len))
         return 0;
     if (kernel && kernel_len)
         pa_kernel_name(kernel, kernel_len, pb->kv_cache ? "sm90-kv" : "sm90", dt, d, pb, bm, PA_SM90_BN(d));

@@ -37,7 +37,12 @@
 #include <stdint.h>
 
 #include "cuda_host.h" /* pa_cuda_device_info: the grid is one CTA per SM */
-#include "sm80_fwd_kernel.cuh" /* sm80_args, sm80_keys, sm80_ex2, sm80_pack: shared with cuda-sm80 */
+#include "block.h"       /* pa_row_keys, pa_tile_hull_of: which key tiles a row block visits */
+#include "cuda_attr.cuh"
+#include "cuda_math.cuh"   /* pa_ex2, pa_pack */
+#include "fwd_args.h"
+#include "kv_args.h"
+#include "seqlen.h"      /* pa_seq_extent */
 #include "sm90_launch.h"
 #include "sm90_ptx.cuh"
 #include "sm90_wgmma.cuh"
@@ -52,7 +57,7 @@ template <typename T, int BN> struct sm90_tile_softmax {
     int transform, softcap; /* the score map, copied out of the kernel parameters */
     float mult, pre_mul, post_mul;
 
-    __device__ __forceinline__ void init(const sm80_args &a, int row, int sq, int sk_, int lane_)
+    __device__ __forceinline__ void init(const pa_fwd_args &a, int row, int sq, int sk_, int lane_)
     {
         sk = sk_, lane = lane_;
         transform = a.transform, softcap = a.softcap, mult = a.mult, pre_mul = a.pre_mul, post_mul = a.post_mul;
@@ -113,7 +118,7 @@ template <typename T, int BN> struct sm90_tile_softmax {
             mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 1));
             mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 2));
             base2[r] = mnew[r] == -INFINITY ? 0.f : mnew[r] * mult;
-            corr[r] = sm80_ex2(mrow[r] * mult - base2[r]);
+            corr[r] = pa_ex2(mrow[r] * mult - base2[r]);
             mrow[r] = mnew[r];
             lsum[r] *= corr[r];
         }
@@ -121,10 +126,10 @@ template <typename T, int BN> struct sm90_tile_softmax {
         float part[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
 #pragma unroll
         for (int j = 0; j < NS; ++j) {
-            const float p0 = sm80_ex2(fmaf(sc[4 * j], mult, -base2[0]));
-            const float p1 = sm80_ex2(fmaf(sc[4 * j + 1], mult, -base2[0]));
-            const float p2 = sm80_ex2(fmaf(sc[4 * j + 2], mult, -base2[1]));
-            const float p3 = sm80_ex2(fmaf(sc[4 * j + 3], mult, -base2[1]));
+            const float p0 = pa_ex2(fmaf(sc[4 * j], mult, -base2[0]));
+            const float p1 = pa_ex2(fmaf(sc[4 * j + 1], mult, -base2[0]));
+            const float p2 = pa_ex2(fmaf(sc[4 * j + 2], mult, -base2[1]));
+            const float p3 = pa_ex2(fmaf(sc[4 * j + 3], mult, -base2[1]));
             part[0][j & 1] += p0 + p1;
             part[1][j & 1] += p2 + p3;
             sc[4 * j] = p0, sc[4 * j + 1] = p1, sc[4 * j + 2] = p2, sc[4 * j + 3] = p3;
@@ -139,8 +144,8 @@ template <typename T, int BN> struct sm90_tile_softmax {
     {
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
-            pf[j >> 1][(j & 1) * 2 + 0] = sm80_pack(sc[4 * j], sc[4 * j + 1], tag);
-            pf[j >> 1][(j & 1) * 2 + 1] = sm80_pack(sc[4 * j + 2], sc[4 * j + 3], tag);
+            pf[j >> 1][(j & 1) * 2 + 0] = pa_pack(sc[4 * j], sc[4 * j + 1], tag);
+            pf[j >> 1][(j & 1) * 2 + 1] = pa_pack(sc[4 * j + 2], sc[4 * j + 3], tag);
         }
     }
 };
@@ -160,7 +165,7 @@ struct sm90_work {
 
 /* The (batch, head) pair and row block of item `lin` (the order: sm90_work_of), in index type I. */
 template <typename I>
-__device__ __forceinline__ void sm90_pair_of(const sm80_args &a, I lin, I nmb, I chunk, sm90_work &w, int &mb)
+__device__ __forceinline__ void sm90_pair_of(const pa_fwd_args &a, I lin, I nmb, I chunk, sm90_work &w, int &mb)
 {
     const I nbh = (I)a.batch * (I)a.heads, heads = (I)a.heads;
     I bh;
@@ -189,7 +194,7 @@ __device__ __forceinline__ void sm90_pair_of(const sm80_args &a, I lin, I nmb, I
  * one long one may not). Every thread maps every item, and a 64-bit division is a call of some 70
  * instructions on the GPU where a 32-bit one is a short inline sequence. */
 template <int BM, int BN, bool VL, bool KV>
-__device__ __forceinline__ int sm90_work_of(const sm80_args &a, const sm80_kv &kv, int64_t lin, int nmb, int chunk,
+__device__ __forceinline__ int sm90_work_of(const pa_fwd_args &a, const pa_kv_args &kv, int64_t lin, int nmb, int chunk,
                                             bool i32, sm90_work &w)
 {
     int mb;
@@ -198,8 +203,8 @@ __device__ __forceinline__ int sm90_work_of(const sm80_args &a, const sm80_kv &k
     w.hk = w.h / a.group;
     w.q0 = 0, w.k0 = 0, w.sq = a.seqlen_q, w.sk = a.seqlen_k, w.tb = w.b;
     if (VL) { /* right-bounded: the t-th row block from this sequence's own end, as without varlen */
-        sm80_seq(a.cu_q, w.b, a.seqlen_q, &w.q0, &w.sq);
-        if (!KV) sm80_seq(a.cu_k, w.b, a.seqlen_k, &w.k0, &w.sk);
+        pa_seq_extent(a.cu_q, w.b, a.seqlen_q, &w.q0, &w.sq);
+        if (!KV) pa_seq_extent(a.cu_k, w.b, a.seqlen_k, &w.k0, &w.sk);
         if (a.wr >= 0) mb -= nmb - (w.sq + BM - 1) / BM;
         if (mb < 0 || mb * BM >= w.sq) return 0;
         w.tb = 0;
@@ -207,12 +212,8 @@ __device__ __forceinline__ int sm90_work_of(const sm80_args &a, const sm80_kv &k
     w.tk = KV ? w.b : w.tb;
     if (KV && kv.seqused_k) w.sk = (int)pa_cache_len_of(kv.seqused_k[w.b], kv.seqlen_new, a.seqlen_k);
     w.m0 = mb * BM;
-    const int mlast = (w.m0 + BM < w.sq ? w.m0 + BM : w.sq) - 1;
-    int lo_f, hi_f, lo_l, hi_l;
-    sm80_keys(w.m0, w.sq, w.sk, a.wl, a.wr, &lo_f, &hi_f);
-    sm80_keys(mlast, w.sq, w.sk, a.wl, a.wr, &lo_l, &hi_l);
-    w.n_lo = lo_f / BN, w.n_hi = hi_l < lo_f ? w.n_lo : hi_l / BN + 1;
-    w.full_lo = (lo_l + BN - 1) / BN, w.full_hi = (hi_f + 1) / BN;
+    const pa_tile_hull t = pa_tile_hull_of(w.m0, BM, BN, w.sq, w.sk, a.wl, a.wr);
+    w.n_lo = t.n_lo, w.n_hi = t.n_hi, w.full_lo = t.full_lo, w.full_hi = t.full_hi;
     return 1;
 }
 
@@ -225,14 +226,14 @@ __device__ __forceinline__ int sm90_work_of(const sm80_args &a, const sm80_kv &k
 template <int BN> struct sm90_pages {
     int rows, boxes, key0;
 
-    __device__ __forceinline__ sm90_pages(const sm80_kv &kv, const sm90_work &w, int n)
+    __device__ __forceinline__ sm90_pages(const pa_kv_args &kv, const sm90_work &w, int n)
     {
         const int page = 1 << kv.page_shift;
         rows = BN < page ? BN : page, key0 = n * BN;
         boxes = min(BN / rows, (w.sk - key0 + rows - 1) / rows);
     }
     /* The page of box `lane` (0 for lanes past the last box), clamped into the pool. */
-    __device__ __forceinline__ int page_of(const sm80_kv &kv, const sm90_work &w, int lane) const
+    __device__ __forceinline__ int page_of(const pa_kv_args &kv, const sm90_work &w, int lane) const
     {
         if (lane >= boxes) return 0;
         const int key = key0 + lane * rows;
@@ -253,7 +254,7 @@ template <int BN> struct sm90_pages {
  * box page from sm90_pages::page_of). */
 #ifdef PA_SM90_DEVICE
 template <int BN, int NB, bool KV>
-__device__ __forceinline__ void sm90_load_kv(uint32_t dst, const CUtensorMap *map, uint32_t bar, const sm80_kv &kv,
+__device__ __forceinline__ void sm90_load_kv(uint32_t dst, const CUtensorMap *map, uint32_t bar, const pa_kv_args &kv,
                                              const sm90_work &w, int n, int lane, int pg)
 {
     constexpr int KBLK = BN * 128;
@@ -316,7 +317,7 @@ __device__ __forceinline__ void sm90_quad_transpose(uint32_t (&x)[4], int lane)
  * rows (data and strides, pa_tiled_layout_ok) and the head dims for multiples of 8, so a chunk is
  * either wholly inside Dv or wholly past it. */
 template <typename T, int NO, bool VL>
-__device__ __forceinline__ void sm90_epilogue(const sm80_args &a, const sm90_work &w, const float (&o)[NO * 4],
+__device__ __forceinline__ void sm90_epilogue(const pa_fwd_args &a, const sm90_work &w, const float (&o)[NO * 4],
                                               const float (&mrow)[2], const float (&lsum_part)[2], int rowc, int lane,
                                               T tag)
 {
@@ -340,7 +341,7 @@ __device__ __forceinline__ void sm90_epilogue(const sm80_args &a, const sm90_wor
             for (int c = 0; c < 4; ++c) {
                 const int j = 4 * g + c;
                 x[c] = l == 0.f ? 0u /* no visible key: 0, not 0 x NaN */
-                                : sm80_pack(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv, tag);
+                                : pa_pack(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv, tag);
             }
             sm90_quad_transpose(x, lane);
             if (live && (4 * g + t) * 8 < a.dv) /* the instance's columns past the call's Dv are not the caller's */
@@ -365,7 +366,7 @@ __device__ __forceinline__ void sm90_epilogue(const sm80_args &a, const sm90_wor
 template <typename T, int D, int NC, int BN, int ST, bool VL, bool KV>
 __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
     sm90_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
-             const __grid_constant__ CUtensorMap tv, const sm80_args a, const sm80_kv kv, const int nmb,
+             const __grid_constant__ CUtensorMap tv, const pa_fwd_args a, const pa_kv_args kv, const int nmb,
              const int chunk)
 {
 #ifdef PA_SM90_DEVICE
@@ -603,7 +604,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
  * every pair (one chunk: longest first over all pairs, the order before chunks). Six rounds and the
  * evening: the smallest bound that kept a model of the snake schedule within 3.5% of the one-chunk
  * order's balance over s 512-16k, d 64-256, 8-64 heads (mean 0.3% worse). */
-static int sm90_chunk(const sm80_args *a, int64_t l2_pairs, int64_t nmb, int64_t grid)
+static int sm90_chunk(const pa_fwd_args *a, int64_t l2_pairs, int64_t nmb, int64_t grid)
 {
     const int64_t nbh = (int64_t)a->batch * a->heads, g = a->group > 0 ? a->group : 1;
     const int64_t rounds = (6 * grid + nmb - 1) / nmb;
@@ -618,13 +619,13 @@ static int sm90_chunk(const sm80_args *a, int64_t l2_pairs, int64_t nmb, int64_t
  * varlen, max_seqlen_q with it. l2_pairs: see sm90_chunk. kv: the KV cache (KV instances only). */
 template <typename T, int D, int NC, int BN, int ST, bool VL, bool KV>
 static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
-                                        const sm80_args *a, const sm80_kv *kv, int64_t max_sq, int64_t l2_pairs,
+                                        const pa_fwd_args *a, const pa_kv_args *kv, int64_t max_sq, int64_t l2_pairs,
                                         cudaStream_t stream)
 {
     const int smem = PA_SM90_SMEM_SHAPE(D, NC, BN, ST);
     auto kern = sm90_fwd<T, D, NC, BN, ST, VL, KV>;
     static int optin_done[64];
-    cudaError_t e = sm80_smem_optin(kern, smem, optin_done);
+    cudaError_t e = pa_smem_optin_once(kern, smem, optin_done);
     if (e != cudaSuccess) return e;
     int sms = 0;
     if (!pa_cuda_device_info(NULL, NULL, &sms, NULL, 0) || sms < 1) sms = 1;
@@ -632,8 +633,8 @@ static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap
     const int64_t nmb = (max_sq + PA_SM90_BM_NC(NC) - 1) / PA_SM90_BM_NC(NC), nwork = nmb * a->batch * a->heads;
     const unsigned grid = (unsigned)(nwork < sms ? nwork : sms);
     CUtensorMap q = *tq, k = *tk, v = *tv;
-    sm80_args arg = *a;
-    sm80_kv kva = kv ? *kv : sm80_kv();
+    pa_fwd_args arg = *a;
+    pa_kv_args kva = kv ? *kv : pa_kv_args();
     int nmb_arg = (int)nmb, chunk = sm90_chunk(a, l2_pairs, nmb, grid);
     void *args[] = {&q, &k, &v, &arg, &kva, &nmb_arg, &chunk};
     return cudaLaunchKernel((const void *)kern, dim3(grid), dim3(PA_SM90_THREADS_NC(NC)), args, smem, stream);
@@ -642,7 +643,7 @@ static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap
 /* The four instances of a shape: f16/bf16, varlen queries or not. */
 template <int D, int NC, int BN, int ST, bool KV>
 static cudaError_t sm90_launch_shape(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
-                                     const sm80_args *a, const sm80_kv *kv, int bf16, int64_t max_sq,
+                                     const pa_fwd_args *a, const pa_kv_args *kv, int bf16, int64_t max_sq,
                                      int64_t l2_pairs, cudaStream_t stream)
 {
 #define PA_SM90_GO(T, VL) sm90_launch_instance<T, D, NC, BN, ST, VL, KV>(tq, tk, tv, a, kv, max_sq, l2_pairs, stream)
@@ -656,7 +657,7 @@ static cudaError_t sm90_launch_shape(const CUtensorMap *tq, const CUtensorMap *t
  * parallel), the KV-cache instances of PA_SM90_KV_DIMS. */
 #define SM90_INSTANCE(D, BN, ST)                                                                              \
     cudaError_t sm90_launch_d##D(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,           \
-                                 const sm80_args *a, int bf16, int nc, int64_t max_sq, int64_t l2_pairs,        \
+                                 const pa_fwd_args *a, int bf16, int nc, int64_t max_sq, int64_t l2_pairs,        \
                                  cudaStream_t stream)                                                           \
     {                                                                                                           \
         if constexpr (PA_SM90_NC_SHORT(D) != 0)                                                                 \
@@ -668,7 +669,7 @@ static cudaError_t sm90_launch_shape(const CUtensorMap *tq, const CUtensorMap *t
     }
 #define SM90_KV_INSTANCE(D, BN, ST)                                                                           \
     cudaError_t sm90_launch_kv_d##D(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,        \
-                                    const sm80_args *a, const sm80_kv *kv, int bf16, int64_t max_sq,            \
+                                    const pa_fwd_args *a, const pa_kv_args *kv, int bf16, int64_t max_sq,            \
                                     int64_t l2_pairs, cudaStream_t stream)                                      \
     {                                                                                                           \
         return sm90_launch_shape<D, PA_SM90_NC(D), BN, ST, true>(tq, tk, tv, a, kv, bf16, max_sq, l2_pairs,     \

@@ -9,17 +9,18 @@
 #include "cuda_append.h"
 #include "cuda_host.h"
 #include "cuda_tmap.cuh"
+#include "fwd_resolve.h"
 #include "sm90_fwd_kernel.cuh"
 #include "sm90_launch.h"
 
-#define PA_X(D)                                                                                                  \
-    cudaError_t sm90_launch_d##D(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const sm80_args *, int, \
-                                 int, int64_t, int64_t, cudaStream_t);
+#define PA_X(D)                                                                                              \
+    cudaError_t sm90_launch_d##D(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *,                 \
+                                 const pa_fwd_args *, int, int, int64_t, int64_t, cudaStream_t);
 PA_SM90_DIMS(PA_X)
 #undef PA_X
-#define PA_X(D)                                                                                                  \
-    cudaError_t sm90_launch_kv_d##D(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const sm80_args *, \
-                                    const sm80_kv *, int, int64_t, int64_t, cudaStream_t);
+#define PA_X(D)                                                                                              \
+    cudaError_t sm90_launch_kv_d##D(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *,              \
+                                    const pa_fwd_args *, const pa_kv_args *, int, int64_t, int64_t, cudaStream_t);
 PA_SM90_KV_DIMS(PA_X)
 #undef PA_X
 
@@ -88,7 +89,7 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *str
     const portattn_fwd_params_t *p = &pb->p;
     const int d = pa_sm90_dim(pb);
     if (p->batch <= 0 || pb->max_seqlen_q <= 0) return PORTATTN_SUCCESS; /* nothing to write */
-    sm80_args a;
+    pa_fwd_args a;
     portattn_status_t s = pa_fwd_fill_args(pb, &a, err, err_len);
     if (s) return s;
     CUtensorMap tq, tk, tv;
@@ -102,7 +103,7 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *str
     cudaError_t e = cudaErrorInvalidValue; /* no instance: supports() refused it first */
     if (pb->kv_cache) {
         /* the new tokens go into the cache first (same stream), then the KV-cache instance */
-        const sm80_kv kv = pa_sm80_kv_of(pb);
+        const pa_kv_args kv = pa_kv_args_of(pb);
         s = pa_cuda_append(pb, st, err, err_len);
         if (s) return s;
         switch (d) {

@@ -61,9 +61,10 @@ static inline float __shfl_xor_sync(unsigned, float x, int mask)
 
 static inline float atomicAdd(float *p, float v) { return std::atomic_ref<float>(*p).fetch_add(v); }
 
-/* sm80_ptx.cuh and sm80_attr.cuh are replaced by what follows. */
+/* sm80_ptx.cuh, cuda_math.cuh and cuda_attr.cuh are replaced by what follows. */
 #define PORTATTN_SM80_PTX_CUH
-#define PORTATTN_SM80_ATTR_CUH
+#define PORTATTN_CUDA_MATH_CUH
+#define PORTATTN_CUDA_ATTR_CUH
 
 static inline uint32_t sm80_smem_u32(const void *p) { return (uint32_t)((const uint8_t *)p - smem); }
 
@@ -166,16 +167,16 @@ static inline void sm80_mma(float d[4], const uint32_t a[4], uint32_t b0, uint32
     sim_mma(d, a, b0, b1, tag);
 }
 
-static inline uint32_t sm80_pack(float lo, float hi, __half)
+static inline uint32_t pa_pack(float lo, float hi, __half)
 {
     return pa_f32_to_f16(lo) | (uint32_t)pa_f32_to_f16(hi) << 16;
 }
-static inline uint32_t sm80_pack(float lo, float hi, __nv_bfloat16)
+static inline uint32_t pa_pack(float lo, float hi, __nv_bfloat16)
 {
     return pa_f32_to_bf16(lo) | (uint32_t)pa_f32_to_bf16(hi) << 16;
 }
 
-static inline float sm80_ex2(float x) { return exp2f(x); }
+static inline float pa_ex2(float x) { return exp2f(x); }
 
 template <typename Kernel>
-static cudaError_t sm80_smem_optin(Kernel, int, int *) { return 1; }
+static cudaError_t pa_smem_optin_once(Kernel, int, int *) { return 1; }

@@ -33,6 +33,13 @@ int pa_cuda_ptr_is_device_accessible(const void *ptr);
 /* 1 if the current device can dereference ptr; else 0 and a one-line reason naming `what`,
  * e.g. "q.data is host memory", "k.data is on device 1, current device 0". */
 int pa_cuda_ptr_check(const void *ptr, const char *what, char *why, size_t why_len);
+/* Every pointer a kernel reads must be usable by the current device: each entry with `need` set
+ * goes through pa_cuda_ptr_check. 1, or 0 and why (the first that is not). */
+typedef struct pa_cuda_ptr { const void *ptr; const char *what; int need; } pa_cuda_ptr;
+int pa_cuda_ptrs_ok(const pa_cuda_ptr *ptrs, size_t n, char *why, size_t why_len);
+/* The forward's pointers as the prefill kernels read them (Q, O, K, V, LSE, cu_seqlens, the KV cache
+ * and the appended tokens): the check of cuda-sm80's prefill, cuda-sm90 and cuda-sm100. */
+int pa_cuda_fwd_ptrs_ok(const pa_problem *pb, char *why, size_t why_len);
 
 /* on = 1 at the start of one front-end resolution (validation and selection), 0 at its end: while
  * on, a pointer this thread already asked about is answered from the first query (cuda_host.c). */
@@ -78,7 +85,7 @@ static inline void pa_cuda_drop_error(cudaError_t pending)
 
 /* The current context's unique id (cuCtxGetId) folded to a positive int; 0 when none is current, the
  * current one was destroyed (a primary context not created again since a cudaDeviceReset), or the
- * driver lacks cuCtxGetId. Keys caches of per-context state (sm80_attr.cuh): one driver call. */
+ * driver lacks cuCtxGetId. Keys caches of per-context state (cuda_attr.cuh): one driver call. */
 int pa_cuda_context_key(void);
 
 /* The dynamic shared memory opt-in of `kernel` in the current context, through the driver so that

@@ -13,8 +13,8 @@
  * is set, which also makes the runtime create and bind its context; the key cached is the one read
  * after the set. A caller alternating its own contexts on one device pays the set at each switch:
  * correct, only slower. */
-#ifndef PORTATTN_SM80_ATTR_CUH
-#define PORTATTN_SM80_ATTR_CUH
+#ifndef PORTATTN_CUDA_ATTR_CUH
+#define PORTATTN_CUDA_ATTR_CUH
 
 #include <cuda_runtime.h>
 
@@ -25,7 +25,7 @@ extern "C" cudaError_t pa_cuda_smem_optin(const void *kernel, int bytes); /* cud
  * share a pointer type, so a static here would wrongly be shared between them. done[dev] is the key of
  * the context the attribute was last set in, 0 for none. */
 template <typename Kernel>
-static cudaError_t sm80_smem_optin(Kernel kern, int bytes, int done[64])
+static cudaError_t pa_smem_optin_once(Kernel kern, int bytes, int done[64])
 {
     int dev = 0; /* a racing second set is harmless */
     cudaError_t e = cudaGetDevice(&dev);

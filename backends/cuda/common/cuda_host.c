@@ -380,3 +380,26 @@ int pa_tma_strides_ok(const pa_problem *pb, int with_o, char *why, size_t why_le
     return tma_tensor_ok(&p->q, "q", nq, why, why_len) && tma_tensor_ok(&p->k, "k", nk, why, why_len) &&
            tma_tensor_ok(&p->v, "v", nk, why, why_len) && (!with_o || tma_tensor_ok(&p->o, "o", nq, why, why_len));
 }
+
+int pa_cuda_ptrs_ok(const pa_cuda_ptr *ptrs, size_t n, char *why, size_t why_len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ptrs[i].need && !pa_cuda_ptr_check(ptrs[i].ptr, ptrs[i].what, why, why_len)) return 0;
+    return 1;
+}
+
+int pa_cuda_fwd_ptrs_ok(const pa_problem *pb, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    const int needs_kv = p->seqlen_k > 0;
+    const pa_cuda_ptr ptrs[] = {
+        {p->q.data, "q.data", 1}, {p->o.data, "o.data", 1},
+        {p->k.data, "k.data", needs_kv}, {p->v.data, "v.data", needs_kv},
+        {p->lse, "lse", p->lse != NULL},
+        {p->cu_seqlens_q, "cu_seqlens_q", pb->varlen}, {p->cu_seqlens_k, "cu_seqlens_k", pb->varlen_k},
+        {p->seqused_k, "seqused_k", p->seqused_k != NULL}, {p->block_table, "block_table", p->block_table != NULL},
+        {p->k_new.data, "k_new.data", pb->seqlen_new > 0}, {p->v_new.data, "v_new.data", pb->seqlen_new > 0},
+    };
+    return pa_cuda_ptrs_ok(ptrs, sizeof ptrs / sizeof ptrs[0], why, why_len);
+}
+
