@@ -76,6 +76,10 @@ portattn_status_t pa_fmt(char *buf, size_t len, portattn_status_t status, const 
 #endif
     ;
 
+/* supports()' refusal: the reason into (why, why_len), NOT_SUPPORTED, and 0 as the function's answer.
+ * Expects the function's parameters to be named why and why_len. */
+#define PA_REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,8 +8,6 @@
 #include "backend.h"
 #include "fwd_resolve.h"
 
-#define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
-
 /* A window side at least as long as both sequences together cuts nothing: make it unbounded, so
  * that what remains fits the kernels' int32 row arithmetic. */
 static int fwd_window(int64_t w, int64_t sq, int64_t sk) { return w < 0 || w >= sq + sk ? -1 : (int)w; }
@@ -33,7 +31,7 @@ int pa_fwd_score_map_ok(const pa_problem *pb, char *why, size_t why_len)
     int transform, softcap;
     float mult, pre, post;
     if (pa_fwd_score_map(pb, &transform, &softcap, &mult, &pre, &post)) return 1;
-    return REFUSE("scale %g / softcap %g out of range", (double)pb->scale, (double)pb->p.softcap);
+    return PA_REFUSE("scale %g / softcap %g out of range", (double)pb->scale, (double)pb->p.softcap);
 }
 
 portattn_status_t pa_fwd_fill_args(const pa_problem *pb, pa_fwd_args *a, char *err, size_t err_len)
@@ -60,11 +58,11 @@ portattn_status_t pa_fwd_fill_args(const pa_problem *pb, pa_fwd_args *a, char *e
 /* Rows are read and written as 16-byte vectors. */
 int pa_tiled_layout_ok(const portattn_tensor_t *t, const char *name, int varlen, char *why, size_t why_len)
 {
-    if (t->stride[3] != 1) return REFUSE("%s.stride[3] = %lld, needs 1", name, (long long)t->stride[3]);
-    if ((uintptr_t)t->data % 16) return REFUSE("%s.data %p is not 16-byte aligned", name, t->data);
+    if (t->stride[3] != 1) return PA_REFUSE("%s.stride[3] = %lld, needs 1", name, (long long)t->stride[3]);
+    if ((uintptr_t)t->data % 16) return PA_REFUSE("%s.data %p is not 16-byte aligned", name, t->data);
     for (int i = varlen ? 1 : 0; i < 3; i++)
         if (t->stride[i] % 8)
-            return REFUSE("%s.stride[%d] = %lld is not a multiple of 8 elements (16 bytes)", name, i,
+            return PA_REFUSE("%s.stride[%d] = %lld is not a multiple of 8 elements (16 bytes)", name, i,
                           (long long)t->stride[i]);
     return 1;
 }
@@ -125,7 +123,7 @@ int pa_fwd_kv_layouts_ok(const pa_problem *pb, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
     if (p->block_table && (p->num_pages > INT32_MAX || p->page_size > (1 << 20)))
-        return REFUSE("%lld pages of %lld rows: over the paged kernels' int32 range",
+        return PA_REFUSE("%lld pages of %lld rows: over the paged kernels' int32 range",
                       (long long)p->num_pages, (long long)p->page_size);
     if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
     if (p->batch == 0 || pb->max_seqlen_q == 0) return 1;
@@ -138,6 +136,6 @@ int pa_fwd_kv_layouts_ok(const pa_problem *pb, char *why, size_t why_len)
 int pa_fwd_not_serving(const pa_problem *pb, char *why, size_t why_len)
 {
     if (!pa_serving(pb)) return 1;
-    return REFUSE("packed queries over a KV cache (cu_seqlens_q with seqused_k/block_table): not this kernel "
+    return PA_REFUSE("packed queries over a KV cache (cu_seqlens_q with seqused_k/block_table): not this kernel "
                   "(the KV-cache instances of cuda-sm90 and cuda-sm80 and cuda-generic take them)");
 }

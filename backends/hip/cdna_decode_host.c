@@ -9,8 +9,6 @@
 #include "cdna_decode_entries.h"
 #include "fwd_resolve.h"
 
-#define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
-
 static const int dec_dims[] = {PA_CDNA_DEC_DIMS};
 #define DEC_NDIMS ((int)(sizeof dec_dims / sizeof dec_dims[0]))
 
@@ -29,20 +27,20 @@ int pa_cdna_dec_shape_ok(const pa_problem *pb, char *kernel, size_t kernel_len, 
 {
     const portattn_fwd_params_t *p = &pb->p;
     if (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16)
-        return REFUSE("decode kernel: dtype %s not supported (f16, bf16)", pa_dtype_name(p->dtype));
-    if (pb->varlen) return REFUSE("decode kernel: no varlen queries");
+        return PA_REFUSE("decode kernel: dtype %s not supported (f16, bf16)", pa_dtype_name(p->dtype));
+    if (pb->varlen) return PA_REFUSE("decode kernel: no varlen queries");
     if (p->seqlen_q > PA_CDNA_DEC_MAX_SQ)
-        return REFUSE("decode kernel: %lld query tokens per sequence (takes <= %d)", (long long)p->seqlen_q,
+        return PA_REFUSE("decode kernel: %lld query tokens per sequence (takes <= %d)", (long long)p->seqlen_q,
                       PA_CDNA_DEC_MAX_SQ);
     if (!pa_fwd_dims_ok(dec_dims, DEC_NDIMS, pb, "decode kernel", why, why_len)) return 0;
     const int64_t mtiles = (dec_rows(pb) + PA_CDNA_DEC_ROWS - 1) / PA_CDNA_DEC_ROWS;
     if (p->batch > 65535 || p->heads_kv * mtiles > 65535 || pb->group > INT32_MAX / PA_CDNA_DEC_MAX_SQ)
-        return REFUSE("decode kernel: batch %lld or KV heads %lld x row tiles %lld over the grid's 65535",
+        return PA_REFUSE("decode kernel: batch %lld or KV heads %lld x row tiles %lld over the grid's 65535",
                       (long long)p->batch, (long long)p->heads_kv, (long long)mtiles);
     if (p->seqlen_k > (1 << 30) - 1 || pb->seqlen_new > (1 << 30) - 1)
-        return REFUSE("decode kernel: cache capacity %lld over 2^30-1", (long long)p->seqlen_k);
+        return PA_REFUSE("decode kernel: cache capacity %lld over 2^30-1", (long long)p->seqlen_k);
     if (p->batch * p->heads_kv * dec_rows(pb) > INT32_MAX)
-        return REFUSE("decode kernel: %lld packed rows over the combine's 2^31-1",
+        return PA_REFUSE("decode kernel: %lld packed rows over the combine's 2^31-1",
                       (long long)(p->batch * p->heads_kv * dec_rows(pb)));
     if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
     if (p->batch > 0 && p->seqlen_q > 0 && !pa_fwd_layouts_ok(pb, why, why_len)) return 0;

@@ -10,8 +10,6 @@
 
 portattn_status_t pa_hip_cdna_emu_run(const pa_problem *pb, void *stream, char *err, size_t err_len); /* cdna_fwd_emu.cu */
 
-#define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
-
 static int emu_probe(char *detail, size_t detail_len)
 {
     if (!pa_cuda_probe(detail, detail_len)) return 0;
@@ -23,7 +21,7 @@ static int emu_supports(const pa_problem *pb, char *kernel, size_t kernel_len, c
 {
     const portattn_fwd_params_t *p = &pb->p;
     if (p->backend != PORTATTN_BACKEND_HIP_CDNA)
-        return REFUSE("the hip-cdna emulation runs only when forced by params->backend");
+        return PA_REFUSE("the hip-cdna emulation runs only when forced by params->backend");
     static const int dims[] = {PA_CDNA_DIMS};
     if (!pa_hip_shape_ok(pb, "cdna-emu", PA_CDNA_BM, PA_CDNA_BN, dims, (int)(sizeof dims / sizeof *dims), kernel,
                          kernel_len, why, why_len))

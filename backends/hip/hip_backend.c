@@ -25,7 +25,6 @@
 #include "rdna3_entries.h"
 #include "rdna3_grid.h"
 
-#define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
 #define HIP_MAX_DEVICES 64
 #define HIP_MAX_ENTRIES 12
 
@@ -177,7 +176,7 @@ static int hip_supports(hip_family *f, const pa_problem *pb, char *kernel, size_
     if (f == &g_cdna && pa_cdna_dec_candidate(pb)) { /* decode-shaped: the split-KV kernel if it takes it */
         char dwhy[256];
         if (cdna_dec_ok(pb, kernel, kernel_len, dwhy, sizeof dwhy)) return 1;
-        if (pb->kv_cache) return REFUSE("KV cache needs the decode kernel: %s", dwhy);
+        if (pb->kv_cache) return PA_REFUSE("KV cache needs the decode kernel: %s", dwhy);
     }
     if (!pa_hip_shape_ok_wide(pb, f->tag, f->rows_per_block, f->keys_per_tile, f->keys_per_tile_wide, f->launch_cols,
                               f->dims, f->ndims, kernel, kernel_len, why, why_len))

@@ -10,20 +10,18 @@
 #include "sm100_desc.h"
 #include "sm100_launch.h"
 
-#define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
-
 static int sm100_device(char *why, size_t why_len)
 {
     int major = 0, minor = 0;
     char dev[96];
-    if (!pa_cuda_device_info(&major, &minor, NULL, dev, sizeof dev)) return REFUSE("%s", dev);
+    if (!pa_cuda_device_info(&major, &minor, NULL, dev, sizeof dev)) return PA_REFUSE("%s", dev);
 #ifdef PORTATTN_SM100_EMULATION /* test build: the kernel on sm_90a with tcgen05 emulated (sm100_emu_ptx.cuh) */
     if (major != 9 || minor != 0)
-        return REFUSE("the emulation build runs on compute capability 9.0 (sm_90a code), device is %d.%d", major, minor);
+        return PA_REFUSE("the emulation build runs on compute capability 9.0 (sm_90a code), device is %d.%d", major, minor);
     return 1;
 #endif
     if (major != 10 || (minor != 0 && minor != 3))
-        return REFUSE("needs compute capability 10.0 or 10.3 (sm_100a/sm_103a code), device is %d.%d", major, minor);
+        return PA_REFUSE("needs compute capability 10.0 or 10.3 (sm_100a/sm_103a code), device is %d.%d", major, minor);
     return 1;
 }
 
@@ -43,32 +41,32 @@ static int sm100_supports(const pa_problem *pb, char *kernel, size_t kernel_len,
     const portattn_fwd_params_t *p = &pb->p;
     if (!sm100_device(why, why_len)) return 0;
     const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
-    if (!dt) return REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
+    if (!dt) return PA_REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
     const int64_t d = p->head_dim_qk;
     if (p->head_dim_v != d || !PA_SM100_HAS_DIM(d))
-        return REFUSE("head dims %lld/%lld: instances take 64 and 128 with Dqk == Dv (d256 needs more than TMEM's "
+        return PA_REFUSE("head dims %lld/%lld: instances take 64 and 128 with Dqk == Dv (d256 needs more than TMEM's "
                       "512 columns for two Q tiles)", (long long)d, (long long)p->head_dim_v);
-    if (pb->kv_cache) return REFUSE("KV cache: not in this kernel");
+    if (pb->kv_cache) return PA_REFUSE("KV cache: not in this kernel");
     /* varlen: seqlen_q/k are the packed totals, max_seqlen_q bounds each sequence */
     if (pb->max_seqlen_q <= PA_DECODE_MAX_SQ)
-        return REFUSE("%lld query tokens: decode shapes go to cuda-sm80's split-KV kernel", (long long)pb->max_seqlen_q);
-    if (p->seqlen_k < 1) return REFUSE("no keys (a TMA map needs a row)");
+        return PA_REFUSE("%lld query tokens: decode shapes go to cuda-sm80's split-KV kernel", (long long)pb->max_seqlen_q);
+    if (p->seqlen_k < 1) return PA_REFUSE("no keys (a TMA map needs a row)");
     if (p->seqlen_q > PA_SM100_MAX_SEQ || p->seqlen_k > PA_SM100_MAX_SEQ)
-        return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
+        return PA_REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
     const int64_t rows = PA_SM100_QT * PA_SM100_BM, blocks = (pb->max_seqlen_q + rows - 1) / rows;
     if (p->batch > INT32_MAX || p->heads_q > INT32_MAX || blocks * p->batch * p->heads_q > INT32_MAX)
-        return REFUSE("batch %lld x heads %lld x row blocks over the grid's 2^31-1", (long long)p->batch,
+        return PA_REFUSE("batch %lld x heads %lld x row blocks over the grid's 2^31-1", (long long)p->batch,
                       (long long)p->heads_q);
 #ifdef PORTATTN_SM100_EMULATION
     if (blocks * p->batch * p->heads_q > PA_SM100_EMU_MAX_CTAS)
-        return REFUSE("emulation build: %lld CTAs, the emulated TMEM pool takes at most %d",
+        return PA_REFUSE("emulation build: %lld CTAs, the emulated TMEM pool takes at most %d",
                       (long long)(blocks * p->batch * p->heads_q), PA_SM100_EMU_MAX_CTAS);
 #endif
     if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
     int optin = 0;
-    if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");
+    if (!pa_cuda_device_smem(&optin, NULL)) return PA_REFUSE("cannot read the device's shared memory limit");
     if (optin < PA_SM100_SMEM((int)d))
-        return REFUSE("d%lld needs %d bytes of shared memory, device allows %d per block", (long long)d,
+        return PA_REFUSE("d%lld needs %d bytes of shared memory, device allows %d per block", (long long)d,
                       PA_SM100_SMEM((int)d), optin);
     if (!pa_fwd_layouts_ok(pb, why, why_len) || !pa_tma_strides_ok(pb, 1, why, why_len) ||
         !pa_cuda_fwd_ptrs_ok(pb, why, why_len))

@@ -21,8 +21,6 @@ static int sm80_probe(char *detail, size_t detail_len)
     return 1;
 }
 
-#define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
-
 /* Few query tokens per sequence (per-sequence queries, KV cache or not) go to the split-KV decode
  * kernel; KV-cache calls with more, and every serving call (packed queries over a KV cache: the
  * host cannot see how many rows each sequence has without reading cu_seqlens_q back), go to the
@@ -62,8 +60,8 @@ static int sm80_device_ok(char *why, size_t why_len)
 {
     int major = 0, minor = 0;
     char dev[96];
-    if (!pa_cuda_device_info(&major, &minor, NULL, why ? dev : NULL, why ? sizeof dev : 0)) return REFUSE("%s", dev);
-    if (major < 8) return REFUSE("needs compute capability 8.0+, device is %d.%d", major, minor);
+    if (!pa_cuda_device_info(&major, &minor, NULL, why ? dev : NULL, why ? sizeof dev : 0)) return PA_REFUSE("%s", dev);
+    if (major < 8) return PA_REFUSE("needs compute capability 8.0+, device is %d.%d", major, minor);
     return 1;
 }
 
@@ -72,7 +70,7 @@ static int sm80_decode_shape_ok(const pa_problem *pb, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
     if (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16)
-        return REFUSE("dtype %s not supported (f16, bf16)", pa_dtype_name(p->dtype));
+        return PA_REFUSE("dtype %s not supported (f16, bf16)", pa_dtype_name(p->dtype));
     if (!pa_sm80_decode_supports(pb, why, why_len)) return 0;
     return p->batch == 0 || p->seqlen_q == 0 || pa_fwd_layouts_ok(pb, why, why_len);
 }
@@ -116,7 +114,7 @@ static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
         if (pb->kv_cache) {
             char pwhy[256];
             if (sm80_prefill_supports(pb, kernel, kernel_len, pwhy, sizeof pwhy)) return 1;
-            return REFUSE("KV cache: the decode kernel declines (%s), the paged prefill too (%s)", dwhy, pwhy);
+            return PA_REFUSE("KV cache: the decode kernel declines (%s), the paged prefill too (%s)", dwhy, pwhy);
         }
     }
     return sm80_prefill_supports(pb, kernel, kernel_len, why, why_len);
@@ -150,22 +148,22 @@ static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kern
 {
     const portattn_fwd_params_t *p = &pb->p; /* the device was checked by sm80_supports */
     const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
-    if (!dt) return REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
+    if (!dt) return PA_REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
     if (!pa_sm80_dims_ok(pb, why, why_len)) return 0;
     const int d = pa_sm80_dim(pb);
     if (p->seqlen_q > PA_SM80_MAX_SEQ || p->seqlen_k > PA_SM80_MAX_SEQ)
-        return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
+        return PA_REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
     if (p->heads_q > INT32_MAX || p->batch > INT32_MAX || p->batch * p->heads_q > PA_SM80_MAX_BH)
-        return REFUSE("batch %lld x heads %lld over the grid's 65535^2 blocks", (long long)p->batch,
+        return PA_REFUSE("batch %lld x heads %lld over the grid's 65535^2 blocks", (long long)p->batch,
                       (long long)p->heads_q);
 
     int optin = 0;
-    if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");
+    if (!pa_cuda_device_smem(&optin, NULL)) return PA_REFUSE("cannot read the device's shared memory limit");
     if (optin < PA_SM80_MIN_SMEM_BYTES(d))
-        return REFUSE("d%d instance needs %d bytes of shared memory, device allows %d per block", d,
+        return PA_REFUSE("d%d instance needs %d bytes of shared memory, device allows %d per block", d,
                       PA_SM80_MIN_SMEM_BYTES(d), optin);
     const int bm = pa_sm80_block_rows(d);
-    if (bm == 0) return REFUSE("cannot read the device's shared memory per SM");
+    if (bm == 0) return PA_REFUSE("cannot read the device's shared memory per SM");
 
     if (pb->kv_cache && !pa_fwd_kv_layouts_ok(pb, why, why_len)) return 0;
     if (p->batch > 0 && pb->max_seqlen_q > 0 &&

@@ -8,23 +8,21 @@
 #include "fwd_resolve.h"
 #include "sm80_bwd.h"
 
-#define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
-
 /* The problem's shape against the instances and the grid. */
 static int bwd_shape_ok(const pa_bwd_problem *bp, char *why, size_t why_len)
 {
     const pa_problem *pb = &bp->fwd;
     const portattn_fwd_params_t *p = &pb->p;
     if (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16)
-        return REFUSE("dtype %s not supported (f16, bf16)", pa_dtype_name(p->dtype));
+        return PA_REFUSE("dtype %s not supported (f16, bf16)", pa_dtype_name(p->dtype));
     const int64_t d = p->head_dim_qk;
     if (p->head_dim_v != d)
-        return REFUSE("head dims %lld/%lld: no instance with Dqk != Dv", (long long)d, (long long)p->head_dim_v);
-    if (!PA_SM80_BWD_HAS_DIM(d)) return REFUSE("head dim %lld has no backward instance (64, 96, 128, 256)", (long long)d);
+        return PA_REFUSE("head dims %lld/%lld: no instance with Dqk != Dv", (long long)d, (long long)p->head_dim_v);
+    if (!PA_SM80_BWD_HAS_DIM(d)) return PA_REFUSE("head dim %lld has no backward instance (64, 96, 128, 256)", (long long)d);
     if (p->seqlen_q > (1 << 30) - 1 || p->seqlen_k > (1 << 30) - 1)
-        return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
+        return PA_REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
     if (p->batch > 65535 || p->heads_q > 65535)
-        return REFUSE("batch %lld or heads_q %lld over the grid's 65535", (long long)p->batch, (long long)p->heads_q);
+        return PA_REFUSE("batch %lld or heads_q %lld over the grid's 65535", (long long)p->batch, (long long)p->heads_q);
     return pa_fwd_score_map_ok(pb, why, why_len);
 }
 
@@ -46,7 +44,7 @@ static int bwd_tensors_ok(const pa_bwd_problem *bp, char *why, size_t why_len)
         {p->workspace, "workspace"}};
     for (size_t i = 0; i < sizeof need / sizeof need[0]; ++i)
         if (need[i].ptr && !pa_cuda_ptr_check(need[i].ptr, need[i].what, why, why_len)) return 0;
-    if ((uintptr_t)p->workspace % 16) return REFUSE("workspace %p is not 16-byte aligned", p->workspace);
+    if ((uintptr_t)p->workspace % 16) return PA_REFUSE("workspace %p is not 16-byte aligned", p->workspace);
     return 1;
 }
 
@@ -54,13 +52,13 @@ static int sm80_bwd_supports(const pa_bwd_problem *bp, char *kernel, size_t kern
 {
     int major = 0, minor = 0, optin = 0;
     char dev[96];
-    if (!pa_cuda_device_info(&major, &minor, NULL, dev, sizeof dev)) return REFUSE("%s", dev);
-    if (major < 8) return REFUSE("needs compute capability 8.0+, device is %d.%d", major, minor);
+    if (!pa_cuda_device_info(&major, &minor, NULL, dev, sizeof dev)) return PA_REFUSE("%s", dev);
+    if (major < 8) return PA_REFUSE("needs compute capability 8.0+, device is %d.%d", major, minor);
     if (!bwd_shape_ok(bp, why, why_len)) return 0;
     const int d = (int)bp->fwd.p.head_dim_qk;
-    if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");
+    if (!pa_cuda_device_smem(&optin, NULL)) return PA_REFUSE("cannot read the device's shared memory limit");
     if (optin < PA_SM80_BWD_SMEM(d))
-        return REFUSE("d%d backward needs %d bytes of shared memory per block, %s allows %d%s", d, PA_SM80_BWD_SMEM(d),
+        return PA_REFUSE("d%d backward needs %d bytes of shared memory per block, %s allows %d%s", d, PA_SM80_BWD_SMEM(d),
                       dev, optin,
                       d > 128 ? " (d256 needs an sm_90/sm_100-class 227 KB part; an A100 has 163 KB)" : "");
     if (!bwd_tensors_ok(bp, why, why_len)) return 0;

@@ -9,8 +9,6 @@
 #include "sm80_decode_kernel.cuh"
 #include "sm80_launch.h"
 
-#define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
-
 static const int dec_dims[] = {
 #define PA_X(d) d,
     PA_SM80_DEC_DIMS(PA_X)
@@ -26,29 +24,29 @@ extern "C" int pa_sm80_decode_dim(const pa_problem *pb)
 extern "C" int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    if (pb->varlen) return REFUSE("decode kernel: no varlen queries");
+    if (pb->varlen) return PA_REFUSE("decode kernel: no varlen queries");
     if (p->seqlen_q > PA_DECODE_MAX_SQ)
-        return REFUSE("decode kernel: %lld query tokens per sequence (takes <= %d)", (long long)p->seqlen_q,
+        return PA_REFUSE("decode kernel: %lld query tokens per sequence (takes <= %d)", (long long)p->seqlen_q,
                       PA_DECODE_MAX_SQ);
     if (!pa_fwd_dims_ok(dec_dims, (int)(sizeof dec_dims / sizeof dec_dims[0]), pb, "decode kernel", why, why_len))
         return 0;
     const int d = pa_sm80_decode_dim(pb);
     if (p->block_table && p->page_size < PA_SM80_DEC_MIN_PAGE)
-        return REFUSE("decode kernel: page_size %lld (takes >= %d)", (long long)p->page_size, PA_SM80_DEC_MIN_PAGE);
+        return PA_REFUSE("decode kernel: page_size %lld (takes >= %d)", (long long)p->page_size, PA_SM80_DEC_MIN_PAGE);
     const int64_t rows = p->seqlen_q * pb->group, mtiles = (rows + 15) / 16;
     if (p->batch > 65535 || p->heads_kv * mtiles > 65535 || pb->group > INT32_MAX / 16)
-        return REFUSE("decode kernel: batch %lld or KV heads %lld x row tiles %lld over the grid's 65535",
+        return PA_REFUSE("decode kernel: batch %lld or KV heads %lld x row tiles %lld over the grid's 65535",
                       (long long)p->batch, (long long)p->heads_kv, (long long)mtiles);
     if (p->seqlen_k > PA_SM80_MAX_SEQ || p->seqlen_new > PA_SM80_MAX_SEQ)
-        return REFUSE("decode kernel: cache capacity %lld over 2^30-1", (long long)p->seqlen_k);
+        return PA_REFUSE("decode kernel: cache capacity %lld over 2^30-1", (long long)p->seqlen_k);
     if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
     int optin = 0;
-    if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");
+    if (!pa_cuda_device_smem(&optin, NULL)) return PA_REFUSE("cannot read the device's shared memory limit");
     const int need = PA_SM80_DEC_SMEM(d) + PA_SM80_DEC_STATIC_SMEM;
     if (optin < need)
-        return REFUSE("decode d%d needs %d bytes of shared memory, device allows %d per block", d, need, optin);
+        return PA_REFUSE("decode d%d needs %d bytes of shared memory, device allows %d per block", d, need, optin);
     if (p->batch * p->heads_kv * rows > INT32_MAX)
-        return REFUSE("decode kernel: %lld packed rows over the combine grid", (long long)(p->batch * p->heads_kv * rows));
+        return PA_REFUSE("decode kernel: %lld packed rows over the combine grid", (long long)(p->batch * p->heads_kv * rows));
     return 1;
 }
 

@@ -44,8 +44,6 @@ extern "C" int pa_sm80_dims_ok(const pa_problem *pb, char *why, size_t why_len)
                         : pa_fwd_dims_ok(sm80_dims, SM80_NDIMS, pb, "cuda-sm80", why, why_len);
 }
 
-#define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
-
 /* A KV-cache call: the new tokens go into the cache first (same stream), then the paged instance. */
 static portattn_status_t sm80_launch_paged(const pa_problem *pb, const sm80_args *a, int d, int bf16,
                                            cudaStream_t st, char *err, size_t err_len)

@@ -9,15 +9,13 @@
 #include "fwd_resolve.h"
 #include "sm90_launch.h"
 
-#define REFUSE(...) (pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, __VA_ARGS__), 0)
-
 static int sm90_device(char *why, size_t why_len)
 {
     int major = 0, minor = 0;
     char dev[96];
-    if (!pa_cuda_device_info(&major, &minor, NULL, why ? dev : NULL, why ? sizeof dev : 0)) return REFUSE("%s", dev);
+    if (!pa_cuda_device_info(&major, &minor, NULL, why ? dev : NULL, why ? sizeof dev : 0)) return PA_REFUSE("%s", dev);
     if (major != 9 || minor != 0)
-        return REFUSE("needs compute capability 9.0 (sm_90a code), device is %d.%d", major, minor);
+        return PA_REFUSE("needs compute capability 9.0 (sm_90a code), device is %d.%d", major, minor);
     return 1;
 }
 
@@ -33,7 +31,7 @@ static int sm90_kv_ok(const pa_problem *pb, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
     if (p->block_table && p->page_size < PA_SM90_MIN_PAGE)
-        return REFUSE("pages of %lld rows: its TMA boxes need at least %d (cuda-sm80's paged prefill takes them)",
+        return PA_REFUSE("pages of %lld rows: its TMA boxes need at least %d (cuda-sm80's paged prefill takes them)",
                       (long long)p->page_size, PA_SM90_MIN_PAGE);
     return pa_fwd_kv_layouts_ok(pb, why, why_len);
 }
@@ -43,7 +41,7 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     const portattn_fwd_params_t *p = &pb->p;
     if (!sm90_device(why, why_len)) return 0;
     const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
-    if (!dt) return REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
+    if (!dt) return PA_REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
     if (!pa_sm90_dims_ok(pb, why, why_len)) return 0;
     const int d = pa_sm90_dim(pb);
     /* Varlen: seqlen_q/k are the packed totals (the tensor maps' rows, int32 row arithmetic); the
@@ -51,26 +49,26 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     const int64_t msq = pb->max_seqlen_q; /* seqlen_q without varlen */
     if (msq <= PA_DECODE_MAX_SQ) {
         if (pb->varlen)
-            return REFUSE("varlen with max_seqlen_q = %lld: decode shapes (<= %d query tokens) go to cuda-sm80",
+            return PA_REFUSE("varlen with max_seqlen_q = %lld: decode shapes (<= %d query tokens) go to cuda-sm80",
                           (long long)msq, PA_DECODE_MAX_SQ);
-        return REFUSE("%lld query tokens: cuda-sm80's split-KV decode kernel takes <= %d", (long long)msq,
+        return PA_REFUSE("%lld query tokens: cuda-sm80's split-KV decode kernel takes <= %d", (long long)msq,
                       PA_DECODE_MAX_SQ);
     }
-    if (p->seqlen_k < 1) return REFUSE("no keys (a TMA map needs a row)");
+    if (p->seqlen_k < 1) return PA_REFUSE("no keys (a TMA map needs a row)");
     if (p->seqlen_q > PA_SM90_MAX_SEQ || p->seqlen_k > PA_SM90_MAX_SEQ)
-        return REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
+        return PA_REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
     if (pb->kv_cache && !sm90_kv_ok(pb, why, why_len)) return 0;
     const int bm = PA_SM90_BM_NC(pa_sm90_nc(pb, d));
     const int64_t blocks = (msq + bm - 1) / bm;
     if (p->batch > INT32_MAX || p->heads_q > INT32_MAX || blocks * p->batch * p->heads_q > INT32_MAX)
-        return REFUSE("batch %lld x heads %lld x row blocks over 2^31-1 work items", (long long)p->batch,
+        return PA_REFUSE("batch %lld x heads %lld x row blocks over 2^31-1 work items", (long long)p->batch,
                       (long long)p->heads_q);
     if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
     int optin = 0;
-    if (!pa_cuda_device_smem(&optin, NULL)) return REFUSE("cannot read the device's shared memory limit");
+    if (!pa_cuda_device_smem(&optin, NULL)) return PA_REFUSE("cannot read the device's shared memory limit");
     const int smem = pb->kv_cache ? PA_SM90_KV_SMEM(d) : PA_SM90_SMEM(d);
     if (optin < smem)
-        return REFUSE("d%d%s needs %d bytes of shared memory, device allows %d per block", d,
+        return PA_REFUSE("d%d%s needs %d bytes of shared memory, device allows %d per block", d,
                       pb->kv_cache ? " (KV cache)" : "", smem, optin);
     if ((!pb->kv_cache && !pa_fwd_layouts_ok(pb, why, why_len)) || !pa_tma_strides_ok(pb, 0, why, why_len) ||
         !pa_cuda_fwd_ptrs_ok(pb, why, why_len))
