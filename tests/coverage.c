@@ -1,5 +1,5 @@
 /* The pinned lists (coverage.h), from what the README and each backend's supports() claim. The
- * CPU backend and cuda-generic decline nothing. The others decline every f32 case and, in f16 and
+ * CPU backend, cuda-generic and the HIP backends (hip-generic behind their kernels) decline nothing. The others decline every f32 case and, in f16 and
  * bf16, the cases listed (forward and backward apart). */
 #include "coverage.h"
 
@@ -48,10 +48,10 @@ static const char *const sm90[] = {ODD_SHAPE_CASES, TMA_DECODE_CASES, "serve_dec
                                    "serve_mix_paged256_d59_v37", "kvprefill_page1_mqa_softcap", NULL};
 static const char *const sm100[] = {ODD_SHAPE_CASES, TMA_DECODE_CASES, SERVE_CASES, KV_PREFILL_CASES, SM100_DIM_CASES,
                                     NULL};
-static const char *const hip[] = {ODD_SHAPE_CASES, DECODE_DIM_CASES, KV_CACHE_CASES, SERVE_CASES, KV_PREFILL_CASES,
-                                  NULL};
-/* hip-cdna: its split-KV decode kernel takes the KV-cache cases, as cuda-sm80's does */
-static const char *const hip_cdna[] = {ODD_SHAPE_CASES, SERVE_CASES, KV_PREFILL_CASES, NULL};
+/* hip-cdna under the nvcc wave emulation (PORTATTN_HIP_EMULATION): its prefill kernel alone. The HIP
+ * backends themselves decline nothing: hip-generic takes what their fast kernels do not. */
+static const char *const hip_cdna_emu[] = {ODD_SHAPE_CASES, DECODE_DIM_CASES, KV_CACHE_CASES, SERVE_CASES,
+                                           KV_PREFILL_CASES, NULL};
 
 /* The backward (cpu and cuda-generic): every case but the KV-cache and serving ones, which have no backward. */
 static const char *const bwd[] = {KV_CACHE_CASES, DECODE_DIM_CASES, SERVE_CASES, KV_PREFILL_CASES, NULL};
@@ -64,6 +64,14 @@ static const char *const bwd_sm80[] = {KV_CACHE_CASES, DECODE_DIM_CASES, SERVE_C
 /* ... whose d256 instance needs 209 KB of shared memory per block: sm_90 and sm_100-class parts allow
  * 227 KB, the A100 (sm_80/87) 163 KB and sm_86/89/120 99 KB, which decline these cases. */
 static const char *const bwd_sm80_d256[] = {"d256", "d256_causal", "varlen_softcap_d256", NULL};
+
+/* hip-cdna is its nvcc emulation (cdna_emu_backend.c), whose probe detail says so. */
+static int hip_cdna_emulated(void)
+{
+    portattn_backend_info_t info;
+    return !portattn_backend_get_info(PORTATTN_BACKEND_HIP_CDNA, &info) && info.available &&
+           strstr(info.detail, "emulated on a CUDA device") != NULL;
+}
 
 /* The device cuda-sm80 runs on has 227 KB of shared memory per block: its probe's detail names it
  * as "NAME (sm_XY, N SMs)". */
@@ -103,8 +111,8 @@ int coverage_expects_decline(portattn_backend_t backend, const char *name, porta
     case PORTATTN_BACKEND_CUDA_SM80: list = sm80; break;
     case PORTATTN_BACKEND_CUDA_SM90: list = sm90; break;
     case PORTATTN_BACKEND_CUDA_SM100: list = sm100; break;
-    case PORTATTN_BACKEND_HIP_CDNA: list = hip_cdna; break;
-    case PORTATTN_BACKEND_HIP_RDNA3: list = hip; break;
+    case PORTATTN_BACKEND_HIP_CDNA: list = hip_cdna_emulated() ? hip_cdna_emu : none; break;
+    case PORTATTN_BACKEND_HIP_RDNA3: list = none; break;
     default: return -1;
     }
     if (list != none && dtype == PORTATTN_DTYPE_F32) return 1;

@@ -8,7 +8,8 @@
 # gfx942 and gfx1100 ISA-version bitcode: cmake/hip_devlibs.sh makes it; a ROCm that ships it is used
 # as is. With nvcc it also compiles both kernel sources against the wave emulation (cdna_fwd_emu.cu,
 # rdna3_fwd_emu.cu) for sm_90, and prints tools/hip_estimate.py's static model on MI250X, MI300X and
-# RX 7900 XTX. hip-cdna's decode kernels (cdna_decode.hip) are gated the same way for the CDNA targets.
+# RX 7900 XTX. hip-cdna's decode kernels (cdna_decode.hip) are gated the same way for the CDNA targets,
+# and hip-generic (hipgen.hip) for every target (no scratch, no calls, LDS, wave width).
 # Neither kernel has run on AMD hardware (T3 on the CPU: tests/hip_fake; checks: tests/hip_sim/).
 # usage: isa_gate_hip.sh HIPCC NVCC SOURCE_DIR WORK_DIR [CLANG]     exit 0 pass, 1 fail, 77 no hipcc
 set -uo pipefail
@@ -91,6 +92,7 @@ else
   echo "== gfx1100: NOT BUILT (needs clang 17+, e.g. Debian's clang-19: scripts/deps.sh)"
 fi
 s=$(ls ./rdna3_fwd-hip-amdgcn-amd-amdhsa-gfx1100.s 2>/dev/null | head -1)
+rdna3_s=$s
 if [ -z "$s" ]; then
   [ -n "$CLANG" ] && bad "gfx1100: no assembly"
 else
@@ -131,6 +133,34 @@ for t in $cdna_targets; do
   fi
   echo "== $t decode"
   cdna_asm_check "$s" "$t decode" 11 "8 attention instances, 2 combines, the append"
+done
+# ---- hip-generic (hipgen.hip), every target of both families, in gen/: no scratch, no calls, LDS
+# within 64 KiB, the target's wave width, 5 kernels (the forward in 3 dtypes, 2 appends) ----
+mkdir -p gen
+gen_targets="$cdna_targets"
+[ -n "$rdna3_s" ] && gen_targets="$gen_targets gfx1100"
+for t in $gen_targets; do
+  g=gen/hipgen-$t.s
+  if [ $t = gfx90a ]; then
+    "$HIPCC" --offload-arch=gfx90a --cuda-device-only -S -O3 -std=c++17 -I"$SRC/backends/hip" -I"$SRC/common" -I"$SRC/include" \
+      "$SRC/backends/hip/hipgen.hip" -o $g > gen/hipcc.log 2>&1 || { tail -20 gen/hipcc.log; bad "generic: hipcc gfx90a"; continue; }
+  else
+    "$CLANG" -x hip --rocm-path="$rocm" $(bash "$SRC/cmake/hip_devlibs.sh" "$WORK/devlib-$t" $t) --offload-arch=$t \
+      --cuda-device-only -S -O3 -std=c++17 -I"$SRC/backends/hip" -I"$SRC/common" -I"$SRC/include" "$SRC/backends/hip/hipgen.hip" \
+      -o $g > gen/clang_$t.log 2>&1 || { tail -20 gen/clang_$t.log; bad "generic: $CLANG $t"; continue; }
+  fi
+  want=64; case $t in gfx1*) want=32 ;; esac
+  echo "== $t generic"
+  c=$(grep -c -E '^[[:space:]]*s_swappc' "$g"); printf '  %-40s %6d\n' "s_swappc (calls)" "$c"; [ "$c" -eq 0 ] || bad "$t generic: calls"
+  awk -v t="$t" -v want="$want" '
+    /^[[:space:]]*\.name:[[:space:]]+pa_/ { k = $2 }
+    /\.group_segment_fixed_size:/ { lds = $2 }
+    /\.private_segment_fixed_size:/ { scr = $2 }
+    /\.vgpr_count:/ { v = $2 }
+    /\.wavefront_size:/ { n++; w = $2; printf "  %-46s VGPR %3d LDS %6d scratch %d wave%d\n", k, v, lds, scr, w;
+                          if (scr != 0 || lds > 65536 || w != want) bad++ }
+    END { if (n < 5) { print "FAIL: " t " generic: expected 5 kernels (3 dtypes, 2 appends), found " n; exit 1 }
+          if (bad) { print "FAIL: " t " generic: " bad " kernel(s) with scratch, LDS over 64 KiB or not wave" want; exit 1 } }' "$g" || fail=1
 done
 # the static model for porting studies (prints only; a model, not a measurement)
 # (estimate_<target>.json for tools/report.py, which must take them as labelled estimates)

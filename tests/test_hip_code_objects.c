@@ -1,8 +1,9 @@
 /* test_hip_code_objects: the AMD code objects embedded in libportattn (backends/hip, written by
- * cmake/portattn_embed.cmake) are what hip-cdna and hip-rdna3 will load: for each configured target an
+ * cmake/portattn_embed.cmake) are what hip-cdna, hip-rdna3 and their hip-generic fallback will load: for each configured target an
  * AMDGPU ELF for that gfx target whose dynamic symbols hold every entry point hip_backend.c asks for, each with
  * a kernel descriptor that needs no scratch (private segment 0), at most 64 KiB of LDS and the
- * kernel-argument size of pa_fwd_args (pa_cdna_dec_args for hip-cdna's decode kernels). Runs on the CPU: it checks the bytes the library ships.
+ * kernel-argument size of pa_fwd_args (pa_cdna_dec_args for hip-cdna's decode kernels, pa_hipgen_args for
+ * hip-generic's, whose objects cover every target of both families). Runs on the CPU: it checks the bytes the library ships.
  * Exit 0 pass, 1 fail. */
 #include <elf.h>
 #include <stdint.h>
@@ -12,6 +13,7 @@
 #include "cdna_decode_args.h"
 #include "cdna_decode_entries.h"
 #include "cdna_entries.h"
+#include "hipgen_entries.h"
 #include "rdna3_entries.h"
 #include "fwd_args.h"
 #include "hip_code_objects.h"
@@ -25,6 +27,8 @@ static const char *const cdna_names[] = {PA_CDNA_ENTRIES(NAME5)};
 static const char *const rdna3_names[] = {PA_RDNA3_ENTRIES(NAME5)};
 #define NAME6(name, kind, bf16, dqk, dv, c0) #name,
 static const char *const cdnadec_names[] = {PA_CDNA_DEC_ENTRIES(NAME6)};
+#define NAME2(name, kind) #name,
+static const char *const hipgen_names[] = {PA_HIPGEN_ENTRIES(NAME2)};
 #define MAX_ENTRIES 12
 
 /* EF_AMDGPU_MACH values of the targets portattn builds (LLVM's AMDGPUUsage). */
@@ -96,6 +100,8 @@ int main(void)
         {"hip-cdna decode", pa_cdnadec_code_objects, pa_cdnadec_code_object_count, cdnadec_names, PA_CDNA_DEC_ENTRY_COUNT,
          sizeof(pa_cdna_dec_args)},
         {"hip-rdna3", pa_rdna3_code_objects, pa_rdna3_code_object_count, rdna3_names, PA_RDNA3_ENTRY_COUNT, sizeof(pa_fwd_args)},
+        {"hip-generic", pa_hipgen_code_objects, pa_hipgen_code_object_count, hipgen_names, PA_HIPGEN_ENTRY_COUNT,
+         sizeof(pa_hipgen_args)},
     };
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
         printf("%s: %d embedded code object(s)\n", fam[f].family, fam[f].n);
@@ -109,6 +115,9 @@ int main(void)
     if (pa_cdnadec_code_object_count != pa_cdna_code_object_count)
         printf("FAIL: %d hip-cdna decode code objects for %d prefill ones\n", pa_cdnadec_code_object_count,
                pa_cdna_code_object_count), fails++;
+    if (pa_hipgen_code_object_count != pa_cdna_code_object_count + pa_rdna3_code_object_count)
+        printf("FAIL: %d hip-generic code objects for %d hip-cdna and %d hip-rdna3 ones\n", pa_hipgen_code_object_count,
+               pa_cdna_code_object_count, pa_rdna3_code_object_count), fails++;
     printf("%s\n", fails ? "FAIL" : "PASS");
     return fails ? 1 : 0;
 }

@@ -3,7 +3,9 @@
  * library; the first that the current device loads is used, so a GPU without one is reported
  * unavailable with the targets it would need. libamdhip64 is loaded at run time (hip_rt.h). hip-cdna
  * sends KV-cache and decode-shaped calls to its split-KV decode kernel (code objects of their own,
- * launched by cdna_decode_host.c) when that kernel takes them.
+ * launched by cdna_decode_host.c) when that kernel takes them. Both send every call their kernels
+ * decline by its shape (f32, odd head dims, serving calls, any strides, ...) to hip-generic
+ * (hipgen_kernel.h, cuda-generic's source: code objects of their own, launched by hipgen_host.c).
  *
  * Neither kernel has run on AMD hardware. Both reached T3 on the CPU (the full case table through
  * this file against tests/hip_fake's simulated device), so the selector picks them on an AMD GPU; the
@@ -22,6 +24,8 @@
 #include "hip_grid.h"
 #include "hip_rt.h"
 #include "hip_shape.h"
+#include "hipgen_entries.h"
+#include "hipgen_host.h"
 #include "rdna3_entries.h"
 #include "rdna3_grid.h"
 
@@ -60,9 +64,11 @@ static const hip_entry cdna_entries[] = {PA_CDNA_ENTRIES(HIP_ENTRY5)};
 static const hip_entry rdna3_entries[] = {PA_RDNA3_ENTRIES(HIP_ENTRY5)};
 #define HIP_ENTRY6(name, kind, bf16, dqk, dv, c0) {#name, bf16, dqk, c0},
 static const hip_entry cdnadec_entries[] = {PA_CDNA_DEC_ENTRIES(HIP_ENTRY6)};
+#define HIP_ENTRY2(name, kind) {#name, 0, 0, 0},
+static const hip_entry hipgen_entries[] = {PA_HIPGEN_ENTRIES(HIP_ENTRY2)};
 static const int cdna_dims[] = {PA_CDNA_DIMS}, rdna3_dims[] = {PA_RDNA3_DIMS};
 _Static_assert(PA_CDNA_ENTRY_COUNT <= HIP_MAX_ENTRIES && PA_RDNA3_ENTRY_COUNT <= HIP_MAX_ENTRIES &&
-               PA_CDNA_DEC_ENTRY_COUNT <= HIP_MAX_ENTRIES, "entries");
+               PA_CDNA_DEC_ENTRY_COUNT <= HIP_MAX_ENTRIES && PA_HIPGEN_ENTRY_COUNT <= HIP_MAX_ENTRIES, "entries");
 
 static hip_family g_cdna = {"cdna", "PORTATTN_HIP_CDNA_ARCHS", pa_cdna_code_objects, &pa_cdna_code_object_count,
                             cdna_entries, PA_CDNA_ENTRY_COUNT, PA_CDNA_THREADS, PA_CDNA_BM, PA_CDNA_BN, PA_CDNA_BN,
@@ -76,6 +82,11 @@ static hip_family g_rdna3 = {"rdna3", "PORTATTN_HIP_RDNA3_ARCHS", pa_rdna3_code_
  * launch shape fields are unused (cdna_decode_host.c launches them). */
 static hip_family g_cdnadec = {"cdna", "PORTATTN_HIP_CDNA_ARCHS", pa_cdnadec_code_objects, &pa_cdnadec_code_object_count,
                                cdnadec_entries, PA_CDNA_DEC_ENTRY_COUNT, 0, 0, 0, 0, 0, NULL, 0, {{0}}};
+/* hip-generic: code objects for every CDNA and RDNA target (hipgen.hip), routed to by both families;
+ * launched by hipgen_host.c. */
+static hip_family g_hipgen = {"generic", "PORTATTN_HIP_CDNA_ARCHS / PORTATTN_HIP_RDNA3_ARCHS", pa_hipgen_code_objects,
+                              &pa_hipgen_code_object_count, hipgen_entries, PA_HIPGEN_ENTRY_COUNT, 0, 0, 0, 0, 0, NULL,
+                              0, {{0}}};
 static pthread_mutex_t g_mod_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void hip_try_load(const pa_hip_rt *rt, const hip_family *f, hip_module *m)
@@ -153,38 +164,26 @@ static int hip_probe(hip_family *f, char *detail, size_t detail_len)
     return 1;
 }
 
-/* hip-cdna's decode kernel: its shape, its code object on this device, every pointer it touches. */
-static int cdna_dec_ok(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+/* The kernel a call runs on, by its shape alone, so that supports() and run() agree: hip-cdna's
+ * decode kernel for the decode-shaped calls it takes, the family's fast kernel, else hip-generic. */
+typedef enum { ROUTE_NONE, ROUTE_DECODE, ROUTE_FAST, ROUTE_GENERIC } hip_route;
+
+static hip_route hip_route_of(const hip_family *f, const pa_problem *pb, char *kernel, size_t kernel_len, char *why,
+                              size_t why_len)
 {
-    if (!pa_cdna_dec_shape_ok(pb, kernel, kernel_len, why, why_len)) return 0;
-    if (pa_hip_nothing_to_do(pb)) return 1;
-    const pa_hip_rt *rt;
-    int dev;
-    return hip_current(&g_cdnadec, &rt, &dev, why, why_len) && pa_cdna_dec_ptrs_ok(rt, dev, pb, why, why_len);
+    char fast_why[256];
+    if (f == &g_cdna && pa_cdna_dec_candidate(pb) && pa_cdna_dec_shape_ok(pb, kernel, kernel_len, fast_why, sizeof fast_why))
+        return ROUTE_DECODE;
+    if (pa_hip_shape_ok_wide(pb, f->tag, f->rows_per_block, f->keys_per_tile, f->keys_per_tile_wide, f->launch_cols,
+                             f->dims, f->ndims, kernel, kernel_len, fast_why, sizeof fast_why))
+        return ROUTE_FAST;
+    return pa_hipgen_shape_ok(pb, kernel, kernel_len, why, why_len) ? ROUTE_GENERIC : ROUTE_NONE;
 }
 
-/* The launch re-derives supports()' choice from the shape alone, as cuda-sm80 does. */
-static int cdna_use_decode(const hip_family *f, const pa_problem *pb)
-{
-    char why[256];
-    return f == &g_cdna && pa_cdna_dec_candidate(pb) && pa_cdna_dec_shape_ok(pb, NULL, 0, why, sizeof why);
-}
-
-static int hip_supports(hip_family *f, const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+/* The fast kernel's pointers: Q, O, K and V (with keys), the LSE and the packed offsets. */
+static int hip_fast_ptrs_ok(const pa_hip_rt *rt, int dev, const pa_problem *pb, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    if (f == &g_cdna && pa_cdna_dec_candidate(pb)) { /* decode-shaped: the split-KV kernel if it takes it */
-        char dwhy[256];
-        if (cdna_dec_ok(pb, kernel, kernel_len, dwhy, sizeof dwhy)) return 1;
-        if (pb->kv_cache) return PA_REFUSE("KV cache needs the decode kernel: %s", dwhy);
-    }
-    if (!pa_hip_shape_ok_wide(pb, f->tag, f->rows_per_block, f->keys_per_tile, f->keys_per_tile_wide, f->launch_cols,
-                              f->dims, f->ndims, kernel, kernel_len, why, why_len))
-        return 0;
-    if (pa_hip_nothing_to_do(pb)) return 1;
-    const pa_hip_rt *rt;
-    int dev;
-    if (!hip_current(f, &rt, &dev, why, why_len)) return 0;
     const int needs_kv = p->seqlen_k > 0;
     return pa_hip_ptr_check(rt, p->q.data, dev, "q.data", why, why_len) &&
            pa_hip_ptr_check(rt, p->o.data, dev, "o.data", why, why_len) &&
@@ -195,16 +194,25 @@ static int hip_supports(hip_family *f, const pa_problem *pb, char *kernel, size_
                             pa_hip_ptr_check(rt, p->cu_seqlens_k, dev, "cu_seqlens_k", why, why_len)));
 }
 
-static portattn_status_t hip_run(hip_family *f, const pa_problem *pb, void *stream, char *err, size_t err_len)
+static int hip_supports(hip_family *f, const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
-    const portattn_fwd_params_t *p = &pb->p;
-    if (pa_hip_nothing_to_do(pb)) return PORTATTN_SUCCESS;
+    const hip_route r = hip_route_of(f, pb, kernel, kernel_len, why, why_len);
+    if (r == ROUTE_NONE) return 0;
+    if (pa_hip_nothing_to_do(pb)) return 1; /* no launch (the front end appends only with queries) */
+    hip_family *code = r == ROUTE_DECODE ? &g_cdnadec : r == ROUTE_GENERIC ? &g_hipgen : f;
     const pa_hip_rt *rt;
     int dev;
-    if (cdna_use_decode(f, pb)) {
-        const hip_module *dm = hip_current(&g_cdnadec, &rt, &dev, err, err_len);
-        return dm ? pa_cdna_dec_launch(rt, dm->fn, pb, stream, err, err_len) : PORTATTN_ERROR_BACKEND_UNAVAILABLE;
-    }
+    if (!hip_current(code, &rt, &dev, why, why_len)) return 0;
+    return r == ROUTE_DECODE ? pa_cdna_dec_ptrs_ok(rt, dev, pb, why, why_len)
+         : r == ROUTE_GENERIC ? pa_hipgen_ptrs_ok(rt, dev, pb, why, why_len)
+                              : hip_fast_ptrs_ok(rt, dev, pb, why, why_len);
+}
+
+static portattn_status_t hip_run_fast(hip_family *f, const pa_problem *pb, void *stream, char *err, size_t err_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    const pa_hip_rt *rt;
+    int dev;
     const hip_module *m = hip_current(f, &rt, &dev, err, err_len);
     if (!m) return PORTATTN_ERROR_BACKEND_UNAVAILABLE;
     pa_fwd_args a;
@@ -227,7 +235,28 @@ static portattn_status_t hip_run(hip_family *f, const pa_problem *pb, void *stre
     return PORTATTN_SUCCESS;
 }
 
-static size_t cdna_workspace(const pa_problem *pb) { return cdna_use_decode(&g_cdna, pb) ? pa_cdna_dec_workspace(pb) : 0; }
+static portattn_status_t hip_run(hip_family *f, const pa_problem *pb, void *stream, char *err, size_t err_len)
+{
+    char why[256];
+    const hip_route r = hip_route_of(f, pb, NULL, 0, why, sizeof why);
+    if (r == ROUTE_NONE) return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "%s", why);
+    if (pa_hip_nothing_to_do(pb)) return PORTATTN_SUCCESS;
+    if (r == ROUTE_FAST) return hip_run_fast(f, pb, stream, err, err_len);
+    const pa_hip_rt *rt;
+    int dev;
+    const hip_module *m = hip_current(r == ROUTE_DECODE ? &g_cdnadec : &g_hipgen, &rt, &dev, err, err_len);
+    if (!m) return PORTATTN_ERROR_BACKEND_UNAVAILABLE;
+    return r == ROUTE_GENERIC ? pa_hipgen_launch(rt, m->fn, m->target, pb, stream, err, err_len)
+                              : pa_cdna_dec_launch(rt, m->fn, pb, stream, err, err_len);
+}
+
+static int cdna_use_decode(const pa_problem *pb)
+{
+    char why[256];
+    return hip_route_of(&g_cdna, pb, NULL, 0, why, sizeof why) == ROUTE_DECODE;
+}
+
+static size_t cdna_workspace(const pa_problem *pb) { return cdna_use_decode(pb) ? pa_cdna_dec_workspace(pb) : 0; }
 
 #define HIP_BACKEND(fam, id, name, ws)                                                                         \
     static int fam##_probe(char *d, size_t n) { return hip_probe(&g_##fam, d, n); }                          \

@@ -20,5 +20,8 @@ extern const int pa_cdnadec_code_object_count;
 /* hip-rdna3: rdna3_fwd.hip for each of PORTATTN_HIP_RDNA3_ARCHS. */
 extern const pa_hip_code_object pa_rdna3_code_objects[];
 extern const int pa_rdna3_code_object_count;
+/* hip-generic: hipgen.hip for every target of both families. */
+extern const pa_hip_code_object pa_hipgen_code_objects[];
+extern const int pa_hipgen_code_object_count;
 
 #endif

@@ -4,7 +4,7 @@
  * a gfx90a (hip-cdna, MFMA flushing 16-bit subnormals as MI200's does), with PA_FAKEHIP_ARCH=gfx942 an
  * MI300 (hip-cdna, no flush) or with PA_FAKEHIP_ARCH=gfx1100 an RDNA3 GPU (hip-rdna3). Device memory is host
  * memory tracked by the runtime (so pointer checks work); a kernel launch runs the same kernel source
- * (cdna_fwd_kernel.h, cdna_decode_kernel.h, rdna3_fwd_kernel.h) compiled for the CPU with hip_wave.h's exact MFMA/WMMA and
+ * (cdna_fwd_kernel.h, cdna_decode_kernel.h, rdna3_fwd_kernel.h, hipgen_kernel.h) compiled for the CPU with hip_wave.h's exact MFMA/WMMA and
  * cross-lane emulation, every GPU thread a fiber (sim_fiber.h). hipModuleLoadData accepts only code
  * objects whose ELF header names the simulated target, so the backends' choice among the embedded
  * objects is exercised too. This is T3 on the CPU (docs/design.md section 5), not AMD hardware. */
@@ -21,17 +21,20 @@
 #include "cdna_decode_kernel.h"
 #include "cdna_entries.h"
 #include "cdna_fwd_kernel.h"
+#include "hipgen_entries.h"
+#include "hipgen_kernel.h"
 #include "rdna3_entries.h"
 #include "rdna3_fwd_kernel.h"
 
 namespace {
 enum { OK = 0, ERR_INVALID_VALUE = 1, ERR_OOM = 2, ERR_INVALID_IMAGE = 200, ERR_NO_BINARY = 209, ERR_NOT_FOUND = 500,
        ERR_LAUNCH = 719 };
-/* The simulated target: its name, EF_AMDGPU_MACH and whether its MFMA flushes 16-bit subnormals. */
-struct target { const char *name; unsigned mach; int mfma_ftz; };
+/* The simulated target: its name, EF_AMDGPU_MACH, whether its MFMA flushes 16-bit subnormals, and
+ * its wave (the width hip-generic's code for it is compiled with). */
+struct target { const char *name; unsigned mach; int mfma_ftz; unsigned wave; };
 target sim_target()
 {
-    static const target known[] = {{"gfx90a", 0x3f, 1}, {"gfx942", 0x4c, 0}, {"gfx1100", 0x41, 0}};
+    static const target known[] = {{"gfx90a", 0x3f, 1, 64}, {"gfx942", 0x4c, 0, 64}, {"gfx1100", 0x41, 0, 32}};
     const char *e = getenv("PA_FAKEHIP_ARCH");
     for (const target &t : known)
         if (e && !strcmp(e, t.name)) return t;
@@ -47,8 +50,9 @@ int g_module_tag; /* the one module handle */
 
 int fail(int e) { return g_last = e; }
 
-/* The instances of cdna_entries.h, cdna_decode_entries.h and rdna3_entries.h, compiled for the CPU; a
- * function handle is the address of its entry. The argument is the kernel's argument struct. */
+/* The instances of cdna_entries.h, cdna_decode_entries.h, rdna3_entries.h and hipgen_entries.h,
+ * compiled for the CPU; a function handle is the address of its entry. The argument is the kernel's
+ * argument struct. wave 0: the simulated target's (hip-generic, built for both wave widths). */
 typedef void (*body_fn)(const void *);
 struct entry { const char *name; body_fn body; unsigned threads, wave; };
 const entry g_entries[] = {
@@ -63,7 +67,14 @@ const entry g_entries[] = {
          else if constexpr (kind == PA_CDNA_DEC_COMBINE) pa_cdna_dec_combine_body<bf16 != 0>(a);             \
          else pa_cdna_dec_append_body(a);                                                                    \
      }, PA_CDNA_DEC_THREADS, 64},
-    PA_CDNA_ENTRIES(ENTRY5) PA_CDNA_DEC_ENTRIES(ENTRY6D) PA_RDNA3_ENTRIES(ENTRY5R)
+#define ENTRY2G(n, kind)                                                                                      \
+    {#n, [](const void *p) {                                                                                 \
+         const pa_hipgen_args &a = *(const pa_hipgen_args *)p;                                               \
+         if (sim_target().wave == 32) pa_hipgen_run<kind, 32>(a);                                            \
+         else pa_hipgen_run<kind, 64>(a);                                                                    \
+     }, PA_HIPGEN_THREADS, 0},
+    PA_CDNA_ENTRIES(ENTRY5) PA_CDNA_DEC_ENTRIES(ENTRY6D) PA_RDNA3_ENTRIES(ENTRY5R) PA_HIPGEN_ENTRIES(ENTRY2G)
+#undef ENTRY2G
 #undef ENTRY5
 #undef ENTRY5R
 #undef ENTRY6D
@@ -165,6 +176,6 @@ int hipModuleLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsig
     launch l = {params[0], e->body};
     std::lock_guard<std::mutex> g(g_mu); /* one simulated device: launches run one at a time */
     pa_sim_mfma_ftz = sim_target().mfma_ftz;
-    return sim_launch({gx, gy, gz}, bx, e->wave, run_thread, &l) ? fail(ERR_LAUNCH) : OK;
+    return sim_launch({gx, gy, gz}, bx, e->wave ? e->wave : sim_target().wave, run_thread, &l) ? fail(ERR_LAUNCH) : OK;
 }
 }

@@ -1,5 +1,5 @@
 /* Device helpers of the cuda-generic kernels (forward generic_fwd.cu, backward generic_bwd.cu):
- * element loads/stores through fp32, warp reductions, and the clamped varlen sequence extent. */
+ * element loads/stores through fp32 and the warp's reductions. */
 #ifndef PORTATTN_GEN_DEVICE_CUH
 #define PORTATTN_GEN_DEVICE_CUH
 
@@ -34,12 +34,6 @@ __device__ __forceinline__ double gen_warp_sum_d(double x)
     return x;
 }
 
-/* Scores of f32 inputs are q.k accumulated in double and scaled before one rounding to float, in the
- * forward and in the backward alike: both passes then see the same score, and the backward's
- * exp(S - LSE) stays accurate at large logits, where S and LSE are in the hundreds and an fp32
- * rounding difference between the passes would move P by about 1e-4. 16-bit inputs keep fp32. */
-template <typename T> struct gen_exact_scores { static const bool value = false; };
-template <> struct gen_exact_scores<float> { static const bool value = true; };
-
+#include "gen_math.h" /* gen_exact_scores */
 
 #endif

@@ -1,0 +1,56 @@
+/* The KV-cache append of the generic kernels, one source for every vendor: cuda-generic's and every
+ * CUDA family's (backends/cuda/common/cuda_append.cu) and hip-generic's (backends/hip/hipgen.hip).
+ * Plain device code on threadIdx/blockIdx/gridDim only; W lanes a warp, WARPS warps a block. */
+#ifndef PORTATTN_GEN_APPEND_BODY_H
+#define PORTATTN_GEN_APPEND_BODY_H
+
+#include <stdint.h>
+
+#include "gen_math.h"
+#include "problem.h"
+
+/* KV-cache append: one warp per (sequence, new token, KV head) row, lanes over the head dims. It
+ * copies bits, so one instance per element size serves f16, bf16 and f32 (T = uint16_t, uint32_t). */
+template <typename T, int W, int WARPS>
+__device__ __forceinline__ void pa_gen_append_body(const pa_problem &pb)
+{
+    const int lane = threadIdx.x & (W - 1);
+    const int64_t hkv = pb.p.heads_kv, snew = pb.seqlen_new, cap = pb.p.seqlen_k;
+    const int64_t rows = pb.p.batch * snew * hkv; /* the size of k_new, validated to fit */
+    const int64_t *kst = pb.p.k.stride, *vst = pb.p.v.stride;
+    const int64_t *knst = pb.p.k_new.stride, *vnst = pb.p.v_new.stride;
+    const int32_t *used_k = pb.p.seqused_k, *bt = pb.p.block_table;
+    /* page_size is a power of two: shift and mask instead of 64-bit division. */
+    const int pshift = bt ? gen_log2_pow2(pb.p.page_size) : 0;
+    const int64_t pmask = bt ? pb.p.page_size - 1 : 0;
+    T *k = (T *)pb.p.k.data, *v = (T *)pb.p.v.data;
+    const T *kn = (const T *)pb.p.k_new.data, *vn = (const T *)pb.p.v_new.data;
+
+    for (int64_t r = (int64_t)blockIdx.x * WARPS + (threadIdx.x / W); r < rows; r += (int64_t)gridDim.x * WARPS) {
+        const int64_t h = r % hkv, t = r / hkv, i = t % snew, b = t / snew;
+        /* Device memory may hold anything: a negative length counts as 0, rows past the capacity
+         * and pages outside the pool are dropped (warp-uniform, r is per warp). */
+        const int64_t used = used_k[b];
+        const int64_t j = (used < 0 ? 0 : used) + i;
+        if (j >= cap) continue;
+        int64_t ko, vo;
+        if (bt) {
+            /* j < seqlen_k, so j / page_size < block_table_stride: the table read is in bounds. */
+            const int64_t page = bt[b * pb.p.block_table_stride + (j >> pshift)];
+            if (page < 0 || page >= pb.p.num_pages) continue;
+            ko = page * kst[0] + (j & pmask) * kst[1];
+            vo = page * vst[0] + (j & pmask) * vst[1];
+        } else {
+            ko = b * kst[0] + j * kst[1];
+            vo = b * vst[0] + j * vst[1];
+        }
+        ko += h * kst[2];
+        vo += h * vst[2];
+        const int64_t kno = b * knst[0] + i * knst[1] + h * knst[2];
+        const int64_t vno = b * vnst[0] + i * vnst[1] + h * vnst[2];
+        for (int64_t d = lane; d < pb.p.head_dim_qk; d += W) k[ko + d * kst[3]] = kn[kno + d * knst[3]];
+        for (int64_t d = lane; d < pb.p.head_dim_v; d += W) v[vo + d * vst[3]] = vn[vno + d * vnst[3]];
+    }
+}
+
+#endif

@@ -1,0 +1,185 @@
+/* The generic forward kernel, one source for every vendor: cuda-generic's kernel (GPU oracle and
+ * fallback, backends/cuda/generic/generic_fwd.cu) and the HIP backends' fallback
+ * (backends/hip/hipgen.hip, and its CPU simulation in tests/hip_fake). One warp per query row,
+ * KT-key tiles staged in shared memory as fp32, online softmax in fp32. Simple on purpose: every
+ * feature and dtype, not speed.
+ *
+ * The including file first defines the vendor vocabulary, W being the lanes of one warp (the
+ * hardware's: 32 on NVIDIA and RDNA, 64 on CDNA), so that warp-uniform branches are wave-uniform:
+ *   gen_ld(const T *) -> float, gen_st(T *, float)   one element of each input type T
+ *   gen_max<W>(x), gen_sum<W>(x), gen_sum_d<W>(x)    butterfly reductions over the warp
+ *   gen_any<W>(p)                                    p nonzero in some lane of the warp
+ *   gen_sync_warp<W>()                               the warp's shared-memory writes visible to it
+ * and threadIdx, blockIdx, gridDim, __syncthreads, expf, logf, tanhf, fmaf, fma, fmaxf. The KV-cache
+ * append beside it (gen_append_body.h) needs none of it. */
+#ifndef PORTATTN_GEN_FWD_BODY_H
+#define PORTATTN_GEN_FWD_BODY_H
+
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "gen_math.h"
+#include "problem.h"
+#include "seqlen.h"
+
+#define PA_GEN_DMAX 256 /* the largest head dim (Dqk and Dv) */
+
+/* Floats of shared memory a block uses: K tile (odd pitch so lane-per-key reads hit every bank), V
+ * tile, one scaled query row and one P row per warp. */
+#define PA_GEN_KPITCH(dqk) ((dqk) | 1)
+#define PA_GEN_SMEM_FLOATS(kt, rows, dqk, dv) ((kt) * PA_GEN_KPITCH(dqk) + (kt) * (dv) + (rows) * (dqk) + (rows) * (kt))
+
+/* Page of key j (< seqlen_k) from a sequence's page-table row (as kv_row() in cpu_ref.c). Entries
+ * in device memory may be garbage: clamped into the pool so that they never read out of bounds.
+ * Shift, not division: page_size is a power of two, and 64-bit division costs registers. */
+__device__ __forceinline__ int64_t gen_page(const int32_t *bt_row, int64_t j, int pshift, int64_t num_pages)
+{
+    return pa_page_clamp(bt_row[j >> pshift], num_pages);
+}
+
+/* No IEEE division and no 64-bit division in the kernel: they become calls whose saved registers
+ * spill. Hence inv_cap from the host, 32-bit head math, and gen_div_fast by lsum, which lies in
+ * [1, Sk]. W lanes a warp, KT <= W keys a tile (one per lane for the scores), ROWS warps a block. */
+template <typename T, int W, int KT, int ROWS>
+__device__ __forceinline__ void pa_gen_fwd_body(const pa_problem &pb, float inv_cap, float *smem)
+{
+    const int lane = threadIdx.x & (W - 1), warp = threadIdx.x / W;
+    const int dqk = (int)pb.p.head_dim_qk, dv = (int)pb.p.head_dim_v, kpitch = PA_GEN_KPITCH(dqk);
+    const bool key_lane = KT == W || lane < KT; /* lanes past the tile's keys hold no score */
+    float *ks = smem;
+    float *vs = ks + KT * kpitch;
+    float *qs = vs + KT * dv + warp * dqk;
+    float *ps = vs + KT * dv + ROWS * dqk + warp * KT;
+
+    const T *q = (const T *)pb.p.q.data, *k = (const T *)pb.p.k.data, *v = (const T *)pb.p.v.data;
+    T *o = (T *)pb.p.o.data;
+    const int64_t *qst = pb.p.q.stride, *kst = pb.p.k.stride, *vst = pb.p.v.stride, *ost = pb.p.o.stride;
+    const float softcap = pb.p.softcap;
+    const int32_t *bt = pb.p.block_table;
+    const int pshift = bt ? gen_log2_pow2(pb.p.page_size) : 0;
+
+    for (int64_t b = blockIdx.z; b < pb.p.batch; b += gridDim.z) {
+        int64_t q0 = 0, sq = pb.p.seqlen_q, k0 = 0, sk = pb.p.seqlen_k;
+        int64_t qb, kb, vb, ob;
+        const int32_t *bt_row = bt ? bt + b * pb.p.block_table_stride : NULL;
+        /* KV cache: this sequence's length (appended tokens included, clamped to the capacity). */
+        if (pb.p.seqused_k) sk = pa_cache_len(&pb, pb.p.seqused_k[b]);
+        /* packed [1, total, H, D]: stride[0] is ignored (may be anything). Packed queries over a KV
+         * cache keep per-sequence (or paged) keys. */
+        if (pb.varlen) {
+            pa_seq_extent64(pb.p.cu_seqlens_q, b, pb.p.seqlen_q, &q0, &sq);
+            qb = q0 * qst[1]; ob = q0 * ost[1];
+        } else {
+            qb = b * qst[0]; ob = b * ost[0];
+        }
+        if (pb.varlen_k) {
+            pa_seq_extent64(pb.p.cu_seqlens_k, b, pb.p.seqlen_k, &k0, &sk);
+            kb = k0 * kst[1]; vb = k0 * vst[1];
+        } else {
+            kb = bt ? 0 : b * kst[0]; vb = bt ? 0 : b * vst[0]; /* paged: the row offset names the page */
+        }
+        for (int64_t h = blockIdx.y; h < pb.p.heads_q; h += gridDim.y) {
+            const int64_t hk = (uint32_t)h / (uint32_t)pb.group; /* heads < 2^31: see the launcher */
+            const T *qh = q + qb + h * qst[2];
+            const T *kh = k + kb + hk * kst[2];
+            const T *vh = v + vb + hk * vst[2];
+            T *oh = o + ob + h * ost[2];
+            /* Bound by sq, not max_seqlen_q, so every row is written even if the bound is low. */
+            for (int64_t r0 = (int64_t)blockIdx.x * ROWS; r0 < sq; r0 += (int64_t)gridDim.x * ROWS) {
+                /* Hull of the block's key ranges: tiles outside it are masked for every row. */
+                int64_t blo = INT64_MAX, bhi = -1, lo = 0, hi = -1;
+                for (int r = 0; r < ROWS && r0 + r < sq; ++r) {
+                    int64_t l, u;
+                    pa_key_range(r0 + r, sq, sk, pb.window_left, pb.window_right, &l, &u);
+                    if (l > u) continue;
+                    blo = l < blo ? l : blo;
+                    bhi = u > bhi ? u : bhi;
+                    if (r == warp) { lo = l; hi = u; }
+                }
+                const int64_t i = r0 + warp;
+                const bool active = i < sq;
+
+                gen_sync_warp<W>(); /* this warp's last reads of qs are done */
+                if (active)
+                    for (int d = lane; d < dqk; d += W) qs[d] = gen_ld(qh + i * qst[1] + d * qst[3]) * (gen_exact_scores<T>::value ? 1.f : pb.scale);
+
+                float m = -INFINITY, lsum = 0.f, acc[PA_GEN_DMAX / W];
+#pragma unroll
+                for (int j = 0; j < PA_GEN_DMAX / W; ++j) acc[j] = 0.f;
+
+                for (int64_t t = blo; t <= bhi; t += KT) {
+                    __syncthreads(); /* previous tile consumed; qs visible */
+                    for (int r = warp; r < KT; r += ROWS) {
+                        const int64_t key = t + r;
+                        const bool in = key <= bhi;
+                        const T *kr = kh + key * kst[1];
+                        const T *vr = vh + key * vst[1];
+                        if (bt && in) { /* read the table for real keys only: key <= bhi < seqlen_k */
+                            const int64_t page = gen_page(bt_row, key, pshift, pb.p.num_pages);
+                            const int64_t row = key & (pb.p.page_size - 1);
+                            kr = kh + page * kst[0] + row * kst[1];
+                            vr = vh + page * vst[0] + row * vst[1];
+                        }
+                        /* Zero fill: p = 0 keys must not meet NaN garbage in V. */
+                        for (int d = lane; d < dqk; d += W) ks[r * kpitch + d] = in ? gen_ld(kr + d * kst[3]) : 0.f;
+                        for (int d = lane; d < dv; d += W) vs[r * dv + d] = in ? gen_ld(vr + d * vst[3]) : 0.f;
+                    }
+                    __syncthreads();
+                    if (!active || hi < t || lo > t + KT - 1) continue; /* warp-uniform */
+
+                    const int64_t key = t + lane;
+                    float s = -INFINITY;
+                    if (key_lane && key >= lo && key <= hi) {
+                        const float *kr = ks + lane * kpitch;
+                        float dot = 0.f;
+                        if (gen_exact_scores<T>::value) {
+                            double acc = 0.0;
+                            for (int d = 0; d < dqk; ++d) acc = fma((double)qs[d], (double)kr[d], acc);
+                            dot = (float)(acc * (double)pb.scale);
+                        } else {
+#pragma unroll 4
+                            for (int d = 0; d < dqk; ++d) dot = fmaf(qs[d], kr[d], dot);
+                        }
+                        s = softcap > 0.f ? softcap * tanhf(dot * inv_cap) : dot;
+                    }
+                    const float mt = gen_max<W>(s);
+                    /* nothing visible here: keep m, avoid -inf - -inf (but NaN scores must reach O and LSE) */
+                    if (mt == -INFINITY && !gen_any<W>(s != s)) continue;
+                    const float mn = fmaxf(m, mt);
+                    const float corr = m == -INFINITY ? 0.f : expf(m - mn);
+                    const float p = expf(s - mn); /* s = -inf gives 0 */
+                    lsum = lsum * corr + gen_sum<W>(p);
+                    m = mn;
+                    if (key_lane) ps[lane] = p;
+                    gen_sync_warp<W>();
+#pragma unroll
+                    for (int j = 0; j < PA_GEN_DMAX / W; ++j) acc[j] *= corr;
+                    for (int r = 0; r < KT; ++r) {
+                        const float pr = ps[r];
+                        if (pr == 0.f) continue; /* masked: its V must not matter (0 * inf) */
+                        const float *vr = vs + r * dv;
+#pragma unroll
+                        for (int j = 0; j < PA_GEN_DMAX / W; ++j)
+                            if (lane + W * j < dv) acc[j] = fmaf(pr, vr[lane + W * j], acc[j]);
+                    }
+                }
+
+                if (!active) continue;
+                /* lsum > 0 iff some key was visible (the max key contributes exp(0) = 1); NaN if a score was. */
+                T *orow = oh + i * ost[1];
+#pragma unroll
+                for (int j = 0; j < PA_GEN_DMAX / W; ++j)
+                    if (lane + W * j < dv)
+                        gen_st(orow + (lane + W * j) * ost[3], lsum > 0.f ? gen_div_fast(acc[j], lsum) : lsum == 0.f ? 0.f : NAN);
+                if (pb.p.lse && lane == 0) {
+                    const int64_t *ls = pb.p.lse_stride;
+                    const int64_t off = pb.varlen ? h * ls[1] + (q0 + i) * ls[2] : b * ls[0] + h * ls[1] + i * ls[2];
+                    pb.p.lse[off] = lsum > 0.f ? m + logf(lsum) : lsum == 0.f ? -INFINITY : NAN; /* NaN in, NaN out */
+                }
+            }
+        }
+    }
+}
+
+#endif
