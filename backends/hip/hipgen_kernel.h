@@ -2,8 +2,8 @@
  * dims that are not multiples of 8, packed queries over a KV cache, the KV-cache calls hip-rdna3's
  * WMMA kernel and hip-cdna's decode kernel decline, any strides). It is cuda-generic's kernel
  * (common/gen_fwd_body.h) on the vocabulary below: the AMD builtins under hipcc, with W the target's
- * wave (64 on CDNA, 32 on RDNA), and an exact CPU model of them for tests/hip_fake, where each wave
- * is W consecutive fibers and cross-lane values pass through a shared array between wave barriers.
+ * wave (64 on CDNA, 32 on RDNA), and an exact CPU model of them for tests/hip_fake
+ * (emu/hipgen_vocab_emu.h).
  * Instances: hipgen_entries.h. */
 #ifndef PORTATTN_HIPGEN_KERNEL_H
 #define PORTATTN_HIPGEN_KERNEL_H
@@ -13,8 +13,6 @@
 #if defined(__HIPCC__)
 #include <hip/hip_runtime.h>
 #define PA_HIPGEN_REAL 1
-#else /* the CPU simulation (tests/hip_fake: -D__CUDACC__ and its shim first) */
-#include "half.h"
 #endif
 
 #include "hipgen_entries.h"
@@ -73,33 +71,7 @@ template <int W> __device__ __forceinline__ void gen_sync_warp()
     __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
 }
 #else
-__device__ __forceinline__ float gen_ld(const pa_hipgen_f16 *p) { return pa_f16_to_f32(p->b); }
-__device__ __forceinline__ void gen_st(pa_hipgen_f16 *p, float x) { p->b = pa_f32_to_f16(x); }
-
-/* The butterfly of W lanes as the hardware computes it (lane l meets lane l ^ o, o = W/2 .. 1), with
- * one exchange: every lane's value through a block-wide array between two barriers of its wave, then
- * the whole butterfly replayed by each lane (workgroups run one at a time: one array per type). */
-template <int W, typename V, typename Op> inline V pa_hipgen_butterfly(V x, Op op)
-{
-    static V lanes[1024];
-    lanes[threadIdx.x] = x;
-    sim_sync_wave();
-    V v[W];
-    const unsigned base = threadIdx.x & ~(unsigned)(W - 1);
-    for (int l = 0; l < W; ++l) v[l] = lanes[base + l];
-    sim_sync_wave();
-    for (int o = W / 2; o > 0; o >>= 1) {
-        V n[W];
-        for (int l = 0; l < W; ++l) n[l] = op(v[l], v[l ^ o]);
-        for (int l = 0; l < W; ++l) v[l] = n[l];
-    }
-    return v[threadIdx.x & (W - 1)];
-}
-template <int W> inline float gen_max(float x) { return pa_hipgen_butterfly<W>(x, [](float a, float b) { return fmaxf(a, b); }); }
-template <int W> inline float gen_sum(float x) { return pa_hipgen_butterfly<W>(x, [](float a, float b) { return a + b; }); }
-template <int W> inline double gen_sum_d(double x) { return pa_hipgen_butterfly<W>(x, [](double a, double b) { return a + b; }); }
-template <int W> inline int gen_any(int p) { return pa_hipgen_butterfly<W>(p != 0, [](int a, int b) { return a | b; }); }
-template <int W> inline void gen_sync_warp() { sim_sync_wave(); }
+#include "emu/hipgen_vocab_emu.h"
 #endif
 
 #include "gen_append_body.h"

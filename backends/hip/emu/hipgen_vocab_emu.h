@@ -1,0 +1,37 @@
+/* hip-generic's vocabulary (hipgen_kernel.h) on the CPU, for tests/hip_fake (compiled with -D__CUDACC__
+ * and its shim first): each wave is W consecutive fibers, and cross-lane values pass through a shared
+ * array between wave barriers. Included by hipgen_kernel.h only; no AMD build compiles this folder. */
+#ifndef PORTATTN_HIPGEN_VOCAB_EMU_H
+#define PORTATTN_HIPGEN_VOCAB_EMU_H
+
+#include "half.h"
+
+__device__ __forceinline__ float gen_ld(const pa_hipgen_f16 *p) { return pa_f16_to_f32(p->b); }
+__device__ __forceinline__ void gen_st(pa_hipgen_f16 *p, float x) { p->b = pa_f32_to_f16(x); }
+
+/* The butterfly of W lanes as the hardware computes it (lane l meets lane l ^ o, o = W/2 .. 1), with
+ * one exchange: every lane's value through a block-wide array between two barriers of its wave, then
+ * the whole butterfly replayed by each lane (workgroups run one at a time: one array per type). */
+template <int W, typename V, typename Op> inline V pa_hipgen_butterfly(V x, Op op)
+{
+    static V lanes[1024];
+    lanes[threadIdx.x] = x;
+    sim_sync_wave();
+    V v[W];
+    const unsigned base = threadIdx.x & ~(unsigned)(W - 1);
+    for (int l = 0; l < W; ++l) v[l] = lanes[base + l];
+    sim_sync_wave();
+    for (int o = W / 2; o > 0; o >>= 1) {
+        V n[W];
+        for (int l = 0; l < W; ++l) n[l] = op(v[l], v[l ^ o]);
+        for (int l = 0; l < W; ++l) v[l] = n[l];
+    }
+    return v[threadIdx.x & (W - 1)];
+}
+template <int W> inline float gen_max(float x) { return pa_hipgen_butterfly<W>(x, [](float a, float b) { return fmaxf(a, b); }); }
+template <int W> inline float gen_sum(float x) { return pa_hipgen_butterfly<W>(x, [](float a, float b) { return a + b; }); }
+template <int W> inline double gen_sum_d(double x) { return pa_hipgen_butterfly<W>(x, [](double a, double b) { return a + b; }); }
+template <int W> inline int gen_any(int p) { return pa_hipgen_butterfly<W>(p != 0, [](int a, int b) { return a | b; }); }
+template <int W> inline void gen_sync_warp() { sim_sync_wave(); }
+
+#endif
