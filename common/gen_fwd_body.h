@@ -38,9 +38,152 @@ __device__ __forceinline__ int64_t gen_page(const int32_t *bt_row, int64_t j, in
     return pa_page_clamp(bt_row[j >> pshift], num_pages);
 }
 
-/* No IEEE division and no 64-bit division in the kernel: they become calls whose saved registers
- * spill. Hence inv_cap from the host, 32-bit head math, and gen_div_fast by lsum, which lies in
- * [1, Sk]. W lanes a warp, KT <= W keys a tile (one per lane for the scores), ROWS warps a block. */
+/* One sequence of the batch: its query rows and keys in the packed (varlen) or per-sequence buffers,
+ * the element offsets of its row 0 in Q, K, V and O, and its page-table row. */
+struct gen_seq {
+    int64_t q0, sq, sk, qb, kb, vb, ob;
+    const int32_t *bt_row;
+};
+
+__device__ __forceinline__ gen_seq gen_seq_of(const pa_problem &pb, int64_t b)
+{
+    gen_seq s;
+    const int64_t *qst = pb.p.q.stride, *kst = pb.p.k.stride, *vst = pb.p.v.stride, *ost = pb.p.o.stride;
+    const int32_t *bt = pb.p.block_table;
+    int64_t k0 = 0;
+    s.q0 = 0, s.sq = pb.p.seqlen_q, s.sk = pb.p.seqlen_k;
+    s.bt_row = bt ? bt + b * pb.p.block_table_stride : NULL;
+    /* KV cache: this sequence's length (appended tokens included, clamped to the capacity). */
+    if (pb.p.seqused_k) s.sk = pa_cache_len(&pb, pb.p.seqused_k[b]);
+    /* packed [1, total, H, D]: stride[0] is ignored (may be anything). Packed queries over a KV
+     * cache keep per-sequence (or paged) keys. */
+    if (pb.varlen) {
+        pa_seq_extent64(pb.p.cu_seqlens_q, b, pb.p.seqlen_q, &s.q0, &s.sq);
+        s.qb = s.q0 * qst[1]; s.ob = s.q0 * ost[1];
+    } else {
+        s.qb = b * qst[0]; s.ob = b * ost[0];
+    }
+    if (pb.varlen_k) {
+        pa_seq_extent64(pb.p.cu_seqlens_k, b, pb.p.seqlen_k, &k0, &s.sk);
+        s.kb = k0 * kst[1]; s.vb = k0 * vst[1];
+    } else {
+        s.kb = bt ? 0 : b * kst[0]; s.vb = bt ? 0 : b * vst[0]; /* paged: the row offset names the page */
+    }
+    return s;
+}
+
+/* The keys of the block's rows [r0, r0 + ROWS): their hull [*blo, *bhi] (tiles outside it are masked
+ * for every row) and this warp's own row's range [*lo, *hi]. */
+template <int ROWS>
+__device__ __forceinline__ void gen_block_keys(const pa_problem &pb, const gen_seq &s, int64_t r0, int warp, int64_t *blo,
+                                               int64_t *bhi, int64_t *lo, int64_t *hi)
+{
+    *blo = INT64_MAX, *bhi = -1, *lo = 0, *hi = -1;
+    for (int r = 0; r < ROWS && r0 + r < s.sq; ++r) {
+        int64_t l, u;
+        pa_key_range(r0 + r, s.sq, s.sk, pb.window_left, pb.window_right, &l, &u);
+        if (l > u) continue;
+        *blo = l < *blo ? l : *blo;
+        *bhi = u > *bhi ? u : *bhi;
+        if (r == warp) { *lo = l; *hi = u; }
+    }
+}
+
+/* Keys [t, t + KT) of KV head rows kh/vh into the fp32 tiles ks (pitch kpitch) and vs, a warp a key
+ * row; keys past bhi are zeros, so that p = 0 keys never meet NaN garbage in V. */
+template <typename T, int W, int KT, int ROWS>
+__device__ __forceinline__ void gen_load_tile(const pa_problem &pb, const gen_seq &s, const T *kh, const T *vh, int64_t t,
+                                              int64_t bhi, int pshift, int lane, int warp, int dqk, int dv, int kpitch,
+                                              float *ks, float *vs)
+{
+    const int64_t *kst = pb.p.k.stride, *vst = pb.p.v.stride;
+    for (int r = warp; r < KT; r += ROWS) {
+        const int64_t key = t + r;
+        const bool in = key <= bhi;
+        const T *kr = kh + key * kst[1];
+        const T *vr = vh + key * vst[1];
+        if (pb.p.block_table && in) { /* read the table for real keys only: key <= bhi < seqlen_k */
+            const int64_t page = gen_page(s.bt_row, key, pshift, pb.p.num_pages);
+            const int64_t row = key & (pb.p.page_size - 1);
+            kr = kh + page * kst[0] + row * kst[1];
+            vr = vh + page * vst[0] + row * vst[1];
+        }
+        for (int d = lane; d < dqk; d += W) ks[r * kpitch + d] = in ? gen_ld(kr + d * kst[3]) : 0.f;
+        for (int d = lane; d < dv; d += W) vs[r * dv + d] = in ? gen_ld(vr + d * vst[3]) : 0.f;
+    }
+}
+
+/* The score of this lane's key: q.k (f32 inputs: in double, scaled once), softcapped. */
+template <typename T>
+__device__ __forceinline__ float gen_score(const pa_problem &pb, const float *qs, const float *kr, int dqk, float inv_cap)
+{
+    float dot = 0.f;
+    if (gen_exact_scores<T>::value) {
+        double acc = 0.0;
+        for (int d = 0; d < dqk; ++d) acc = fma((double)qs[d], (double)kr[d], acc);
+        dot = (float)(acc * (double)pb.scale);
+    } else {
+#pragma unroll 4
+        for (int d = 0; d < dqk; ++d) dot = fmaf(qs[d], kr[d], dot);
+    }
+    return pb.p.softcap > 0.f ? pb.p.softcap * tanhf(dot * inv_cap) : dot;
+}
+
+/* A row's online softmax: running max m, running sum lsum, and O's columns lane + W j. */
+template <int W> struct gen_row {
+    float m, lsum, acc[PA_GEN_DMAX / W];
+};
+
+/* One key tile of a row: s is this lane's score (-inf masked). The max, the rescale, P into ps (this
+ * warp's row) and O += P V from the tile vs. Returns without a change when the tile holds nothing
+ * visible (but a NaN score must reach O and the LSE). */
+template <int W, int KT>
+__device__ __forceinline__ void gen_step(gen_row<W> &st, float s, bool key_lane, int lane, int dv, float *ps, const float *vs)
+{
+    const float mt = gen_max<W>(s);
+    if (mt == -INFINITY && !gen_any<W>(s != s)) return; /* keep m, avoid -inf - -inf */
+    const float mn = fmaxf(st.m, mt);
+    const float corr = st.m == -INFINITY ? 0.f : expf(st.m - mn);
+    const float p = expf(s - mn); /* s = -inf gives 0 */
+    st.lsum = st.lsum * corr + gen_sum<W>(p);
+    st.m = mn;
+    if (key_lane) ps[lane] = p;
+    gen_sync_warp<W>();
+#pragma unroll
+    for (int j = 0; j < PA_GEN_DMAX / W; ++j) st.acc[j] *= corr;
+    for (int r = 0; r < KT; ++r) {
+        const float pr = ps[r];
+        if (pr == 0.f) continue; /* masked: its V must not matter (0 * inf) */
+        const float *vr = vs + r * dv;
+#pragma unroll
+        for (int j = 0; j < PA_GEN_DMAX / W; ++j)
+            if (lane + W * j < dv) st.acc[j] = fmaf(pr, vr[lane + W * j], st.acc[j]);
+    }
+}
+
+/* O's row and the LSE from the row's state. lsum > 0 iff some key was visible (the max key
+ * contributes exp(0) = 1); NaN if a score was (NaN in, NaN out). */
+template <typename T, int W>
+__device__ __forceinline__ void gen_finish(const pa_problem &pb, const gen_row<W> &st, T *orow, int64_t b, int64_t h,
+                                           int64_t i, int64_t q0, int lane, int dv)
+{
+    const int64_t *ost = pb.p.o.stride;
+#pragma unroll
+    for (int j = 0; j < PA_GEN_DMAX / W; ++j)
+        if (lane + W * j < dv)
+            gen_st(orow + (lane + W * j) * ost[3], st.lsum > 0.f ? gen_div_fast(st.acc[j], st.lsum) : st.lsum == 0.f ? 0.f : NAN);
+    if (pb.p.lse && lane == 0) {
+        const int64_t *ls = pb.p.lse_stride;
+        const int64_t off = pb.varlen ? h * ls[1] + (q0 + i) * ls[2] : b * ls[0] + h * ls[1] + i * ls[2];
+        pb.p.lse[off] = st.lsum > 0.f ? st.m + logf(st.lsum) : st.lsum == 0.f ? -INFINITY : NAN;
+    }
+}
+
+/* The kernel: sequences over grid z, heads over y, blocks of ROWS query rows over x (each loop
+ * grid-strided), a warp a row, the block's key tiles in order. No IEEE division and no 64-bit
+ * division: they become calls whose saved registers spill. Hence inv_cap from the host, 32-bit head
+ * math, and gen_div_fast by lsum, which lies in [1, Sk]. W lanes a warp, KT <= W keys a tile (one
+ * per lane for the scores), ROWS warps a block. */
 template <typename T, int W, int KT, int ROWS>
 __device__ __forceinline__ void pa_gen_fwd_body(const pa_problem &pb, float inv_cap, float *smem)
 {
@@ -51,132 +194,43 @@ __device__ __forceinline__ void pa_gen_fwd_body(const pa_problem &pb, float inv_
     float *vs = ks + KT * kpitch;
     float *qs = vs + KT * dv + warp * dqk;
     float *ps = vs + KT * dv + ROWS * dqk + warp * KT;
-
-    const T *q = (const T *)pb.p.q.data, *k = (const T *)pb.p.k.data, *v = (const T *)pb.p.v.data;
-    T *o = (T *)pb.p.o.data;
     const int64_t *qst = pb.p.q.stride, *kst = pb.p.k.stride, *vst = pb.p.v.stride, *ost = pb.p.o.stride;
-    const float softcap = pb.p.softcap;
-    const int32_t *bt = pb.p.block_table;
-    const int pshift = bt ? gen_log2_pow2(pb.p.page_size) : 0;
+    const int pshift = pb.p.block_table ? gen_log2_pow2(pb.p.page_size) : 0;
 
     for (int64_t b = blockIdx.z; b < pb.p.batch; b += gridDim.z) {
-        int64_t q0 = 0, sq = pb.p.seqlen_q, k0 = 0, sk = pb.p.seqlen_k;
-        int64_t qb, kb, vb, ob;
-        const int32_t *bt_row = bt ? bt + b * pb.p.block_table_stride : NULL;
-        /* KV cache: this sequence's length (appended tokens included, clamped to the capacity). */
-        if (pb.p.seqused_k) sk = pa_cache_len(&pb, pb.p.seqused_k[b]);
-        /* packed [1, total, H, D]: stride[0] is ignored (may be anything). Packed queries over a KV
-         * cache keep per-sequence (or paged) keys. */
-        if (pb.varlen) {
-            pa_seq_extent64(pb.p.cu_seqlens_q, b, pb.p.seqlen_q, &q0, &sq);
-            qb = q0 * qst[1]; ob = q0 * ost[1];
-        } else {
-            qb = b * qst[0]; ob = b * ost[0];
-        }
-        if (pb.varlen_k) {
-            pa_seq_extent64(pb.p.cu_seqlens_k, b, pb.p.seqlen_k, &k0, &sk);
-            kb = k0 * kst[1]; vb = k0 * vst[1];
-        } else {
-            kb = bt ? 0 : b * kst[0]; vb = bt ? 0 : b * vst[0]; /* paged: the row offset names the page */
-        }
+        const gen_seq s = gen_seq_of(pb, b);
         for (int64_t h = blockIdx.y; h < pb.p.heads_q; h += gridDim.y) {
             const int64_t hk = (uint32_t)h / (uint32_t)pb.group; /* heads < 2^31: see the launcher */
-            const T *qh = q + qb + h * qst[2];
-            const T *kh = k + kb + hk * kst[2];
-            const T *vh = v + vb + hk * vst[2];
-            T *oh = o + ob + h * ost[2];
+            const T *qh = (const T *)pb.p.q.data + s.qb + h * qst[2];
+            const T *kh = (const T *)pb.p.k.data + s.kb + hk * kst[2];
+            const T *vh = (const T *)pb.p.v.data + s.vb + hk * vst[2];
+            T *oh = (T *)pb.p.o.data + s.ob + h * ost[2];
             /* Bound by sq, not max_seqlen_q, so every row is written even if the bound is low. */
-            for (int64_t r0 = (int64_t)blockIdx.x * ROWS; r0 < sq; r0 += (int64_t)gridDim.x * ROWS) {
-                /* Hull of the block's key ranges: tiles outside it are masked for every row. */
-                int64_t blo = INT64_MAX, bhi = -1, lo = 0, hi = -1;
-                for (int r = 0; r < ROWS && r0 + r < sq; ++r) {
-                    int64_t l, u;
-                    pa_key_range(r0 + r, sq, sk, pb.window_left, pb.window_right, &l, &u);
-                    if (l > u) continue;
-                    blo = l < blo ? l : blo;
-                    bhi = u > bhi ? u : bhi;
-                    if (r == warp) { lo = l; hi = u; }
-                }
+            for (int64_t r0 = (int64_t)blockIdx.x * ROWS; r0 < s.sq; r0 += (int64_t)gridDim.x * ROWS) {
+                int64_t blo, bhi, lo, hi;
+                gen_block_keys<ROWS>(pb, s, r0, warp, &blo, &bhi, &lo, &hi);
                 const int64_t i = r0 + warp;
-                const bool active = i < sq;
+                const bool active = i < s.sq;
 
                 gen_sync_warp<W>(); /* this warp's last reads of qs are done */
                 if (active)
                     for (int d = lane; d < dqk; d += W) qs[d] = gen_ld(qh + i * qst[1] + d * qst[3]) * (gen_exact_scores<T>::value ? 1.f : pb.scale);
 
-                float m = -INFINITY, lsum = 0.f, acc[PA_GEN_DMAX / W];
+                gen_row<W> st;
+                st.m = -INFINITY, st.lsum = 0.f;
 #pragma unroll
-                for (int j = 0; j < PA_GEN_DMAX / W; ++j) acc[j] = 0.f;
+                for (int j = 0; j < PA_GEN_DMAX / W; ++j) st.acc[j] = 0.f;
 
                 for (int64_t t = blo; t <= bhi; t += KT) {
                     __syncthreads(); /* previous tile consumed; qs visible */
-                    for (int r = warp; r < KT; r += ROWS) {
-                        const int64_t key = t + r;
-                        const bool in = key <= bhi;
-                        const T *kr = kh + key * kst[1];
-                        const T *vr = vh + key * vst[1];
-                        if (bt && in) { /* read the table for real keys only: key <= bhi < seqlen_k */
-                            const int64_t page = gen_page(bt_row, key, pshift, pb.p.num_pages);
-                            const int64_t row = key & (pb.p.page_size - 1);
-                            kr = kh + page * kst[0] + row * kst[1];
-                            vr = vh + page * vst[0] + row * vst[1];
-                        }
-                        /* Zero fill: p = 0 keys must not meet NaN garbage in V. */
-                        for (int d = lane; d < dqk; d += W) ks[r * kpitch + d] = in ? gen_ld(kr + d * kst[3]) : 0.f;
-                        for (int d = lane; d < dv; d += W) vs[r * dv + d] = in ? gen_ld(vr + d * vst[3]) : 0.f;
-                    }
+                    gen_load_tile<T, W, KT, ROWS>(pb, s, kh, vh, t, bhi, pshift, lane, warp, dqk, dv, kpitch, ks, vs);
                     __syncthreads();
                     if (!active || hi < t || lo > t + KT - 1) continue; /* warp-uniform */
-
                     const int64_t key = t + lane;
-                    float s = -INFINITY;
-                    if (key_lane && key >= lo && key <= hi) {
-                        const float *kr = ks + lane * kpitch;
-                        float dot = 0.f;
-                        if (gen_exact_scores<T>::value) {
-                            double acc = 0.0;
-                            for (int d = 0; d < dqk; ++d) acc = fma((double)qs[d], (double)kr[d], acc);
-                            dot = (float)(acc * (double)pb.scale);
-                        } else {
-#pragma unroll 4
-                            for (int d = 0; d < dqk; ++d) dot = fmaf(qs[d], kr[d], dot);
-                        }
-                        s = softcap > 0.f ? softcap * tanhf(dot * inv_cap) : dot;
-                    }
-                    const float mt = gen_max<W>(s);
-                    /* nothing visible here: keep m, avoid -inf - -inf (but NaN scores must reach O and LSE) */
-                    if (mt == -INFINITY && !gen_any<W>(s != s)) continue;
-                    const float mn = fmaxf(m, mt);
-                    const float corr = m == -INFINITY ? 0.f : expf(m - mn);
-                    const float p = expf(s - mn); /* s = -inf gives 0 */
-                    lsum = lsum * corr + gen_sum<W>(p);
-                    m = mn;
-                    if (key_lane) ps[lane] = p;
-                    gen_sync_warp<W>();
-#pragma unroll
-                    for (int j = 0; j < PA_GEN_DMAX / W; ++j) acc[j] *= corr;
-                    for (int r = 0; r < KT; ++r) {
-                        const float pr = ps[r];
-                        if (pr == 0.f) continue; /* masked: its V must not matter (0 * inf) */
-                        const float *vr = vs + r * dv;
-#pragma unroll
-                        for (int j = 0; j < PA_GEN_DMAX / W; ++j)
-                            if (lane + W * j < dv) acc[j] = fmaf(pr, vr[lane + W * j], acc[j]);
-                    }
+                    const float sc = key_lane && key >= lo && key <= hi ? gen_score<T>(pb, qs, ks + lane * kpitch, dqk, inv_cap) : -INFINITY;
+                    gen_step<W, KT>(st, sc, key_lane, lane, dv, ps, vs);
                 }
-
-                if (!active) continue;
-                /* lsum > 0 iff some key was visible (the max key contributes exp(0) = 1); NaN if a score was. */
-                T *orow = oh + i * ost[1];
-#pragma unroll
-                for (int j = 0; j < PA_GEN_DMAX / W; ++j)
-                    if (lane + W * j < dv)
-                        gen_st(orow + (lane + W * j) * ost[3], lsum > 0.f ? gen_div_fast(acc[j], lsum) : lsum == 0.f ? 0.f : NAN);
-                if (pb.p.lse && lane == 0) {
-                    const int64_t *ls = pb.p.lse_stride;
-                    const int64_t off = pb.varlen ? h * ls[1] + (q0 + i) * ls[2] : b * ls[0] + h * ls[1] + i * ls[2];
-                    pb.p.lse[off] = lsum > 0.f ? m + logf(lsum) : lsum == 0.f ? -INFINITY : NAN; /* NaN in, NaN out */
-                }
+                if (active) gen_finish<T, W>(pb, st, oh + i * ost[1], b, h, i, s.q0, lane, dv);
             }
         }
     }
