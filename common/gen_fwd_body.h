@@ -187,6 +187,7 @@ __device__ __forceinline__ void gen_finish(const pa_problem &pb, const gen_row<W
 template <typename T, int W, int KT, int ROWS>
 __device__ __forceinline__ void pa_gen_fwd_body(const pa_problem &pb, float inv_cap, float *smem)
 {
+    static_assert((W & (W - 1)) == 0 && KT <= W && PA_GEN_DMAX % W == 0, "a warp of W lanes, KT <= W keys a tile");
     const int lane = threadIdx.x & (W - 1), warp = threadIdx.x / W;
     const int dqk = (int)pb.p.head_dim_qk, dv = (int)pb.p.head_dim_v, kpitch = PA_GEN_KPITCH(dqk);
     const bool key_lane = KT == W || lane < KT; /* lanes past the tile's keys hold no score */

@@ -59,7 +59,7 @@ def functions(path):
             if ch == "{":
                 if fn_depth is None:
                     h = " ".join(header.split())
-                    if "(" in h and not NOT_FN.search(h) and not h.startswith("extern"):
+                    if "(" in h and not NOT_FN.search(h):
                         m = re.search(r"([A-Za-z_]\w*)\s*\([^()]*(\([^()]*\)[^()]*)*\)\s*(const\s*)?$", h)
                         m = m or re.search(r"([A-Za-z_]\w*)\s*\(", h)
                         name, start, fn_depth = (m.group(1) if m else "?"), header_line, depth

@@ -86,9 +86,9 @@ portattn_status_t pa_hipgen_launch(const pa_hip_rt *rt, const pa_hip_fn *fns, co
         if (st) return st;
     }
     if (p->batch <= 0 || pb->max_seqlen_q <= 0 || p->heads_q <= 0) return PORTATTN_SUCCESS; /* nothing to do */
-    /* x: row blocks (grid-strided past 2^24, so that blocks x threads stay under 2^32), y: heads,
+    /* x: row blocks (grid-strided past 2^24 - 1, so that blocks x threads stay under 2^32), y: heads,
      * z: sequences (both grid-strided past 65535) */
-    const unsigned g[3] = {hipgen_cap((pb->max_seqlen_q + rows - 1) / rows, 1 << 24), hipgen_cap(p->heads_q, 65535),
+    const unsigned g[3] = {hipgen_cap((pb->max_seqlen_q + rows - 1) / rows, (1 << 24) - 1), hipgen_cap(p->heads_q, 65535),
                            hipgen_cap(p->batch, 65535)};
     const int kind = p->dtype == PORTATTN_DTYPE_F32 ? PA_HIPGEN_F32 : p->dtype == PORTATTN_DTYPE_F16 ? PA_HIPGEN_F16 : PA_HIPGEN_BF16;
     return hipgen_launch1(rt, fns[kind], g, &a, stream, "hip-generic: kernel launch", err, err_len);

@@ -171,7 +171,8 @@ int hipModuleLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsig
     (void)stream;
     const entry *e = (const entry *)fn;
     if (e < g_entries || e >= g_entries + g_entry_count || !params || extra || shmem || by != 1 || bz != 1 ||
-        bx != e->threads || !gx || !gy || !gz)
+        bx != e->threads || !gx || !gy || !gz || (uint64_t)gx * bx > UINT32_MAX || (uint64_t)gy * by > UINT32_MAX ||
+        (uint64_t)gz * bz > UINT32_MAX)
         return fail(ERR_INVALID_VALUE); /* what the backend must pass for this kernel */
     launch l = {params[0], e->body};
     std::lock_guard<std::mutex> g(g_mu); /* one simulated device: launches run one at a time */

@@ -14,8 +14,9 @@ sim_dim3 threadIdx, blockIdx, gridDim, blockDim;
  * the x87 control word pushed on the current stack, the stack pointers swapped, the other side's
  * popped (the System V ABI leaves everything else to the caller). glibc's swapcontext also saves
  * the signal mask, one system call per switch: two thirds of a simulated launch's time went there.
- * Elsewhere, ucontext. */
-#if defined(__x86_64__)
+ * Elsewhere, and where CET shadow stacks may be on (a ret into another fiber's frame would fault),
+ * ucontext. */
+#if defined(__x86_64__) && !(defined(__CET__) && (__CET__ & 2))
 #define SIM_FAST_SWITCH 1
 extern "C" void pa_sim_switch(void **save_sp, void *load_sp);
 asm(R"(

@@ -1,4 +1,5 @@
-/* One workgroup of GPU threads as cooperative fibers on the calling OS thread (ucontext): each fiber
+/* One workgroup of GPU threads as cooperative fibers on the calling OS thread (sim_fiber.cpp's own
+ * context switch on x86-64, ucontext elsewhere): each fiber
  * runs the kernel body until it reaches a barrier, and a barrier releases once every thread it names
  * has arrived, in the order a GPU gives no guarantee about beyond that. One OS thread and no locks:
  * a barrier costs a context switch per thread instead of a futex wake-up per thread, so the full case
