@@ -20,10 +20,10 @@
 #include <stdint.h>
 
 #include "gen_math.h"
+#include "gen_shape.h" /* PA_GEN_DMAX */
 #include "problem.h"
 #include "seqlen.h"
 
-#define PA_GEN_DMAX 256 /* the largest head dim (Dqk and Dv) */
 
 /* Floats of shared memory a block uses: K tile (odd pitch so lane-per-key reads hit every bank), V
  * tile, one scaled query row and one P row per warp. */

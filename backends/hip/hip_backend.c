@@ -20,6 +20,7 @@
 #include "cdna_entries.h"
 #include "cdna_grid.h"
 #include "fwd_resolve.h"
+#include "gen_shape.h"
 #include "hip_code_objects.h"
 #include "hip_grid.h"
 #include "hip_rt.h"
@@ -177,7 +178,7 @@ static hip_route hip_route_of(const hip_family *f, const pa_problem *pb, char *k
     if (pa_hip_shape_ok_wide(pb, f->tag, f->rows_per_block, f->keys_per_tile, f->keys_per_tile_wide, f->launch_cols,
                              f->dims, f->ndims, kernel, kernel_len, fast_why, sizeof fast_why))
         return ROUTE_FAST;
-    return pa_hipgen_shape_ok(pb, kernel, kernel_len, why, why_len) ? ROUTE_GENERIC : ROUTE_NONE;
+    return pa_gen_shape_ok(pb, kernel, kernel_len, why, why_len) ? ROUTE_GENERIC : ROUTE_NONE;
 }
 
 /* The fast kernel's pointers: Q, O, K and V (with keys), the LSE and the packed offsets. */

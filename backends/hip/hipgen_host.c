@@ -5,46 +5,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gen_shape.h"
 #include "hipgen_entries.h"
 
-#define HIPGEN_DMAX 256          /* PA_GEN_DMAX of common/gen_fwd_body.h */
 #define HIPGEN_APPEND_BLOCKS 65535 /* enough to fill any GPU; the grid-stride loop covers the rest */
 
-int pa_hipgen_shape_ok(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
-{
-    const portattn_fwd_params_t *p = &pb->p;
-    if (!pa_dtype_size(p->dtype)) return PA_REFUSE("hip-generic: dtype %d not supported", (int)p->dtype);
-    if (p->head_dim_qk < 1 || p->head_dim_qk > HIPGEN_DMAX || p->head_dim_v < 1 || p->head_dim_v > HIPGEN_DMAX)
-        return PA_REFUSE("hip-generic: head dims %lld/%lld outside 1..%d", (long long)p->head_dim_qk,
-                         (long long)p->head_dim_v, HIPGEN_DMAX);
-    if (p->heads_q > INT32_MAX) /* the kernel does its head math in 32 bits */
-        return PA_REFUSE("hip-generic: heads_q %lld over 2^31-1", (long long)p->heads_q);
-    if (kernel && kernel_len) pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "generic<%s>", pa_dtype_name(p->dtype));
-    return 1;
-}
-
-/* Only pointers the kernels will dereference must live on the device: an empty call launches
- * nothing, with no keys K and V are never read, and k_new/v_new are read only when appending. */
 int pa_hipgen_ptrs_ok(const pa_hip_rt *rt, int dev, const pa_problem *pb, char *why, size_t why_len)
 {
-    const portattn_fwd_params_t *p = &pb->p;
-    if (p->batch <= 0 || pb->max_seqlen_q <= 0 || p->heads_q <= 0) return 1;
-    const int kv = p->seqlen_k > 0, app = pb->seqlen_new > 0;
-    const struct { const void *ptr; const char *what; int need; } ptrs[] = {
-        {p->q.data, "q.data", 1},
-        {p->o.data, "o.data", 1},
-        {p->k.data, "k.data", kv},
-        {p->v.data, "v.data", kv},
-        {p->lse, "lse", p->lse != NULL},
-        {p->cu_seqlens_q, "cu_seqlens_q", pb->varlen},
-        {p->cu_seqlens_k, "cu_seqlens_k", pb->varlen_k},
-        {p->seqused_k, "seqused_k", p->seqused_k != NULL},
-        {p->block_table, "block_table", p->block_table != NULL},
-        {p->k_new.data, "k_new.data", app},
-        {p->v_new.data, "v_new.data", app},
-    };
-    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
-        if (ptrs[i].need && !pa_hip_ptr_check(rt, ptrs[i].ptr, dev, ptrs[i].what, why, why_len)) return 0;
+    pa_gen_ptr ptrs[PA_GEN_MAX_PTRS];
+    const int n = pa_gen_device_ptrs(pb, ptrs);
+    for (int i = 0; i < n; i++)
+        if (!pa_hip_ptr_check(rt, ptrs[i].ptr, dev, ptrs[i].what, why, why_len)) return 0;
     return 1;
 }
 

@@ -8,10 +8,9 @@
 #include "backend.h"
 #include "hip_rt.h"
 
-/* 1 if the generic kernel takes the (validated) problem by its shape (its name in kernel), else 0
- * and why: every dtype, head dims 1..256, any strides, KV caches, paged K/V, varlen, appends. */
-int pa_hipgen_shape_ok(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len);
-/* Every pointer the launches read or write is memory of device dev. */
+/* Which calls it takes is common/gen_shape.h's pa_gen_shape_ok (cuda-generic's rule: every dtype,
+ * head dims 1..256, any strides, KV caches, paged K/V, varlen, appends). Every pointer the launches
+ * read or write (pa_gen_device_ptrs) is memory of device dev. */
 int pa_hipgen_ptrs_ok(const pa_hip_rt *rt, int dev, const pa_problem *pb, char *why, size_t why_len);
 /* The append (if any), then the attention, on stream; fns: the functions of hipgen_entries.h in list
  * order, target: the gfx name of the loaded code object (its wave width sets the grid). */

@@ -10,10 +10,7 @@
 
 #include <stdint.h>
 
-#if defined(__HIPCC__)
-#include <hip/hip_runtime.h>
-#define PA_HIPGEN_REAL 1
-#endif
+#include "hip_wave.h" /* first: the device qualifiers, and the 16-bit conversions of both builds */
 
 #include "hipgen_entries.h"
 #include "problem.h"
@@ -22,30 +19,14 @@
 struct pa_hipgen_f16 { uint16_t b; };
 struct pa_hipgen_bf16 { uint16_t b; };
 
-__device__ __forceinline__ float pa_hipgen_bits_f32(uint32_t u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
-__device__ __forceinline__ uint32_t pa_hipgen_f32_bits(float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); return u; }
-
 __device__ __forceinline__ float gen_ld(const float *p) { return *p; }
 __device__ __forceinline__ void gen_st(float *p, float x) { *p = x; }
-__device__ __forceinline__ float gen_ld(const pa_hipgen_bf16 *p) { return pa_hipgen_bits_f32((uint32_t)p->b << 16); }
-__device__ __forceinline__ void gen_st(pa_hipgen_bf16 *p, float x)
-{
-    const uint32_t u = pa_hipgen_f32_bits(x); /* round to nearest even; NaN stays NaN (as half.h) */
-    p->b = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40) : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-#ifdef PA_HIPGEN_REAL
-__device__ __forceinline__ float gen_ld(const pa_hipgen_f16 *p)
-{
-    _Float16 h;
-    __builtin_memcpy(&h, &p->b, 2);
-    return (float)h;
-}
-__device__ __forceinline__ void gen_st(pa_hipgen_f16 *p, float x)
-{
-    const _Float16 h = (_Float16)x;
-    __builtin_memcpy(&p->b, &h, 2);
-}
+__device__ __forceinline__ float gen_ld(const pa_hipgen_f16 *p) { return pa_to_f32<false>(p->b); }
+__device__ __forceinline__ void gen_st(pa_hipgen_f16 *p, float x) { p->b = pa_from_f32<false>(x); }
+__device__ __forceinline__ float gen_ld(const pa_hipgen_bf16 *p) { return pa_to_f32<true>(p->b); }
+__device__ __forceinline__ void gen_st(pa_hipgen_bf16 *p, float x) { p->b = pa_from_f32<true>(x); }
 
+#ifdef PA_WAVE_REAL
 template <int W> __device__ __forceinline__ float gen_max(float x)
 {
     for (int o = W / 2; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor(x, o, W));

@@ -4,11 +4,6 @@
 #ifndef PORTATTN_HIPGEN_VOCAB_EMU_H
 #define PORTATTN_HIPGEN_VOCAB_EMU_H
 
-#include "half.h"
-
-__device__ __forceinline__ float gen_ld(const pa_hipgen_f16 *p) { return pa_f16_to_f32(p->b); }
-__device__ __forceinline__ void gen_st(pa_hipgen_f16 *p, float x) { p->b = pa_f32_to_f16(x); }
-
 /* The butterfly of W lanes as the hardware computes it (lane l meets lane l ^ o, o = W/2 .. 1), with
  * one exchange: every lane's value through a block-wide array between two barriers of its wave, then
  * the whole butterfly replayed by each lane (workgroups run one at a time: one array per type). */
