@@ -115,22 +115,26 @@ else
           if (bad) { print "FAIL: gfx1100: " bad " kernel(s) with scratch, spills, LDS over 64 KiB or not wave32"; exit 1 } }' "$s" || fail=1
   grep -E "; Occupancy:" "$s" | sort | uniq -c | sed 's/^/  /'
 fi
+# hip_asm TARGET SOURCE OUT LOG: the device assembly of backends/hip/SOURCE for one target, compiled
+# as the build compiles it (hipcc for gfx90a, CLANG with the device libraries hip_devlibs.sh makes for
+# the others); prints the log's tail and fails when the compiler does.
+hip_asm() {
+  local t=$1 src=$SRC/backends/hip/$2 out=$3 log=$4 inc=(-I"$SRC/backends/hip" -I"$SRC/common" -I"$SRC/include")
+  if [ "$t" = gfx90a ]; then
+    "$HIPCC" --offload-arch=gfx90a --cuda-device-only -S -O3 -std=c++17 "${inc[@]}" "$src" -o "$out" > "$log" 2>&1
+  else
+    "$CLANG" -x hip --rocm-path="$rocm" $(bash "$SRC/cmake/hip_devlibs.sh" "$WORK/devlib-$t" "$t") --offload-arch="$t" \
+      --cuda-device-only -S -O3 -std=c++17 "${inc[@]}" "$src" -o "$out" > "$log" 2>&1
+  fi || { tail -20 "$log"; return 1; }
+}
 # ---- hip-cdna's split-KV decode (cdna_decode.hip), the same targets, in dec/ (the static model below
 # reads the prefill's assembly only): MFMA of both dtypes, no scratch, no calls, 11 kernels (8 attention
 # instances, 2 combines, the append) ----
 mkdir -p dec
 for t in $cdna_targets; do
   s=dec/cdna_decode-$t.s
-  if [ $t = gfx90a ]; then
-    "$HIPCC" --offload-arch=gfx90a --cuda-device-only -S -O3 -std=c++17 -I"$SRC/backends/hip" -I"$SRC/common" \
-      "$SRC/backends/hip/cdna_decode.hip" -o $s > dec/hipcc.log 2>&1 || { tail -20 dec/hipcc.log; bad "decode: hipcc gfx90a"; continue; }
-    pats="v_mfma_f32_32x32x8f16 v_mfma_f32_32x32x8bf16_1k"
-  else
-    "$CLANG" -x hip --rocm-path="$rocm" $(bash "$SRC/cmake/hip_devlibs.sh" "$WORK/devlib-$t" $t) --offload-arch=$t \
-      --cuda-device-only -S -O3 -std=c++17 -I"$SRC/backends/hip" -I"$SRC/common" "$SRC/backends/hip/cdna_decode.hip" \
-      -o $s > dec/clang_$t.log 2>&1 || { tail -20 dec/clang_$t.log; bad "decode: $CLANG $t"; continue; }
-    pats="v_mfma_f32_32x32x8_f16 v_mfma_f32_32x32x8_bf16"
-  fi
+  hip_asm $t cdna_decode.hip $s dec/$t.log || { bad "decode: $t"; continue; }
+  if [ $t = gfx90a ]; then pats="v_mfma_f32_32x32x8f16 v_mfma_f32_32x32x8bf16_1k"; else pats="v_mfma_f32_32x32x8_f16 v_mfma_f32_32x32x8_bf16"; fi
   echo "== $t decode"
   cdna_asm_check "$s" "$t decode" 11 "8 attention instances, 2 combines, the append"
 done
@@ -141,14 +145,7 @@ gen_targets="$cdna_targets"
 [ -n "$rdna3_s" ] && gen_targets="$gen_targets gfx1100"
 for t in $gen_targets; do
   g=gen/hipgen-$t.s
-  if [ $t = gfx90a ]; then
-    "$HIPCC" --offload-arch=gfx90a --cuda-device-only -S -O3 -std=c++17 -I"$SRC/backends/hip" -I"$SRC/common" -I"$SRC/include" \
-      "$SRC/backends/hip/hipgen.hip" -o $g > gen/hipcc.log 2>&1 || { tail -20 gen/hipcc.log; bad "generic: hipcc gfx90a"; continue; }
-  else
-    "$CLANG" -x hip --rocm-path="$rocm" $(bash "$SRC/cmake/hip_devlibs.sh" "$WORK/devlib-$t" $t) --offload-arch=$t \
-      --cuda-device-only -S -O3 -std=c++17 -I"$SRC/backends/hip" -I"$SRC/common" -I"$SRC/include" "$SRC/backends/hip/hipgen.hip" \
-      -o $g > gen/clang_$t.log 2>&1 || { tail -20 gen/clang_$t.log; bad "generic: $CLANG $t"; continue; }
-  fi
+  hip_asm $t hipgen.hip $g gen/$t.log || { bad "generic: $t"; continue; }
   want=64; case $t in gfx1*) want=32 ;; esac
   echo "== $t generic"
   c=$(grep -c -E '^[[:space:]]*s_swappc' "$g"); printf '  %-40s %6d\n' "s_swappc (calls)" "$c"; [ "$c" -eq 0 ] || bad "$t generic: calls"
