@@ -16,6 +16,7 @@ typedef struct pa_kv_args {
     int64_t num_pages;          /* pool size; garbage entries are clamped into it */
     int page_shift;             /* log2(page_size) */
     int seqlen_new;             /* tokens appended just before the kernel: counted in the cache length */
+    int qpack;                  /* query heads per work item (cuda-sm90's GQA packing): 1, or the group */
 } pa_kv_args;
 
 /* The KV-cache fields of a validated call. */
@@ -27,6 +28,7 @@ PA_HD pa_kv_args pa_kv_args_of(const pa_problem *pb)
     kv.bt_stride = p->block_table_stride, kv.num_pages = p->num_pages;
     for (kv.page_shift = 0; p->block_table && ((int64_t)1 << kv.page_shift) < p->page_size;) kv.page_shift++;
     kv.seqlen_new = (int)pb->seqlen_new;
+    kv.qpack = 1;
     return kv;
 }
 

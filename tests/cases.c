@@ -102,11 +102,16 @@ const tcase test_cases[] = {
     {"serve_mix_paged16_bhsd_window", 4, 33, 500, 4, 2,  64,  64,  0,    50,  50, 0,   0,    LAYOUT_BHSD,  1, 1, 0, 16,  1, 0, 0, 0, 1},
     {"serve_mix_paged256_d59_v37", 4, 70,  700,  6, 3,  59,  37,  1,    U,   U, 0,    0,    LAYOUT_BSHD,  1, 1, 0, 256, 1, 0, 0, 0, 1},
     {"serve_mix_paged8_gqa4_d96",  5, 80,  400,  8, 2,  96,  96,  1,    U,   U, 0,    0,    LAYOUT_BSHD,  1, 1, 0, 8,   1, 0, 0, 0, 1},
+    /* GQA groups that do not divide a 128- or 192-row block (the packed rows of cuda-sm90's KV instances
+     * leave its last rows unused), and a group of 32 (4 tokens a block). */
+    {"serve_mix_paged32_gqa3_causal", 6, 90, 800, 12, 4, 128, 128, 1,    U,   U, 0,    0,    LAYOUT_BSHD,  1, 1, 0, 32,  1, 0, 0, 0, 1},
+    {"serve_mix_paged16_mqa32",    4, 40,  500,  32, 1, 128, 128, 0,    U,   U, 0,    0,    LAYOUT_BSHD,  1, 1, 0, 16,  1, 0, 0, 0, 0},
     /* KV-cache prefill: more than 16 query tokens per sequence over a cache (more queries than keys in
      * the short sequences), pages of 1 row, appends before the attention. */
     {"kvprefill_paged16_gqa4_causal", 3, 100, 700, 8, 2, 128, 128, 1,    U,   U, 0,    0,    LAYOUT_BSHD,  0, 1, 0, 16,  1, 0, 0, 0, 1},
     {"kvprefill_append40_paged64_window", 2, 40, 500, 4, 2, 64, 64, 1,   100, U, 0,    0,    LAYOUT_BSHD,  0, 1, 0, 64,  1, 40, 0, 0, 0},
     {"kvprefill_page1_mqa_softcap", 2, 33, 150,  4, 1,  64,  64,  0,    U,   U, 20,   0,    LAYOUT_BSHD,  0, 1, 0, 1,   1, 0, 0, 0, 0},
+    {"kvprefill_gqa5_d64_causal_window", 2, 70, 600, 10, 2, 64, 64, 1, 150,   U, 0,    0,    LAYOUT_BSHD,  0, 1, 0, 64,  1, 0, 0, 0, 0},
 };
 
 const int test_case_count = (int)(sizeof test_cases / sizeof test_cases[0]);

@@ -19,14 +19,15 @@
 #define SERVE_SM80_CASES                                                                                      \
     "serve_mix_paged16_gqa4_causal", "serve_mix_paged64_causal_window", "serve_mix_paged256_mqa_softcap",        \
         "serve_used_padded_gqa8_nolse", "serve_decodes_paged64_splits3", "serve_mix_paged16_bhsd_window",         \
-        "serve_mix_paged8_gqa4_d96"
+        "serve_mix_paged8_gqa4_d96", "serve_mix_paged32_gqa3_causal", "serve_mix_paged16_mqa32"
 /* ... and those with head dims over 128 (no paged d256 instance) or not multiples of 8 */
 #define SERVE_WIDE_CASES "serve_paged16_full_d256", "serve_mix_paged256_d59_v37"
 #define SERVE_CASES SERVE_SM80_CASES, SERVE_WIDE_CASES
 /* More than 16 query tokens per sequence over a KV cache: past the decode kernels; cuda-sm80 takes
  * them on its paged prefill instances. */
 #define KV_PREFILL_CASES \
-    "kvprefill_paged16_gqa4_causal", "kvprefill_append40_paged64_window", "kvprefill_page1_mqa_softcap"
+    "kvprefill_paged16_gqa4_causal", "kvprefill_append40_paged64_window", "kvprefill_page1_mqa_softcap", \
+        "kvprefill_gqa5_d64_causal_window"
 
 /* head dims that are not multiples of 8, and a non-unit innermost stride */
 #define ODD_SHAPE_CASES "d59_v37_odd", "layout_strided_d"

@@ -51,27 +51,30 @@ static inline cudaError_t pa_tmap_ensure_context(void)
     return e == cudaSuccess ? cudaSetDevice(dev) : e;
 }
 
-/* A [batch, seq, heads, dim] tensor of 16-bit elements as boxes of 64 columns x `rows` rows with the
- * 128-byte swizzle; rows past `seq` read as zeros. Size-1 dimensions get a nominal stride of 16
+/* A [batch, seq, heads, dim] tensor of 16-bit elements as boxes of 64 columns x `rows` rows x `hbox`
+ * heads with the 128-byte swizzle (a box lands head by head: row r of it is token r % rows of head
+ * r / rows); rows past `seq` read as zeros. Size-1 dimensions get a nominal stride of 16
  * bytes (TMA wants multiples of 16 below 2^40; the stride of a single index is never used). */
 static inline CUresult pa_tmap_bshd(PFN_cuTensorMapEncodeTiled_v12000 enc, CUtensorMap *m, const void *ptr, int bf16,
-                                    int64_t b, int64_t s, int64_t h, int64_t d, const int64_t st[3], int rows)
+                                    int64_t b, int64_t s, int64_t h, int64_t d, const int64_t st[3], int rows,
+                                    int hbox)
 {
     const cuuint64_t dims[4] = {(cuuint64_t)d, (cuuint64_t)s, (cuuint64_t)h, (cuuint64_t)b};
     const int64_t el[3] = {st[1], st[2], st[0]}, n[3] = {s, h, b};
     cuuint64_t strides[3];
     for (int i = 0; i < 3; ++i) strides[i] = (cuuint64_t)(n[i] == 1 ? 16 : el[i] * 2);
-    const cuuint32_t box[4] = {64, (cuuint32_t)rows, 1, 1}, es[4] = {1, 1, 1, 1};
+    const cuuint32_t box[4] = {64, (cuuint32_t)rows, (cuuint32_t)hbox, 1}, es[4] = {1, 1, 1, 1};
     return enc(m, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, (void *)ptr, dims,
                strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
-/* The maps of a forward call, as both TMA launchers use them: Q in boxes of q_rows, K and V in boxes
- * of kv_rows, and O (when `to` is not NULL) as Q; under varlen the packed tensors as one batch of all
- * tokens (seqlen_q/k are the totals, stride[0] unused); a KV cache as pa_tmap_kv_extent says. Finds the encoder and makes a context current
- * first. `who` names the backend in the error message. */
-static inline portattn_status_t pa_tmap_fwd(const pa_problem *pb, const char *who, int q_rows, int kv_rows,
+/* The maps of a forward call, as both TMA launchers use them: Q in boxes of q_rows tokens x q_heads
+ * heads, K and V in boxes of kv_rows, and O (when `to` is not NULL) as Q; under varlen the packed
+ * tensors as one batch of all tokens (seqlen_q/k are the totals, stride[0] unused); a KV cache as
+ * pa_tmap_kv_extent says. Finds the encoder and makes a context current first. `who` names the
+ * backend in the error message. */
+static inline portattn_status_t pa_tmap_fwd(const pa_problem *pb, const char *who, int q_rows, int q_heads, int kv_rows,
                                             CUtensorMap *tq, CUtensorMap *tk, CUtensorMap *tv, CUtensorMap *to,
                                             char *err, size_t err_len)
 {
@@ -90,13 +93,13 @@ static inline portattn_status_t pa_tmap_fwd(const pa_problem *pb, const char *wh
     const int64_t nb = pb->varlen ? 1 : p->batch, dqk = p->head_dim_qk, dv = p->head_dim_v;
     int64_t nk = nb, sk = p->seqlen_k;
     pa_tmap_kv_extent(pb, &nk, &sk, &kv_rows);
-    CUresult r = pa_tmap_bshd(enc, tq, p->q.data, bf16, nb, p->seqlen_q, p->heads_q, dqk, p->q.stride, q_rows);
+    CUresult r = pa_tmap_bshd(enc, tq, p->q.data, bf16, nb, p->seqlen_q, p->heads_q, dqk, p->q.stride, q_rows, q_heads);
     if (r == CUDA_SUCCESS)
-        r = pa_tmap_bshd(enc, tk, p->k.data, bf16, nk, sk, p->heads_kv, dqk, p->k.stride, kv_rows);
+        r = pa_tmap_bshd(enc, tk, p->k.data, bf16, nk, sk, p->heads_kv, dqk, p->k.stride, kv_rows, 1);
     if (r == CUDA_SUCCESS)
-        r = pa_tmap_bshd(enc, tv, p->v.data, bf16, nk, sk, p->heads_kv, dv, p->v.stride, kv_rows);
+        r = pa_tmap_bshd(enc, tv, p->v.data, bf16, nk, sk, p->heads_kv, dv, p->v.stride, kv_rows, 1);
     if (r == CUDA_SUCCESS && to)
-        r = pa_tmap_bshd(enc, to, p->o.data, bf16, nb, p->seqlen_q, p->heads_q, dv, p->o.stride, q_rows);
+        r = pa_tmap_bshd(enc, to, p->o.data, bf16, nb, p->seqlen_q, p->heads_q, dv, p->o.stride, q_rows, q_heads);
     /* CUresult and cudaError_t share their numbers (a dead context: 719 in both), so the runtime
      * names the error; supports() keeps the arguments inside the encoder's limits. */
     if (r != CUDA_SUCCESS) {

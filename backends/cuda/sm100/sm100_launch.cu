@@ -26,7 +26,7 @@ extern "C" portattn_status_t pa_cuda_sm100_launch(const pa_problem *pb, void *st
     portattn_status_t s = pa_fwd_fill_args(pb, &a, err, err_len);
     if (s) return s;
     CUtensorMap tq, tk, tv, to; /* to: O for the epilogue's TMA stores, boxes as Q's */
-    s = pa_tmap_fwd(pb, "cuda-sm100", PA_SM100_BM, PA_SM100_BN, &tq, &tk, &tv, &to, err, err_len);
+    s = pa_tmap_fwd(pb, "cuda-sm100", PA_SM100_BM, 1, PA_SM100_BN, &tq, &tk, &tv, &to, err, err_len);
     if (s) return s;
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
     cudaError_t e = cudaSuccess;

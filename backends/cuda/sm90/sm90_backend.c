@@ -3,6 +3,8 @@
  * file is the backend table: which calls it takes, and why not otherwise (the selector then falls
  * back to cuda-sm80 and shows the reason). */
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "backend.h"
 #include "cuda_host.h"
@@ -58,9 +60,9 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (p->seqlen_q > PA_SM90_MAX_SEQ || p->seqlen_k > PA_SM90_MAX_SEQ)
         return PA_REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
     if (pb->kv_cache && !sm90_kv_ok(pb, why, why_len)) return 0;
-    const int bm = PA_SM90_BM_NC(pa_sm90_nc(pb, d));
-    const int64_t blocks = (msq + bm - 1) / bm;
-    if (p->batch > INT32_MAX || p->heads_q > INT32_MAX || blocks * p->batch * p->heads_q > INT32_MAX)
+    const int bm = PA_SM90_BM_NC(pa_sm90_nc(pb, d)), qpack = pa_sm90_qpack(pb, bm);
+    const int64_t blocks = (msq + bm / qpack - 1) / (bm / qpack);
+    if (p->batch > INT32_MAX || p->heads_q > INT32_MAX || blocks * p->batch * (p->heads_q / qpack) > INT32_MAX)
         return PA_REFUSE("batch %lld x heads %lld x row blocks over 2^31-1 work items", (long long)p->batch,
                       (long long)p->heads_q);
     if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
@@ -73,8 +75,12 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if ((!pb->kv_cache && !pa_fwd_layouts_ok(pb, why, why_len)) || !pa_tma_strides_ok(pb, 0, why, why_len) ||
         !pa_cuda_fwd_ptrs_ok(pb, why, why_len))
         return 0;
-    if (kernel && kernel_len)
+    if (kernel && kernel_len) {
         pa_kernel_name(kernel, kernel_len, pb->kv_cache ? "sm90-kv" : "sm90", dt, d, pb, bm, PA_SM90_BN(d));
+        const size_t n = strlen(kernel);
+        if (qpack > 1 && n > 0 && n + 16 < kernel_len) /* "...,128x128>" -> "...,128x128,packgqa4>" */
+            snprintf(kernel + n - 1, kernel_len - n + 1, ",packgqa%d>", qpack);
+    }
     return 1;
 }
 

@@ -51,15 +51,16 @@
  * work on one S tile: score transform, mask on boundary tiles, online softmax in base 2 (as
  * cuda-sm80: a row with nothing visible keeps max -inf and exponent base 0), P packed into the
  * A fragments of the register-A wgmma, the O correction factors in corr. */
-template <typename T, int BN> struct sm90_tile_softmax {
+template <typename T, int BN, bool PK> struct sm90_tile_softmax {
     float mrow[2], lsum[2];
     int dlo, dhi, kdiag, sk, lane;
+    int row1; /* PK (GQA-packed rows): the second row's query token, which is not the first's + 8 */
     int transform, softcap; /* the score map, copied out of the kernel parameters */
     float mult, pre_mul, post_mul;
 
-    __device__ __forceinline__ void init(const pa_fwd_args &a, int row, int sq, int sk_, int lane_)
+    __device__ __forceinline__ void init(const pa_fwd_args &a, int row, int row1_, int sq, int sk_, int lane_)
     {
-        sk = sk_, lane = lane_;
+        sk = sk_, lane = lane_, row1 = row1_;
         transform = a.transform, softcap = a.softcap, mult = a.mult, pre_mul = a.pre_mul, post_mul = a.post_mul;
         /* Key j is visible to row i iff dlo <= j - i <= dhi and j < sk (as cuda-sm80). */
         const int64_t span = (int64_t)sk + sq + 1;
@@ -88,7 +89,7 @@ template <typename T, int BN> struct sm90_tile_softmax {
             int lo[2], hi[2];
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
-                const int row = -kdiag + 8 * r; /* key - row in [dlo, dhi], key < sk */
+                const int row = PK && r ? row1 : -kdiag + 8 * r; /* key - row in [dlo, dhi], key < sk */
                 lo[r] = (int)max((int64_t)row + dlo, (int64_t)0) - k0;
                 hi[r] = (int)min((int64_t)row + dhi, (int64_t)sk - 1) - k0;
             }
@@ -153,21 +154,23 @@ template <typename T, int BN> struct sm90_tile_softmax {
 /* Named barrier of the consumer warpgroups (barrier 0 is __syncthreads'). */
 #define PA_SM90_BAR_CONSUMERS 1
 
-/* One work item: a row block of one (batch, head), and the key tiles its rows see. */
+/* One work item: a row block of one (batch, head), and the key tiles its rows see. With GQA packing
+ * (KV instances, kv.qpack > 1) the item is a block of nq query tokens of every query head of one KV
+ * head: row r of the tile is token m0 + r % nq of head h + r / nq. */
 struct sm90_work {
-    int b, h, hk, tb;   /* batch, head, KV head; tb: the Q map's batch coordinate (0 under varlen) */
+    int b, h, hk, tb;   /* batch, (first) head, KV head; tb: the Q map's batch coordinate (0 under varlen) */
     int tk;             /* the K/V maps' batch coordinate (tb, or b over a per-sequence KV cache) */
     int q0, k0, sq, sk; /* the sequence's packed start rows and lengths (0 and a.seqlen_* without varlen) */
-    int m0;             /* first row of the block */
+    int m0, nq;         /* first query token of the block, and its tokens (BM, or BM / qpack) */
     int n_lo, n_hi;     /* key tiles [n_lo, n_hi) */
     int full_lo, full_hi; /* tiles every row of the block sees in full (no mask) */
 };
 
 /* The (batch, head) pair and row block of item `lin` (the order: sm90_work_of), in index type I. */
 template <typename I>
-__device__ __forceinline__ void sm90_pair_of(const pa_fwd_args &a, I lin, I nmb, I chunk, sm90_work &w, int &mb)
+__device__ __forceinline__ void sm90_pair_of(const pa_fwd_args &a, I lin, I nmb, I chunk, I heads, sm90_work &w, int &mb)
 {
-    const I nbh = (I)a.batch * (I)a.heads, heads = (I)a.heads;
+    const I nbh = (I)a.batch * heads;
     I bh;
     if (a.wr >= 0) { /* chunk ci holds pairs [c0, c0 + cn) (the last may be short) */
         const I ci = lin / (chunk * nmb), c0 = ci * chunk, l = lin - c0 * nmb;
@@ -197,22 +200,24 @@ template <int BM, int BN, bool VL, bool KV>
 __device__ __forceinline__ int sm90_work_of(const pa_fwd_args &a, const pa_kv_args &kv, int64_t lin, int nmb, int chunk,
                                             bool i32, sm90_work &w)
 {
+    const int g = KV ? kv.qpack : 1, rows = KV ? BM / g : BM, heads = KV ? a.heads / g : a.heads;
     int mb;
-    if (i32) sm90_pair_of<uint32_t>(a, (uint32_t)lin, (uint32_t)nmb, (uint32_t)chunk, w, mb);
-    else sm90_pair_of<int64_t>(a, lin, nmb, chunk, w, mb);
-    w.hk = w.h / a.group;
+    if (i32) sm90_pair_of<uint32_t>(a, (uint32_t)lin, (uint32_t)nmb, (uint32_t)chunk, (uint32_t)heads, w, mb);
+    else sm90_pair_of<int64_t>(a, lin, nmb, chunk, heads, w, mb);
+    if (KV && g > 1) w.hk = w.h, w.h *= g; /* the pair is a KV head with its whole group */
+    else w.hk = w.h / a.group;
     w.q0 = 0, w.k0 = 0, w.sq = a.seqlen_q, w.sk = a.seqlen_k, w.tb = w.b;
     if (VL) { /* right-bounded: the t-th row block from this sequence's own end, as without varlen */
         pa_seq_extent(a.cu_q, w.b, a.seqlen_q, &w.q0, &w.sq);
         if (!KV) pa_seq_extent(a.cu_k, w.b, a.seqlen_k, &w.k0, &w.sk);
-        if (a.wr >= 0) mb -= nmb - (w.sq + BM - 1) / BM;
-        if (mb < 0 || mb * BM >= w.sq) return 0;
+        if (a.wr >= 0) mb -= nmb - (w.sq + rows - 1) / rows;
+        if (mb < 0 || mb * rows >= w.sq) return 0;
         w.tb = 0;
     }
     w.tk = KV ? w.b : w.tb;
     if (KV && kv.seqused_k) w.sk = (int)pa_cache_len_of(kv.seqused_k[w.b], kv.seqlen_new, a.seqlen_k);
-    w.m0 = mb * BM;
-    const pa_tile_hull t = pa_tile_hull_of(w.m0, BM, BN, w.sq, w.sk, a.wl, a.wr);
+    w.m0 = mb * rows, w.nq = rows;
+    const pa_tile_hull t = pa_tile_hull_of(w.m0, rows, BN, w.sq, w.sk, a.wl, a.wr);
     w.n_lo = t.n_lo, w.n_hi = t.n_hi, w.full_lo = t.full_lo, w.full_hi = t.full_hi;
     return 1;
 }
@@ -318,8 +323,8 @@ __device__ __forceinline__ void sm90_quad_transpose(uint32_t (&x)[4], int lane)
  * either wholly inside Dv or wholly past it. */
 template <typename T, int NO, bool VL>
 __device__ __forceinline__ void sm90_epilogue(const pa_fwd_args &a, const sm90_work &w, const float (&o)[NO * 4],
-                                              const float (&mrow)[2], const float (&lsum_part)[2], int rowc, int lane,
-                                              T tag)
+                                              const float (&mrow)[2], const float (&lsum_part)[2],
+                                              const int (&qrow)[2], const int (&qhead)[2], int g, int lane, T tag)
 {
     static_assert(NO % 4 == 0, "O is stored in groups of four 8-column tiles");
     T *oh = (T *)a.o + (VL ? (int64_t)w.q0 * a.os[1] : w.b * a.os[0]) + w.h * a.os[2];
@@ -330,10 +335,11 @@ __device__ __forceinline__ void sm90_epilogue(const pa_fwd_args &a, const sm90_w
         float l = lsum_part[r];
         l += __shfl_xor_sync(0xffffffffu, l, 1);
         l += __shfl_xor_sync(0xffffffffu, l, 2);
-        const int row = w.m0 + rowc + 8 * r;
+        const int row = qrow[r];
         const float inv = l > 0.f ? __fdividef(1.f, l) : 0.f;
-        const bool live = row < w.sq; /* the shuffles below run in every lane; only the stores are guarded */
-        T *orow = oh + (int64_t)row * a.os[1] + t * 8;
+        /* the shuffles below run in every lane; only the stores are guarded */
+        const bool live = row < w.sq && qhead[r] < g;
+        T *orow = oh + qhead[r] * a.os[2] + (int64_t)row * a.os[1] + t * 8;
 #pragma unroll
         for (int g = 0; g < NO / 4; ++g) {
             uint32_t x[4];
@@ -348,7 +354,7 @@ __device__ __forceinline__ void sm90_epilogue(const pa_fwd_args &a, const sm90_w
                 sm90_st_global16(orow + g * 32, x[0], x[1], x[2], x[3]);
         }
         if (live && a.lse && t == 0)
-            a.lse[lse0 + (int64_t)row * a.ls[2]] =
+            a.lse[lse0 + qhead[r] * a.ls[1] + (int64_t)row * a.ls[2]] =
                 l > 0.f ? (mrow[r] * a.mult + __log2f(l)) * 0.69314718055994531f : l == 0.f ? -INFINITY : NAN;
     }
 }
@@ -388,7 +394,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
 #define EMPTY_V(s) (bar + 16 * QS + 8 * (3 * ST + (s)))
 
     const int tid = threadIdx.x, wg = tid >> 7;
-    const int64_t nwork = (int64_t)nmb * a.batch * a.heads;
+    const int64_t nwork = (int64_t)nmb * a.batch * (KV ? a.heads / kv.qpack : a.heads);
     const bool i32 = nwork <= INT32_MAX;
 
     if (tid == 0) {
@@ -420,7 +426,8 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
             const int qs = qi % QS, qu = qi / QS;
             if (qu > 0 && does_k) pa_bar_wait(EMPTY_Q(qs), (qu - 1) & 1);
             if (!KV || tid == 0) {
-                pa_bar_expect_tx(FULL_Q(qs), QBYTES);
+                /* a packed tile's box is nq tokens x qpack heads, which may leave the last rows unwritten */
+                pa_bar_expect_tx(FULL_Q(qs), KV ? NB * w.nq * kv.qpack * 128 : QBYTES);
 #pragma unroll
                 for (int c = 0; c < NB; ++c)
                     pa_tma_load_4d(q_s + qs * QBYTES + c * QBLK, &tq, FULL_Q(qs), c * 64, w.q0 + w.m0, w.h, w.tb);
@@ -460,8 +467,16 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
         sm90_work w;
         if (lin >= nwork || !sm90_work_of<BM, BN, VL, KV>(a, kv, lin, nmb, chunk, i32, w)) continue;
         const int n_lo = w.n_lo, n_hi = w.n_hi, sk = w.sk;
-        sm90_tile_softmax<T, BN> sm;
-        sm.init(a, w.m0 + rowc, w.sq, sk, lane);
+        /* This thread's two rows as (query token, head offset): rows rowc and rowc + 8 of the block,
+         * or under GQA packing token m0 + r % nq of head h + r / nq. */
+        int qrow[2], qhead[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            qhead[r] = KV ? (rowc + 8 * r) / w.nq : 0;
+            qrow[r] = w.m0 + rowc + 8 * r - qhead[r] * w.nq;
+        }
+        sm90_tile_softmax<T, BN, KV> sm;
+        sm.init(a, qrow[0], qrow[1], w.sq, sk, lane);
 
         float o[D / 2];
 #pragma unroll
@@ -587,7 +602,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
 #undef ISSUE_PV
 #undef FINISH_PV
 #undef ISSUE_S
-        sm90_epilogue<T, NO, VL>(a, w, o, sm.mrow, sm.lsum, rowc, lane, tag);
+        sm90_epilogue<T, NO, VL>(a, w, o, sm.mrow, sm.lsum, qrow, qhead, KV ? kv.qpack : 1, lane, tag);
     }
 #undef FULL_Q
 #undef EMPTY_Q
@@ -604,9 +619,9 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
  * every pair (one chunk: longest first over all pairs, the order before chunks). Six rounds and the
  * evening: the smallest bound that kept a model of the snake schedule within 3.5% of the one-chunk
  * order's balance over s 512-16k, d 64-256, 8-64 heads (mean 0.3% worse). */
-static int sm90_chunk(const pa_fwd_args *a, int64_t l2_pairs, int64_t nmb, int64_t grid)
+static int sm90_chunk(int64_t nbh, int64_t group, int64_t l2_pairs, int64_t nmb, int64_t grid)
 {
-    const int64_t nbh = (int64_t)a->batch * a->heads, g = a->group > 0 ? a->group : 1;
+    const int64_t g = group > 0 ? group : 1;
     const int64_t rounds = (6 * grid + nmb - 1) / nmb;
     int64_t c = l2_pairs > rounds ? l2_pairs : rounds;
     if (c >= nbh) return (int)nbh;
@@ -616,7 +631,8 @@ static int sm90_chunk(const pa_fwd_args *a, int64_t l2_pairs, int64_t nmb, int64
 }
 
 /* max_sq: the longest sequence's queries (the grid's row blocks per (batch, head)); seqlen_q without
- * varlen, max_seqlen_q with it. l2_pairs: see sm90_chunk. kv: the KV cache (KV instances only). */
+ * varlen, max_seqlen_q with it. l2_pairs: see sm90_chunk. kv: the KV cache (KV instances only); with
+ * kv->qpack > 1 the pairs are (batch, KV head) and a row block holds BM / qpack tokens of each. */
 template <typename T, int D, int NC, int BN, int ST, bool VL, bool KV>
 static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
                                         const pa_fwd_args *a, const pa_kv_args *kv, int64_t max_sq, int64_t l2_pairs,
@@ -630,12 +646,13 @@ static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap
     int sms = 0;
     if (!pa_cuda_device_info(NULL, NULL, &sms, NULL, 0) || sms < 1) sms = 1;
     /* One CTA per SM (shared memory allows no second), each walking the work items. */
-    const int64_t nmb = (max_sq + PA_SM90_BM_NC(NC) - 1) / PA_SM90_BM_NC(NC), nwork = nmb * a->batch * a->heads;
+    const int g = kv && kv->qpack > 1 ? kv->qpack : 1, rows = PA_SM90_BM_NC(NC) / g;
+    const int64_t nmb = (max_sq + rows - 1) / rows, pairs = (int64_t)a->batch * (a->heads / g), nwork = nmb * pairs;
     const unsigned grid = (unsigned)(nwork < sms ? nwork : sms);
     CUtensorMap q = *tq, k = *tk, v = *tv;
     pa_fwd_args arg = *a;
     pa_kv_args kva = kv ? *kv : pa_kv_args();
-    int nmb_arg = (int)nmb, chunk = sm90_chunk(a, l2_pairs, nmb, grid);
+    int nmb_arg = (int)nmb, chunk = sm90_chunk(pairs, g > 1 ? 1 : a->group, l2_pairs / g, nmb, grid);
     void *args[] = {&q, &k, &v, &arg, &kva, &nmb_arg, &chunk};
     return cudaLaunchKernel((const void *)kern, dim3(grid), dim3(PA_SM90_THREADS_NC(NC)), args, smem, stream);
 }

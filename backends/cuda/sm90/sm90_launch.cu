@@ -62,6 +62,22 @@ extern "C" int pa_sm90_nc(const pa_problem *pb, int d)
     return rows_short < rows ? ns : nc;
 }
 
+/* GQA packing of the KV instances (FlashAttention-3's PackGQA): a work item takes BM / group query
+ * tokens of every query head of one KV head instead of BM tokens of one query head. A decode row of a
+ * serving batch is then one item per KV head, not one per query head (each walks the sequence's
+ * whole cache: a mixed batch of 8 decodes and 2 chunks of 512 cost 1.78x its parts with one row a
+ * query head), and the heads of a group read each K/V tile once. Off for groups over the block's rows.
+ * -DPA_SM90_KV_PACK_GQA=0 (C and CUDA flags) builds it off for an A/B. */
+#ifndef PA_SM90_KV_PACK_GQA
+#define PA_SM90_KV_PACK_GQA 1
+#endif
+extern "C" int pa_sm90_qpack(const pa_problem *pb, int bm)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    const int64_t g = p->heads_kv > 0 ? p->heads_q / p->heads_kv : 1;
+    return PA_SM90_KV_PACK_GQA && pb->kv_cache && g > 1 && g <= bm ? (int)g : 1;
+}
+
 /* Right-bounded (causal) items go longest first. Over all (batch, head) pairs at once a round of 132
  * CTAs holds up to 132 pairs, whose K/V overflow the L2 on long sequences (ncu, b8 s2k h16 d128
  * causal: 128 MB of K/V, DRAM at 3.5 TB/s where cuDNN reads 1 TB/s), so every row block fetched its
@@ -93,8 +109,9 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *str
     portattn_status_t s = pa_fwd_fill_args(pb, &a, err, err_len);
     if (s) return s;
     CUtensorMap tq, tk, tv;
-    const int nc = pa_sm90_nc(pb, d);
-    s = pa_tmap_fwd(pb, "cuda-sm90", PA_SM90_BM_NC(nc), PA_SM90_BN(d), &tq, &tk, &tv, NULL, err, err_len);
+    const int nc = pa_sm90_nc(pb, d), qpack = pa_sm90_qpack(pb, PA_SM90_BM_NC(nc));
+    s = pa_tmap_fwd(pb, "cuda-sm90", PA_SM90_BM_NC(nc) / qpack, qpack, PA_SM90_BN(d), &tq, &tk, &tv, NULL, err,
+                    err_len);
     if (s) return s;
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
     cudaStream_t st = (cudaStream_t)stream;
@@ -103,7 +120,8 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *str
     cudaError_t e = cudaErrorInvalidValue; /* no instance: supports() refused it first */
     if (pb->kv_cache) {
         /* the new tokens go into the cache first (same stream), then the KV-cache instance */
-        const pa_kv_args kv = pa_kv_args_of(pb);
+        pa_kv_args kv = pa_kv_args_of(pb);
+        kv.qpack = qpack;
         s = pa_cuda_append(pb, st, err, err_len);
         if (s) return s;
         switch (d) {

@@ -77,6 +77,9 @@ int pa_sm90_dims_ok(const pa_problem *pb, char *why, size_t why_len);
  * pad less than the default 192-row ones (d64, at most 256 query rows, no KV cache), else
  * PA_SM90_NC(d). */
 int pa_sm90_nc(const pa_problem *pb, int d);
+/* Query heads per work item of a call whose row blocks have bm rows: the GQA group for KV-cache calls
+ * (packed: bm / group tokens of each head), else 1. */
+int pa_sm90_qpack(const pa_problem *pb, int bm);
 /* 1 if this build holds the sm_90a kernels (nvcc new enough for sm_90a). */
 int pa_sm90_compiled(void);
 
