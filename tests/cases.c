@@ -63,6 +63,8 @@ const tcase test_cases[] = {
      * their Q and K/V slot rings wrap (encoder-sized: CLIP's 77 tokens, a packed batch of short prompts). */
     {"many_items_s77",      64, 77,  77,   8, 8,  64,  64,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 0, 0, 0, 0, 0, 0},
     {"many_items_varlen_causal_gqa4", 48, 150, 150, 8, 2, 128, 128, 1, U, U, 0,   0,    LAYOUT_BSHD,    1, 1, 0, 0, 0, 0, 0, 0, 0},
+    /* over 32 sequences: cuda-sm90 scans a varlen batch's extents 32 at a time (sm90_seek) */
+    {"many_seqs_varlen_gqa2",  70, 90,  120,  4, 2,  64,  64,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    1, 1, 0, 0, 0, 0, 0, 0, 0},
     /* KV cache (decode): seqused_k, shuffled page pools, appends, long caches that split. */
     {"kvcache_used_decode",   5, 1,   200,  8, 2,  64,  64,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 0,   1, 0, 0, 0, 0},
     {"paged16_decode_gqa4",   4, 1,   300,  8, 2,  128, 128, 0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 16,  1, 0, 0, 0, 0},
@@ -106,6 +108,7 @@ const tcase test_cases[] = {
      * leave its last rows unused), and a group of 32 (4 tokens a block). */
     {"serve_mix_paged32_gqa3_causal", 6, 90, 800, 12, 4, 128, 128, 1,    U,   U, 0,    0,    LAYOUT_BSHD,  1, 1, 0, 32,  1, 0, 0, 0, 1},
     {"serve_mix_paged16_mqa32",    4, 40,  500,  32, 1, 128, 128, 0,    U,   U, 0,    0,    LAYOUT_BSHD,  1, 1, 0, 16,  1, 0, 0, 0, 0},
+    {"serve_many_paged16_gqa4_causal", 40, 20, 150, 8, 2, 128, 128, 1,    U,   U, 0,    0,    LAYOUT_BSHD,  1, 1, 0, 16,  1, 0, 0, 0, 1},
     /* KV-cache prefill: more than 16 query tokens per sequence over a cache (more queries than keys in
      * the short sequences), pages of 1 row, appends before the attention. */
     {"kvprefill_paged16_gqa4_causal", 3, 100, 700, 8, 2, 128, 128, 1,    U,   U, 0,    0,    LAYOUT_BSHD,  0, 1, 0, 16,  1, 0, 0, 0, 1},

@@ -19,7 +19,8 @@
 #define SERVE_SM80_CASES                                                                                      \
     "serve_mix_paged16_gqa4_causal", "serve_mix_paged64_causal_window", "serve_mix_paged256_mqa_softcap",        \
         "serve_used_padded_gqa8_nolse", "serve_decodes_paged64_splits3", "serve_mix_paged16_bhsd_window",         \
-        "serve_mix_paged8_gqa4_d96", "serve_mix_paged32_gqa3_causal", "serve_mix_paged16_mqa32"
+        "serve_mix_paged8_gqa4_d96", "serve_mix_paged32_gqa3_causal", "serve_mix_paged16_mqa32", \
+        "serve_many_paged16_gqa4_causal"
 /* ... and those with head dims over 128 (no paged d256 instance) or not multiples of 8 */
 #define SERVE_WIDE_CASES "serve_paged16_full_d256", "serve_mix_paged256_d59_v37"
 #define SERVE_CASES SERVE_SM80_CASES, SERVE_WIDE_CASES

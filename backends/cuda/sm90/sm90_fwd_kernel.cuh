@@ -45,6 +45,7 @@
 #include "seqlen.h"      /* pa_seq_extent */
 #include "sm90_launch.h"
 #include "sm90_ptx.cuh"
+#include "sm90_schedule.cuh" /* sm90_work, sm90_next: which work items a CTA takes */
 #include "sm90_wgmma.cuh"
 
 /* The per-thread softmax state of a consumer (two rows: rowc and rowc + 8 of the block) and the
@@ -154,74 +155,6 @@ template <typename T, int BN, bool PK> struct sm90_tile_softmax {
 /* Named barrier of the consumer warpgroups (barrier 0 is __syncthreads'). */
 #define PA_SM90_BAR_CONSUMERS 1
 
-/* One work item: a row block of one (batch, head), and the key tiles its rows see. With GQA packing
- * (KV instances, kv.qpack > 1) the item is a block of nq query tokens of every query head of one KV
- * head: row r of the tile is token m0 + r % nq of head h + r / nq. */
-struct sm90_work {
-    int b, h, hk, tb;   /* batch, (first) head, KV head; tb: the Q map's batch coordinate (0 under varlen) */
-    int tk;             /* the K/V maps' batch coordinate (tb, or b over a per-sequence KV cache) */
-    int q0, k0, sq, sk; /* the sequence's packed start rows and lengths (0 and a.seqlen_* without varlen) */
-    int m0, nq;         /* first query token of the block, and its tokens (BM, or BM / qpack) */
-    int n_lo, n_hi;     /* key tiles [n_lo, n_hi) */
-    int full_lo, full_hi; /* tiles every row of the block sees in full (no mask) */
-};
-
-/* The (batch, head) pair and row block of item `lin` (the order: sm90_work_of), in index type I. */
-template <typename I>
-__device__ __forceinline__ void sm90_pair_of(const pa_fwd_args &a, I lin, I nmb, I chunk, I heads, sm90_work &w, int &mb)
-{
-    const I nbh = (I)a.batch * heads;
-    I bh;
-    if (a.wr >= 0) { /* chunk ci holds pairs [c0, c0 + cn) (the last may be short) */
-        const I ci = lin / (chunk * nmb), c0 = ci * chunk, l = lin - c0 * nmb;
-        const I cn = nbh - c0 < chunk ? nbh - c0 : chunk, last = (nbh - 1) / chunk, lev = l / cn;
-        bh = c0 + (l - lev * cn), mb = (int)(((last - ci) & 1) ? lev : nmb - 1 - lev);
-    } else {
-        bh = lin / nmb, mb = (int)(lin - bh * nmb);
-    }
-    const I b = bh / heads;
-    w.b = (int)b, w.h = (int)(bh - b * heads);
-}
-
-/* Work item `lin` of nmb x batch x heads. Right-bounded masks (causal) go chunk by chunk of `chunk`
- * consecutive (batch, head) pairs (sized on the host so that a chunk's K/V stay in L2 while its row
- * blocks run: sm90_chunk), and within a chunk by row-block length, longest first in the last chunk
- * and in every second one before it, shortest first in the others: item lengths then rise and fall
- * without jumps, so the snake (sm90_item) still pairs long items with short ones (a sawtooth of
- * longest-first chunks left some CTAs up to 20% more work in a model of the schedule), and the grid
- * still ends on the shortest items. Otherwise the row blocks of a pair run together so that they
- * share K/V in L2. Under varlen nmb is the longest sequence's (a.seqlen_q is the packed total) and a
- * row block past its own sequence's end is no work (0 returned): cu_seqlens and lin are the same for
- * every thread, so all of them skip it or none, and no barrier phase is spent on it.
- * i32: every item index fits in 32 bits (the usual case; a varlen batch of very many sequences with
- * one long one may not). Every thread maps every item, and a 64-bit division is a call of some 70
- * instructions on the GPU where a 32-bit one is a short inline sequence. */
-template <int BM, int BN, bool VL, bool KV>
-__device__ __forceinline__ int sm90_work_of(const pa_fwd_args &a, const pa_kv_args &kv, int64_t lin, int nmb, int chunk,
-                                            bool i32, sm90_work &w)
-{
-    const int g = KV ? kv.qpack : 1, rows = KV ? BM / g : BM, heads = KV ? a.heads / g : a.heads;
-    int mb;
-    if (i32) sm90_pair_of<uint32_t>(a, (uint32_t)lin, (uint32_t)nmb, (uint32_t)chunk, (uint32_t)heads, w, mb);
-    else sm90_pair_of<int64_t>(a, lin, nmb, chunk, heads, w, mb);
-    if (KV && g > 1) w.hk = w.h, w.h *= g; /* the pair is a KV head with its whole group */
-    else w.hk = w.h / a.group;
-    w.q0 = 0, w.k0 = 0, w.sq = a.seqlen_q, w.sk = a.seqlen_k, w.tb = w.b;
-    if (VL) { /* right-bounded: the t-th row block from this sequence's own end, as without varlen */
-        pa_seq_extent(a.cu_q, w.b, a.seqlen_q, &w.q0, &w.sq);
-        if (!KV) pa_seq_extent(a.cu_k, w.b, a.seqlen_k, &w.k0, &w.sk);
-        if (a.wr >= 0) mb -= nmb - (w.sq + rows - 1) / rows;
-        if (mb < 0 || mb * rows >= w.sq) return 0;
-        w.tb = 0;
-    }
-    w.tk = KV ? w.b : w.tb;
-    if (KV && kv.seqused_k) w.sk = (int)pa_cache_len_of(kv.seqused_k[w.b], kv.seqlen_new, a.seqlen_k);
-    w.m0 = mb * rows, w.nq = rows;
-    const pa_tile_hull t = pa_tile_hull_of(w.m0, rows, BN, w.sq, w.sk, a.wl, a.wr);
-    w.n_lo = t.n_lo, w.n_hi = t.n_hi, w.full_lo = t.full_lo, w.full_hi = t.full_hi;
-    return 1;
-}
-
 /* Over a page pool a K/V tile of BN keys is one TMA box per page it spans, of min(BN, page) rows (the
  * maps' box), box j landing at row j * rows of the slot: a multiple of 8 rows (pages of at least
  * PA_SM90_MIN_PAGE), so each box's 128-byte swizzle is the whole tile's. Boxes wholly past the
@@ -255,8 +188,8 @@ template <int BN> struct sm90_pages {
 #endif
 #define PA_SM90_KV_PWARPS(nc) ((nc) == 3 ? 1 : PA_SM90_KV_PRODUCER_WARPS)
 /* K or V tile n of work item w into the slot at dst (NB column blocks of BN rows), on barrier bar.
- * Called by the producer thread, or over a page pool by the whole producer warp (pg: this lane's
- * box page from sm90_pages::page_of). */
+ * Called by the producer thread or warp: lane 0 issues a contiguous tile; over a page pool every lane
+ * issues its box (pg: this lane's page from sm90_pages::page_of). */
 #ifdef PA_SM90_DEVICE
 template <int BN, int NB, bool KV>
 __device__ __forceinline__ void sm90_load_kv(uint32_t dst, const CUtensorMap *map, uint32_t bar, const pa_kv_args &kv,
@@ -276,21 +209,12 @@ __device__ __forceinline__ void sm90_load_kv(uint32_t dst, const CUtensorMap *ma
         }
         return;
     }
-    if (KV && lane != 0) return;
+    if (lane != 0) return; /* one thread of the producer warp issues a contiguous tile */
     pa_bar_expect_tx(bar, NB * KBLK);
 #pragma unroll
     for (int c = 0; c < NB; ++c) pa_tma_load_4d(dst + c * KBLK, map, bar, c * 64, w.k0 + n * BN, w.hk, w.tk);
 }
 #endif
-
-/* The item a CTA takes in round r (items [base, base + gridDim.x)): in order on even rounds, in
- * reverse on odd ones. Causal items come longest first; a plain stride would hand CTA 0 the longest
- * of every round (about one item more than the mean over a long causal grid, 5-10%); the snake pairs
- * each long item with a short one. */
-__device__ __forceinline__ int64_t sm90_item(int64_t r, int64_t base)
-{
-    return base + ((r & 1) ? gridDim.x - 1 - blockIdx.x : blockIdx.x);
-}
 
 /* A 4x4 transpose across the quad (lanes 4i..4i+3 hold one accumulator row): on entry x[c] holds
  * this lane's two columns of the c-th 8-column tile of a group of four; on return lane t holds
@@ -313,6 +237,14 @@ __device__ __forceinline__ void sm90_quad_transpose(uint32_t (&x)[4], int lane)
     }
 }
 
+/* Row r of item w's tile as (query token, head offset from w.h): token m0 + r, or under GQA packing
+ * (PK, the KV instances) token m0 + r % nq of head r / nq. */
+template <bool PK> __device__ __forceinline__ void sm90_row_of(const sm90_work &w, int r, int &row, int &head)
+{
+    head = PK ? r / w.nq : 0;
+    row = w.m0 + r - head * w.nq;
+}
+
 /* Epilogue of a work item: row sums across the quad, normalise once, write O (its first Dv columns)
  * and the LSE. Varlen: packed row q0 + row, the batch strides ignored (LSE indexed (head, packed
  * token)). In the accumulator layout a lane holds 4 bytes of each 16-byte chunk of its row, and
@@ -321,10 +253,10 @@ __device__ __forceinline__ void sm90_quad_transpose(uint32_t (&x)[4], int lane)
  * chunks and a quad fills 64 contiguous bytes of its row. The front end has checked O for 16-byte
  * rows (data and strides, pa_tiled_layout_ok) and the head dims for multiples of 8, so a chunk is
  * either wholly inside Dv or wholly past it. */
-template <typename T, int NO, bool VL>
+template <typename T, int NO, bool VL, bool PK>
 __device__ __forceinline__ void sm90_epilogue(const pa_fwd_args &a, const sm90_work &w, const float (&o)[NO * 4],
-                                              const float (&mrow)[2], const float (&lsum_part)[2],
-                                              const int (&qrow)[2], const int (&qhead)[2], int g, int lane, T tag)
+                                              const float (&mrow)[2], const float (&lsum_part)[2], int rowc, int g,
+                                              int lane, T tag)
 {
     static_assert(NO % 4 == 0, "O is stored in groups of four 8-column tiles");
     T *oh = (T *)a.o + (VL ? (int64_t)w.q0 * a.os[1] : w.b * a.os[0]) + w.h * a.os[2];
@@ -335,11 +267,12 @@ __device__ __forceinline__ void sm90_epilogue(const pa_fwd_args &a, const sm90_w
         float l = lsum_part[r];
         l += __shfl_xor_sync(0xffffffffu, l, 1);
         l += __shfl_xor_sync(0xffffffffu, l, 2);
-        const int row = qrow[r];
+        int row, head;
+        sm90_row_of<PK>(w, rowc + 8 * r, row, head);
         const float inv = l > 0.f ? __fdividef(1.f, l) : 0.f;
         /* the shuffles below run in every lane; only the stores are guarded */
-        const bool live = row < w.sq && qhead[r] < g;
-        T *orow = oh + qhead[r] * a.os[2] + (int64_t)row * a.os[1] + t * 8;
+        const bool live = row < w.sq && head < g;
+        T *orow = oh + head * a.os[2] + (int64_t)row * a.os[1] + t * 8;
 #pragma unroll
         for (int g = 0; g < NO / 4; ++g) {
             uint32_t x[4];
@@ -354,16 +287,118 @@ __device__ __forceinline__ void sm90_epilogue(const pa_fwd_args &a, const sm90_w
                 sm90_st_global16(orow + g * 32, x[0], x[1], x[2], x[3]);
         }
         if (live && a.lse && t == 0)
-            a.lse[lse0 + qhead[r] * a.ls[1] + (int64_t)row * a.ls[2]] =
+            a.lse[lse0 + head * a.ls[1] + (int64_t)row * a.ls[2]] =
                 l > 0.f ? (mrow[r] * a.mult + __log2f(l)) * 0.69314718055994531f : l == 0.f ? -INFINITY : NAN;
     }
 }
 
+/* The barriers (8 bytes each, from `bar`): full_q[QS], empty_q[QS], then full_k[ST], full_v[ST],
+ * empty_k[ST], empty_v[ST]; defined for the producer and the kernel, undefined after them. */
+#define FULL_Q(s) (bar + 8 * (s))
+#define EMPTY_Q(s) (bar + 8 * (QS + (s)))
+#define FULL_K(s) (bar + 16 * QS + 8 * (s))
+#define FULL_V(s) (bar + 16 * QS + 8 * (ST + (s)))
+#define EMPTY_K(s) (bar + 16 * QS + 8 * (2 * ST + (s)))
+#define EMPTY_V(s) (bar + 16 * QS + 8 * (3 * ST + (s)))
+/* under varlen, after the QS + 1 work items: item slot i free again (every consumer warp has read it) */
+#define EMPTY_I(i) (bar + 16 * (QS + 2 * ST) + 64 * (QS + 1) + 8 * (i))
+
+#ifdef PA_SM90_DEVICE
+/* The barriers' arrival counts: a TMA load's expect_tx arrival on every "landed" barrier, one per
+ * consumer warpgroup on the Q and K/V "free" ones, one per consumer warp on the item slots. */
+template <int QS, int ST, int NC, bool VL> __device__ __forceinline__ void sm90_init_barriers(uint32_t bar)
+{
+    for (int s = 0; s < QS; ++s) {
+        pa_bar_init(FULL_Q(s), 1);
+        pa_bar_init(EMPTY_Q(s), NC); /* one arrival per consumer warpgroup */
+    }
+    for (int s = 0; VL && s < QS + 1; ++s) pa_bar_init(EMPTY_I(s), 4 * NC); /* every consumer warp */
+    for (int s = 0; s < ST; ++s) {
+        pa_bar_init(FULL_K(s), 1);
+        pa_bar_init(FULL_V(s), 1);
+        pa_bar_init(EMPTY_K(s), NC);
+        pa_bar_init(EMPTY_V(s), NC);
+    }
+    pa_bar_init_fence();
+}
+
+/* Waits until work item i's slot of the ring (sm90_fwd) is free: every consumer warp has read the
+ * item that was there (the slot's barrier at empty_i + 8 x slot). Before the walk computes item i,
+ * so that no item is held in registers while the producer waits. */
+template <int QS> __device__ __forceinline__ void sm90_wait_item(uint32_t empty_i, int i)
+{
+    const int u = i / (QS + 1);
+    if (u > 0) pa_bar_wait(empty_i + 8 * (i % (QS + 1)), (u - 1) & 1);
+}
+
+/* The producer warpgroup's work: its first warp (one thread of it but under varlen and over a KV
+ * cache) walks the CTA's items, publishes each under varlen (items[], sm90_schedule.cuh), and loads
+ * its Q tile and K/V tiles into the rings; over a KV cache with two consumer warpgroups a second warp
+ * loads the V tiles. The other producer threads return at once. */
+template <int D, int NC, int BN, int ST, bool VL, bool KV>
+__device__ __forceinline__ void sm90_produce(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
+                                             const pa_fwd_args &a, const pa_kv_args &kv, int64_t nwork, int nmb,
+                                             int chunk, bool i32, uint32_t q_s, uint32_t k_s, uint32_t v_s,
+                                             uint32_t bar, sm90_work *items)
+{
+    constexpr int BM = PA_SM90_BM_NC(NC), NB = D / 64, QS = PA_SM90_QS(D);
+    constexpr int QBLK = BM * 128, QBYTES = NB * QBLK, KVBYTES = NB * BN * 128;
+    /* Over a KV cache a warp shares a page pool's boxes, and a second warp takes the V tiles;
+     * under varlen a whole warp walks the schedule (sm90_seek), one thread issuing the loads. */
+    const int tid = threadIdx.x;
+    if (KV ? tid >= 32 * PA_SM90_KV_PWARPS(NC) : VL ? tid >= 32 : tid != 0) return;
+    const int lane = KV || VL ? tid & 31 : 0;
+    const bool does_k = !KV || tid < 32, does_v = !KV || PA_SM90_KV_PWARPS(NC) == 1 || tid >= 32;
+    int it = 0, qi = 0; /* K/V tiles and Q tiles loaded so far */
+    sm90_walk walk;
+    for (;;) {
+        sm90_work w;
+        if (VL && does_k) sm90_wait_item<QS>(EMPTY_I(0), qi);
+        if (!sm90_next<BM, BN, VL, KV>(a, kv, nwork, nmb, chunk, i32, walk, w)) break;
+        const int qs = qi % QS, qu = qi / QS;
+        if (qu > 0 && does_k) pa_bar_wait(EMPTY_Q(qs), (qu - 1) & 1);
+        if (tid == 0) {
+            if (VL) items[qi % (QS + 1)] = w;
+            /* a packed tile's box is nq tokens x qpack heads, which may leave the last rows unwritten */
+            pa_bar_expect_tx(FULL_Q(qs), KV ? NB * w.nq * kv.qpack * 128 : QBYTES);
+#pragma unroll
+            for (int c = 0; c < NB; ++c)
+                pa_tma_load_4d(q_s + qs * QBYTES + c * QBLK, tq, FULL_Q(qs), c * 64, w.q0 + w.m0, w.h, w.tb);
+        }
+        ++qi;
+        /* Page lookups run one tile ahead: tile n+1's entries are in flight while tile n waits
+         * for its slots and issues its boxes. */
+        const bool paged = KV && kv.block_table;
+        int pg_next = paged && w.n_lo < w.n_hi ? sm90_pages<BN>(kv, w, w.n_lo).page_of(kv, w, lane) : 0;
+        for (int n = w.n_lo; n < w.n_hi; ++n, ++it) {
+            const int s = it % ST, u = it / ST, pg = pg_next;
+            if (paged && n + 1 < w.n_hi) pg_next = sm90_pages<BN>(kv, w, n + 1).page_of(kv, w, lane);
+            /* K and V slots are given back separately: K once every S product on it is done, V
+             * once every P V product is, so K_{n+1} can land while P_n V_n still reads V_n. */
+            if (does_k) {
+                if (u > 0) pa_bar_wait(EMPTY_K(s), (u - 1) & 1);
+                sm90_load_kv<BN, NB, KV>(k_s + s * KVBYTES, tk, FULL_K(s), kv, w, n, lane, pg);
+            }
+            if (does_v) {
+                if (u > 0) pa_bar_wait(EMPTY_V(s), (u - 1) & 1);
+                sm90_load_kv<BN, NB, KV>(v_s + s * KVBYTES, tv, FULL_V(s), kv, w, n, lane, pg);
+            }
+        }
+    }
+    if (VL && tid == 0) { /* the end: a slot whose item says so, on a plain arrival */
+        const int qs = qi % QS, qu = qi / QS;
+        if (qu > 0) pa_bar_wait(EMPTY_Q(qs), (qu - 1) & 1);
+        items[qi % (QS + 1)].b = -1; /* its slot: waited for at the top of the loop */
+        pa_bar_arrive(FULL_Q(qs));
+    }
+}
+#endif
+
 /* VL: the varlen instance. The per-sequence extents as run-time values cost the non-varlen kernel
  * 5-10% on the H200 (registers where kernel parameters were), so varlen is its own instance.
  *
- * Persistent: gridDim.x CTAs (one per SM) walk the nmb x batch x heads work items in rounds of
- * gridDim.x (sm90_item). The K/V ring runs on across items (`it` counts tiles over the CTA's whole life, so slot
+ * Persistent: gridDim.x CTAs (one per SM) walk the work items in the order sm90_schedule.cuh gives
+ * (sm90_next). The K/V ring runs on across items (`it` counts tiles over the CTA's whole life, so slot
  * and phase follow from it), and the Q tiles (QS slots) have "Q free" barriers of their own: the consumers give a slot
  * back as soon as their last S product of an item has read it. With two slots the producer runs a
  * whole item ahead (the next item's Q and first K/V tiles are in flight while this item's S waits);
@@ -385,73 +420,24 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
     extern __shared__ uint8_t smem_raw[];
     const uint32_t base = (pa_smem_u32(smem_raw) + 1023) & ~1023u; /* swizzle atoms need 1 KB alignment */
     const uint32_t q_s = base, k_s = q_s + QS * QBYTES, v_s = k_s + ST * KVBYTES, bar = v_s + ST * KVBYTES;
-    /* barriers, 8 bytes each: full_q[QS], empty_q[QS], then full_k[ST], full_v[ST], empty_k[ST], empty_v[ST] */
-#define FULL_Q(s) (bar + 8 * (s))
-#define EMPTY_Q(s) (bar + 8 * (QS + (s)))
-#define FULL_K(s) (bar + 16 * QS + 8 * (s))
-#define FULL_V(s) (bar + 16 * QS + 8 * (ST + (s)))
-#define EMPTY_K(s) (bar + 16 * QS + 8 * (2 * ST + (s)))
-#define EMPTY_V(s) (bar + 16 * QS + 8 * (3 * ST + (s)))
+    /* Under varlen, after the barriers: a ring of QS + 1 work items (item i in slot i % (QS + 1)),
+     * each written by the producer before its Q load, whose barrier orders it before the consumers'
+     * reads (the end of the walk: an item with b < 0), and given back by every consumer warp after
+     * its epilogue (EMPTY_I). With one slot more than Q has, the producer rarely waits for one: it
+     * writes item i after the Q slot of item i - QS came back, i.e. after item i - QS - 1, the slot's
+     * previous item, was finished. */
+    sm90_work *const items = (sm90_work *)(smem_raw + (bar + 16 * (QS + 2 * ST) - pa_smem_u32(smem_raw)));
 
     const int tid = threadIdx.x, wg = tid >> 7;
     const int64_t nwork = (int64_t)nmb * a.batch * (KV ? a.heads / kv.qpack : a.heads);
     const bool i32 = nwork <= INT32_MAX;
 
-    if (tid == 0) {
-        for (int s = 0; s < QS; ++s) {
-            pa_bar_init(FULL_Q(s), 1);
-            pa_bar_init(EMPTY_Q(s), NC); /* one arrival per consumer warpgroup */
-        }
-        for (int s = 0; s < ST; ++s) {
-            pa_bar_init(FULL_K(s), 1);
-            pa_bar_init(FULL_V(s), 1);
-            pa_bar_init(EMPTY_K(s), NC);
-            pa_bar_init(EMPTY_V(s), NC);
-        }
-        pa_bar_init_fence();
-    }
+    if (tid == 0) sm90_init_barriers<QS, ST, NC, VL>(bar);
     __syncthreads();
 
     if (wg == 0) { /* producer */
         sm90_setmaxnreg_dec<PA_SM90_PRODUCER_REGS_NC(NC)>();
-        /* Over a KV cache a warp shares a page pool's boxes, and a second warp takes the V tiles. */
-        if (KV ? tid >= 32 * PA_SM90_KV_PWARPS(NC) : tid != 0) return;
-        const int lane = tid & 31;
-        const bool does_k = !KV || tid < 32, does_v = !KV || PA_SM90_KV_PWARPS(NC) == 1 || tid >= 32;
-        int it = 0, qi = 0; /* K/V tiles and Q tiles loaded so far */
-        for (int64_t r = 0, base = 0; base < nwork; ++r, base += gridDim.x) {
-            const int64_t lin = sm90_item(r, base);
-            sm90_work w;
-            if (lin >= nwork || !sm90_work_of<BM, BN, VL, KV>(a, kv, lin, nmb, chunk, i32, w)) continue;
-            const int qs = qi % QS, qu = qi / QS;
-            if (qu > 0 && does_k) pa_bar_wait(EMPTY_Q(qs), (qu - 1) & 1);
-            if (!KV || tid == 0) {
-                /* a packed tile's box is nq tokens x qpack heads, which may leave the last rows unwritten */
-                pa_bar_expect_tx(FULL_Q(qs), KV ? NB * w.nq * kv.qpack * 128 : QBYTES);
-#pragma unroll
-                for (int c = 0; c < NB; ++c)
-                    pa_tma_load_4d(q_s + qs * QBYTES + c * QBLK, &tq, FULL_Q(qs), c * 64, w.q0 + w.m0, w.h, w.tb);
-            }
-            ++qi;
-            /* Page lookups run one tile ahead: tile n+1's entries are in flight while tile n waits
-             * for its slots and issues its boxes. */
-            const bool paged = KV && kv.block_table;
-            int pg_next = paged && w.n_lo < w.n_hi ? sm90_pages<BN>(kv, w, w.n_lo).page_of(kv, w, lane) : 0;
-            for (int n = w.n_lo; n < w.n_hi; ++n, ++it) {
-                const int s = it % ST, u = it / ST, pg = pg_next;
-                if (paged && n + 1 < w.n_hi) pg_next = sm90_pages<BN>(kv, w, n + 1).page_of(kv, w, lane);
-                /* K and V slots are given back separately: K once every S product on it is done, V
-                 * once every P V product is, so K_{n+1} can land while P_n V_n still reads V_n. */
-                if (does_k) {
-                    if (u > 0) pa_bar_wait(EMPTY_K(s), (u - 1) & 1);
-                    sm90_load_kv<BN, NB, KV>(k_s + s * KVBYTES, &tk, FULL_K(s), kv, w, n, lane, pg);
-                }
-                if (does_v) {
-                    if (u > 0) pa_bar_wait(EMPTY_V(s), (u - 1) & 1);
-                    sm90_load_kv<BN, NB, KV>(v_s + s * KVBYTES, &tv, FULL_V(s), kv, w, n, lane, pg);
-                }
-            }
-        }
+        sm90_produce<D, NC, BN, ST, VL, KV>(&tq, &tk, &tv, a, kv, nwork, nmb, chunk, i32, q_s, k_s, v_s, bar, items);
         return;
     }
 
@@ -462,19 +448,25 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
     const T tag = T();
     const bool leader = (tid & 127) == 0;     /* arrives on the free barriers for its warpgroup */
     int it = 0, qi = 0;
-    for (int64_t r = 0, base = 0; base < nwork; ++r, base += gridDim.x) {
-        const int64_t lin = sm90_item(r, base);
-        sm90_work w;
-        if (lin >= nwork || !sm90_work_of<BM, BN, VL, KV>(a, kv, lin, nmb, chunk, i32, w)) continue;
-        const int n_lo = w.n_lo, n_hi = w.n_hi, sk = w.sk;
-        /* This thread's two rows as (query token, head offset): rows rowc and rowc + 8 of the block,
-         * or under GQA packing token m0 + r % nq of head h + r / nq. */
-        int qrow[2], qhead[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            qhead[r] = KV ? (rowc + 8 * r) / w.nq : 0;
-            qrow[r] = w.m0 + rowc + 8 * r - qhead[r] * w.nq;
+    sm90_walk walk;
+    for (;;) {
+        const int qs = qi % QS, islot = qi % (QS + 1);
+        sm90_work wr;
+        if (VL) { /* the producer's item (its mapping reads cu_seqlens) */
+            pa_bar_wait(FULL_Q(qs), (qi / QS) & 1);
+            if (items[islot].b < 0) break;
+        } else { /* a few instructions on kernel parameters, which registers need not hold */
+            if (!sm90_next<BM, BN, VL, KV>(a, kv, nwork, nmb, chunk, i32, walk, wr)) break;
+            pa_bar_wait(FULL_Q(qs), (qi / QS) & 1);
         }
+        ++qi;
+        /* Under varlen the item stays in its slot until this warp gives the slot back after the
+         * epilogue, so it is read from there where needed rather than held in registers. */
+        const sm90_work &w = VL ? items[islot] : wr;
+        const int n_lo = w.n_lo, n_hi = w.n_hi, sk = w.sk;
+        int qrow[2], head; /* the query tokens of this thread's rows rowc and rowc + 8 (heads: the epilogue's) */
+        sm90_row_of<KV>(w, rowc, qrow[0], head);
+        sm90_row_of<KV>(w, rowc + 8, qrow[1], head);
         sm90_tile_softmax<T, BN, KV> sm;
         sm.init(a, qrow[0], qrow[1], w.sq, sk, lane);
 
@@ -484,11 +476,8 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
         float sc[BN / 2], corr[2];
         uint32_t pf[BN / 16][4];
 
-        const int qs = qi % QS;
         const uint32_t q_wg = q_s + qs * QBYTES + cw * 64 * 128; /* this warpgroup's 64 rows of each column block */
         const uint32_t empty_q = EMPTY_Q(qs);
-        pa_bar_wait(FULL_Q(qs), (qi / QS) & 1);
-        ++qi;
         /* S = Q K^T of the tile in slot s (committed as one wgmma group) */
 #define ISSUE_S(s)                                                                                                \
     sm90_wgmma_ss0<BN>(sc, sm90_desc_sw128(q_wg, 16, 1024), sm90_desc_sw128(k_s + (s) * KVBYTES, 16, 1024), tag);  \
@@ -602,7 +591,11 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
 #undef ISSUE_PV
 #undef FINISH_PV
 #undef ISSUE_S
-        sm90_epilogue<T, NO, VL>(a, w, o, sm.mrow, sm.lsum, qrow, qhead, KV ? kv.qpack : 1, lane, tag);
+        sm90_epilogue<T, NO, VL, KV>(a, w, o, sm.mrow, sm.lsum, rowc, KV ? kv.qpack : 1, lane, tag);
+        if (VL) { /* the item slot back: this warp's reads of it before its lane 0's arrival */
+            __syncwarp();
+            if (lane == 0) pa_bar_arrive(EMPTY_I(islot));
+        }
     }
 #undef FULL_Q
 #undef EMPTY_Q
@@ -610,6 +603,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
 #undef FULL_V
 #undef EMPTY_K
 #undef EMPTY_V
+#undef EMPTY_I
 #endif
 }
 

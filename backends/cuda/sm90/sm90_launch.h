@@ -49,10 +49,11 @@
 #define PA_SM90_Q_SLOTS 2
 #endif
 #define PA_SM90_QS(d) ((d) <= 64 ? PA_SM90_Q_SLOTS : 1)
-/* Dynamic shared memory: QS Q tiles, ST K and V slots, the barriers, and 1 KB to align the tiles. */
+/* Dynamic shared memory: QS Q tiles, ST K and V slots, the barriers, QS + 1 work items of 64 bytes
+ * (the producer's handoff to the consumers) with a barrier each, and 1 KB to align the tiles. */
 #define PA_SM90_SMEM_SHAPE(d, nc, bn, st)                                                               \
     (PA_SM90_QS(d) * PA_SM90_BM_NC(nc) * (d) * 2 + 2 * (st) * (bn) * (d) * 2 +                      \
-     8 * (2 * PA_SM90_QS(d) + 4 * (st)) + 1024)
+     8 * (2 * PA_SM90_QS(d) + 4 * (st)) + 72 * (PA_SM90_QS(d) + 1) + 1024)
 #define PA_SM90_SMEM(d) PA_SM90_SMEM_SHAPE(d, PA_SM90_NC(d), PA_SM90_BN(d), PA_SM90_STAGES(d))
 /* The KV-cache instances: d128 with three K/V slots (225 KB). Over a page pool a tile is several TMA
  * boxes, and the deeper ring hides their issue: a 2048-token chunk over 16k cached tokens went from
