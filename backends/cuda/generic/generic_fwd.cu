@@ -10,6 +10,7 @@
 #include "cuda_append.h"
 #include "cuda_host.h"
 #include "gen_device.cuh"
+#include "gen_shape.h" /* pa_gen_shape_ok */
 #include "generic_launch.h"
 
 /* The rest of common/gen_fwd_body.h's vocabulary: an NVIDIA warp is 32 lanes. */
@@ -76,12 +77,9 @@ static portattn_status_t gen_launch(const pa_problem *pb, cudaStream_t stream, c
 extern "C" portattn_status_t pa_cuda_generic_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    if (p->head_dim_qk < 1 || p->head_dim_qk > GEN_DMAX || p->head_dim_v < 1 || p->head_dim_v > GEN_DMAX)
-        return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-generic: head dims %lld/%lld outside 1..%d",
-                      (long long)p->head_dim_qk, (long long)p->head_dim_v, GEN_DMAX);
-    if (p->heads_q > INT32_MAX)
-        return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-generic: heads_q %lld over 2^31-1",
-                      (long long)p->heads_q);
+    char why[160];
+    if (!pa_gen_shape_ok(pb, NULL, 0, why, sizeof why)) /* supports()' rule: a direct call is refused as well */
+        return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-generic: %s", why);
     /* Every refusal before the append (a failed call leaves the cache as it was), then the append on
      * the same stream: the attention below must see the new keys. */
     portattn_status_t ast;
