@@ -236,7 +236,12 @@ def gap(a, b):
     return worst, gaps.index(worst)
 
 
-def training_f32(device, tol):
+def training_f32(device, tol, ptol=2e-3):
+    """The loss curves within tol (relative), the final weights within ptol of the largest weight. Adam
+    scales each step by the gradient's running RMS, so a weight whose gradient sits at rounding level
+    moves by up to lr (1e-3) a step in a direction rounding picks: the weights can part by O(lr) where
+    the curves agree to 1e-6 (seed 1367357417 on the CPU: curves 1.4e-6, weights 3.0e-4; most seeds
+    5e-7 both). A wrong gradient moves the curves first (a dk scaled by 0.7 fails both checks)."""
     x, y = torch.randn(8, 16, 32, device=device), torch.randn(8, 16, 32, device=device)
     t0 = time.time()
     (lp, pp), (lt, pt) = train(portattn_attention, x, y), train(torch_attention, x, y)
@@ -245,7 +250,7 @@ def training_f32(device, tol):
     print("    f32 on %s: loss %.4f -> %.4f (portattn) vs %.4f (torch), worst relative gap %.1e at step %d, "
           "params %.1e, %.1f s" % (device, lp[0], lp[-1], lt[-1], worst, at, pmax, time.time() - t0), flush=True)
     assert lp[-1] < 0.5 * lp[0], "portattn model did not train"
-    assert worst <= tol and pmax <= tol, (worst, pmax)
+    assert worst <= tol and pmax <= ptol, (worst, pmax)
 
 
 def training_bf16(device):
