@@ -50,19 +50,20 @@ static portattn_status_t bwd_select(const pa_bwd_problem *pb, const pa_bwd_backe
                           name, by, text);
         snprintf(sel->reason, sizeof sel->reason, "forced by %s", by);
     } else {
-        for (int id = 1; id < PORTATTN_BACKEND_COUNT_ && !*bb; id++) {
-            const pa_backend *b = pa_backend_lookup((portattn_backend_t)id);
+        portattn_backend_t id;
+        for (int i = 0; (id = pa_backend_preferred(i)) != PORTATTN_BACKEND_AUTO && !*bb; i++) {
+            const pa_backend *b = pa_backend_lookup(id);
             int ok = 0;
             if (b && pa_backend_forced_only(b->id))
                 snprintf(text, sizeof text, "forced calls only (never run on its hardware)");
             else
-                ok = bwd_usable(pb, (portattn_backend_t)id, bb, sel->kernel, sizeof sel->kernel, text, sizeof text);
+                ok = bwd_usable(pb, id, bb, sel->kernel, sizeof sel->kernel, text, sizeof text);
             if (!ok) {
                 *bb = NULL;
                 size_t n = strlen(sel->reason);
                 if (n < sizeof sel->reason)
                     snprintf(sel->reason + n, sizeof sel->reason - n, "%s%s: %s", n ? "; " : "",
-                             portattn_backend_name((portattn_backend_t)id), text);
+                             portattn_backend_name(id), text);
             }
         }
         if (!*bb)

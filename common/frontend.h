@@ -20,6 +20,8 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *params, pa_problem *p
 /* 1 for a backend the AUTO selector never picks: it runs only when forced by params->backend or
  * PORTATTN_BACKEND (a kernel that has not run on its hardware yet). */
 int pa_backend_forced_only(portattn_backend_t id);
+/* The i-th backend automatic selection tries (0 first); PORTATTN_BACKEND_AUTO past the last. */
+portattn_backend_t pa_backend_preferred(int i);
 
 /* The compiled-in backend table for an id, or NULL when not compiled in. */
 const pa_backend *pa_backend_lookup(portattn_backend_t id);

@@ -6,7 +6,7 @@
 
 #include "frontend.h"
 
-/* Compiled-in backends; the selector walks the ids in preference order (the enum order). */
+/* Compiled-in backends, looked up by id. */
 static const pa_backend *const compiled[] = {
 #ifdef PORTATTN_HAVE_SM100
     &pa_backend_cuda_sm100,
@@ -30,6 +30,21 @@ static const pa_backend *const compiled[] = {
 #endif
     &pa_backend_cpu,
 };
+
+/* The order in which automatic selection tries the backends (forward and backward): the fastest
+ * kernels first, cuda-generic and the CPU last. Not the id order, so that a new backend can take its
+ * place here without renumbering the public ids. */
+static const portattn_backend_t preference[] = {
+    PORTATTN_BACKEND_CUDA_SM100, PORTATTN_BACKEND_CUDA_SM90, PORTATTN_BACKEND_CUDA_SM80, PORTATTN_BACKEND_HIP_CDNA,
+    PORTATTN_BACKEND_HIP_RDNA3,  PORTATTN_BACKEND_CUDA_GENERIC, PORTATTN_BACKEND_CPU,
+};
+_Static_assert(sizeof preference / sizeof preference[0] == PORTATTN_BACKEND_COUNT_ - 1,
+               "every backend id has its place in the preference order");
+
+portattn_backend_t pa_backend_preferred(int i)
+{
+    return i >= 0 && i < (int)(sizeof preference / sizeof preference[0]) ? preference[i] : PORTATTN_BACKEND_AUTO;
+}
 
 /* Compiled-in backward passes (looked up by id; a backend without one is absent). */
 static const pa_bwd_backend *const compiled_bwd[] = {
@@ -181,9 +196,10 @@ static portattn_status_t select_pass(const pa_problem *pb, const pa_backend **be
         *be = b;
         if (explain) snprintf(sel->reason, sizeof sel->reason, "forced by %s", by);
     } else {
-        for (int id = 1; id < PORTATTN_BACKEND_COUNT_ && !*be; id++) {
-            const char *name = portattn_backend_name((portattn_backend_t)id);
-            const pa_backend *b = pa_backend_lookup((portattn_backend_t)id);
+        portattn_backend_t id;
+        for (int i = 0; (id = pa_backend_preferred(i)) != PORTATTN_BACKEND_AUTO && !*be; i++) {
+            const char *name = portattn_backend_name(id);
+            const pa_backend *b = pa_backend_lookup(id);
             const char *skip = NULL;
             if (!b)
                 skip = "not compiled in";

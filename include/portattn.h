@@ -74,7 +74,9 @@ typedef enum portattn_dtype {
     PORTATTN_DTYPE_F32 = 3 /* CPU reference and the generic CUDA kernel only */
 } portattn_dtype_t;
 
-/* Backends in order of preference (the selector tries them top to bottom, the CPU last). */
+/* Backend ids. They are stable: a new backend gets the next id, and no id is renumbered. The order in
+ * which automatic selection tries them is the library's own (fastest first, the CPU last; the query's
+ * reason lists the ones passed) and need not follow the ids. */
 typedef enum portattn_backend {
     PORTATTN_BACKEND_AUTO = 0,
     PORTATTN_BACKEND_CUDA_SM100 = 1, /* tcgen05 + TMEM (B200/B300) */

@@ -60,8 +60,23 @@ int pa_cuda_ptr_is_device_accessible(const void *ptr) { return (void)ptr, 1; }
 int pa_cuda_take_device_error(char *buf, size_t len) { return (void)buf, (void)len, 0; }
 void pa_cuda_memo(int on) { (void)on; }
 
+/* The preference order names every backend id once, and no id it does not have. */
+static void check_preference(void)
+{
+    int seen[PORTATTN_BACKEND_COUNT_] = {0}, n = 0;
+    for (portattn_backend_t id; (id = pa_backend_preferred(n)) != PORTATTN_BACKEND_AUTO; n++) {
+        CHECK((int)id > 0 && id < PORTATTN_BACKEND_COUNT_, "preference %d is id %d", n, (int)id);
+        if ((int)id > 0 && id < PORTATTN_BACKEND_COUNT_) seen[id]++;
+    }
+    CHECK(n == PORTATTN_BACKEND_COUNT_ - 1, "%d backends in the preference order", n);
+    for (int id = 1; id < PORTATTN_BACKEND_COUNT_; id++)
+        CHECK(seen[id] == 1, "%s appears %d times in the preference order", portattn_backend_name(id), seen[id]);
+    CHECK(pa_backend_preferred(-1) == PORTATTN_BACKEND_AUTO, "index -1");
+}
+
 int main(void)
 {
+    check_preference();
     portattn_fwd_params_t p;
     portattn_fwd_params_init(&p);
     p.dtype = PORTATTN_DTYPE_F16, p.batch = 1, p.seqlen_q = p.seqlen_k = 64, p.heads_q = p.heads_kv = 1;
