@@ -112,11 +112,11 @@ const char *pa_dims_note(const pa_problem *pb, int d, char *buf, size_t len)
 }
 
 void pa_kernel_name(char *buf, size_t len, const char *family, const char *dtype, int d, const pa_problem *pb, int bm,
-                    int bn)
+                    int bn, const char *extra)
 {
     char note[48];
-    pa_fmt(buf, len, PORTATTN_SUCCESS, "%s<%s,d%d%s,%dx%d>", family, dtype, d, pa_dims_note(pb, d, note, sizeof note),
-           bm, bn);
+    pa_fmt(buf, len, PORTATTN_SUCCESS, "%s<%s,d%d%s,%dx%d%s%s>", family, dtype, d, pa_dims_note(pb, d, note, sizeof note),
+           bm, bn, extra ? "," : "", extra ? extra : "");
 }
 
 int pa_fwd_kv_layouts_ok(const pa_problem *pb, char *why, size_t why_len)

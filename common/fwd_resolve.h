@@ -33,12 +33,13 @@ int pa_tiled_layout_ok(const portattn_tensor_t *t, const char *name, int varlen,
  * and O's are never written, so S, the LSE and O's first Dv columns are exact. 0 when none fits;
  * pa_fwd_dims_ok is the same with the reason in words. */
 int pa_fwd_instance_dim(const int *dims, int n, int64_t dqk, int64_t dv);
-/* The kernel's name in the "which kernel" answer: family<dtype,dD,BMxBN>, and the call's head dims
- * after D where the instance is wider than them (family<bf16,d128(80/80),128x128>). */
+/* The kernel's name in the "which kernel" answer: family<dtype,dD,BMxBN>, the call's head dims after
+ * D where the instance is wider than them (family<bf16,d128(80/80),128x128>), and a family's own
+ * note last unless extra is NULL (family<f16,d64,128x128,packgqa4>). */
 /* "(Dqk/Dv)" in buf when instance D is wider than the call's head dims, else "" (buf unused). */
 const char *pa_dims_note(const struct pa_problem *pb, int d, char *buf, size_t len);
 void pa_kernel_name(char *buf, size_t len, const char *family, const char *dtype, int d, const struct pa_problem *pb,
-                    int bm, int bn);
+                    int bm, int bn, const char *extra);
 int pa_fwd_dims_ok(const int *dims, int n, const struct pa_problem *pb, const char *who, char *why, size_t why_len);
 /* Decode shapes: at most this many query tokens per sequence go to the split-KV decode kernels
  * (cuda-sm80's, hip-cdna's), which the prefill kernels leave them to. */

@@ -3,7 +3,6 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "fwd_resolve.h"
 
@@ -33,11 +32,11 @@ int pa_hip_shape_ok_wide(const pa_problem *pb, const char *tag, int bm, int bn, 
     if (!pa_hip_nothing_to_do(pb) && !pa_fwd_layouts_ok(pb, why, why_len)) return 0;
     const int d = pa_fwd_instance_dim(dims, ndims, p->head_dim_qk, p->head_dim_v);
     if (kernel && kernel_len) {
-        pa_kernel_name(kernel, kernel_len, tag, dt, d, pb, bm, d > PA_HIP_LAUNCH_COLS ? bn_wide : bn);
-        const size_t n = strlen(kernel);
-        if (d > launch_cols && n && kernel[n - 1] == '>') /* the launches, one per launch_cols columns of Dv */
-            snprintf(kernel + n - 1, kernel_len - (n - 1), ",%dx%d columns>",
-                     (int)((p->head_dim_v + launch_cols - 1) / launch_cols), launch_cols);
+        char launches[40]; /* the launches, one per launch_cols columns of Dv */
+        snprintf(launches, sizeof launches, "%dx%d columns", (int)((p->head_dim_v + launch_cols - 1) / launch_cols),
+                 launch_cols);
+        pa_kernel_name(kernel, kernel_len, tag, dt, d, pb, bm, d > PA_HIP_LAUNCH_COLS ? bn_wide : bn,
+                       d > launch_cols ? launches : NULL);
     }
     return 1;
 }

@@ -170,7 +170,7 @@ static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kern
         ((!pb->kv_cache && !pa_fwd_layouts_ok(pb, why, why_len)) || !pa_cuda_fwd_ptrs_ok(pb, why, why_len)))
         return 0;
     if (kernel && kernel_len)
-        pa_kernel_name(kernel, kernel_len, pb->kv_cache ? "sm80-paged" : "sm80", dt, d, pb, bm, PA_SM80_BN(d));
+        pa_kernel_name(kernel, kernel_len, pb->kv_cache ? "sm80-paged" : "sm80", dt, d, pb, bm, PA_SM80_BN(d), NULL);
     return 1;
 }
 

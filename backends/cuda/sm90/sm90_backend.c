@@ -4,7 +4,6 @@
  * back to cuda-sm80 and shows the reason). */
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "backend.h"
 #include "cuda_host.h"
@@ -76,10 +75,10 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
         !pa_cuda_fwd_ptrs_ok(pb, why, why_len))
         return 0;
     if (kernel && kernel_len) {
-        pa_kernel_name(kernel, kernel_len, pb->kv_cache ? "sm90-kv" : "sm90", dt, d, pb, bm, PA_SM90_BN(d));
-        const size_t n = strlen(kernel);
-        if (qpack > 1 && n > 0 && n + 16 < kernel_len) /* "...,128x128>" -> "...,128x128,packgqa4>" */
-            snprintf(kernel + n - 1, kernel_len - n + 1, ",packgqa%d>", qpack);
+        char pack[24];
+        snprintf(pack, sizeof pack, "packgqa%d", qpack);
+        pa_kernel_name(kernel, kernel_len, pb->kv_cache ? "sm90-kv" : "sm90", dt, d, pb, bm, PA_SM90_BN(d),
+                       qpack > 1 ? pack : NULL);
     }
     return 1;
 }

@@ -429,7 +429,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
     sm90_work *const items = (sm90_work *)(smem_raw + (bar + 16 * (QS + 2 * ST) - pa_smem_u32(smem_raw)));
 
     const int tid = threadIdx.x, wg = tid >> 7;
-    const int64_t nwork = (int64_t)nmb * a.batch * (KV ? a.heads / kv.qpack : a.heads);
+    const int64_t nwork = (int64_t)nmb * a.batch * sm90_pair_heads<KV>(a, kv);
     const bool i32 = nwork <= INT32_MAX;
 
     if (tid == 0) sm90_init_barriers<QS, ST, NC, VL>(bar);

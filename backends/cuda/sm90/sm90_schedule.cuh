@@ -34,6 +34,17 @@ struct sm90_work {
 };
 static_assert(sizeof(sm90_work) == 64, "a work item fills its 64-byte shared-memory slot");
 
+/* What GQA packing (KV instances) makes of the pairs and the row blocks: the pairs' heads (KV heads
+ * when packed) and a row block's query tokens (BM / qpack when packed). */
+template <bool KV> __device__ __forceinline__ int sm90_pair_heads(const pa_fwd_args &a, const pa_kv_args &kv)
+{
+    return KV ? a.heads / kv.qpack : a.heads;
+}
+template <int BM, bool KV> __device__ __forceinline__ int sm90_block_rows(const pa_kv_args &kv)
+{
+    return KV ? BM / kv.qpack : BM;
+}
+
 /* The (batch, head) pair and row block of item `lin` (the order: sm90_work_of), in index type I. */
 template <typename I>
 __device__ __forceinline__ void sm90_pair_of(const pa_fwd_args &a, I lin, I nmb, I chunk, I heads, sm90_work &w, int &mb)
@@ -58,7 +69,7 @@ template <int BM, int BN, bool VL, bool KV>
 __device__ __forceinline__ int sm90_work_at(const pa_fwd_args &a, const pa_kv_args &kv, int mb, int nmb, bool own,
                                             sm90_work &w)
 {
-    const int g = KV ? kv.qpack : 1, rows = KV ? BM / g : BM;
+    const int g = KV ? kv.qpack : 1, rows = sm90_block_rows<BM, KV>(kv);
     if (KV && g > 1) w.hk = w.h, w.h *= g; /* the pair is a KV head with its whole group */
     else w.hk = w.h / a.group;
     w.q0 = 0, w.k0 = 0, w.sq = a.seqlen_q, w.sk = a.seqlen_k, w.tb = w.b;
@@ -94,7 +105,7 @@ template <int BM, int BN, bool VL, bool KV>
 __device__ __forceinline__ int sm90_work_of(const pa_fwd_args &a, const pa_kv_args &kv, int64_t lin, int nmb, int chunk,
                                             bool i32, sm90_work &w)
 {
-    const int heads = KV ? a.heads / kv.qpack : a.heads;
+    const int heads = sm90_pair_heads<KV>(a, kv);
     int mb;
     if (i32) sm90_pair_of<uint32_t>(a, (uint32_t)lin, (uint32_t)nmb, (uint32_t)chunk, (uint32_t)heads, w, mb);
     else sm90_pair_of<int64_t>(a, lin, nmb, chunk, heads, w, mb);
@@ -164,7 +175,7 @@ __device__ __forceinline__ int sm90_next(const pa_fwd_args &a, const pa_kv_args 
                                          bool i32, sm90_walk &s, sm90_work &w)
 {
     if (sm90_compact<VL, KV>(a)) {
-        const int g = KV ? kv.qpack : 1, rows = KV ? BM / g : BM, heads = KV ? a.heads / g : a.heads;
+        const int rows = sm90_block_rows<BM, KV>(kv), heads = sm90_pair_heads<KV>(a, kv);
         const int k = (int)(blockIdx.x + s.r++ * gridDim.x);
         if (!sm90_seek(a, rows, heads, nmb, k, s)) return 0;
         const int j = k - s.p0, nb = s.n / heads, hh = j / nb, mb = j - hh * nb;
