@@ -62,7 +62,7 @@ const pa_bwd_backend *pa_bwd_lookup(portattn_backend_t id)
     return NULL;
 }
 
-/* cuda-sm100 has reached T0/T1 and a CPU test of its tcgen05 emulator, but has never run on a
+/* cuda-sm100 builds, passes its ISA gate and runs under its tcgen05 emulator, but has never run on a
  * B200/B300 (backends/cuda/sm100/NOTES.md): it takes forced calls only until it has. */
 int pa_backend_forced_only(portattn_backend_t id) { return id == PORTATTN_BACKEND_CUDA_SM100; }
 

@@ -13,7 +13,7 @@
  * With one split the workgroup writes O and the LSE; with more, its normalised O (fp32) and base-2 LSE
  * go to the workspace and pa_cdna_dec_combine_body merges the splits in split order: bitwise the same
  * result for a given split count. pa_cdna_dec_append_body writes k_new/v_new first.
- * NOT YET RUN on a GPU: compiled for gfx90a/gfx942 and ISA-gated; T3 on the CPU (tests/hip_fake). */
+ * Built for gfx90a/gfx942; backends/hip/NOTES.md says how far it has been checked. */
 #ifndef PORTATTN_CDNA_DECODE_KERNEL_H
 #define PORTATTN_CDNA_DECODE_KERNEL_H
 

@@ -1,4 +1,4 @@
-/* hip-cdna under the nvcc wave emulation (T3; builds with -DPORTATTN_HIP_EMULATION=ON only): the
+/* hip-cdna under the nvcc wave emulation (builds with -DPORTATTN_HIP_EMULATION=ON only): the
  * CDNA kernel source (cdna_fwd_kernel.h) compiled by nvcc against hip_wave.h's emulation, run on an
  * NVIDIA GPU so that the case table can check it against the CPU reference. It takes a call only
  * when forced by params->backend, so the selector never picks an emulation for real work. */

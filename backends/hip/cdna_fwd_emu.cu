@@ -1,4 +1,4 @@
-/* The hip-cdna kernel source compiled by nvcc against the wave emulation of hip_wave.h (T3): the same
+/* The hip-cdna kernel source compiled by nvcc against the wave emulation of hip_wave.h: the same
  * launch shape as cdna_fwd.hip, on an NVIDIA GPU. */
 #include "cdna_entries.h"
 #include "cdna_fwd_kernel.h"

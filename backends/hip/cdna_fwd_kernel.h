@@ -14,9 +14,9 @@
  * serve every call whose head dims are multiples of 8 up to theirs: columns past the call's Dqk (Q, K)
  * and Dv (V) are never loaded and read as zeros, so S and the LSE are exact, and O's columns past Dv
  * (zeros) are never stored.
- * NOT YET RUN on a GPU: compiled for gfx90a/gfx940 (T0) and ISA-gated (T1); T3 on the CPU (the case
- * table through the hip-cdna backend against tests/hip_fake's simulated gfx90a); the nvcc emulated
- * build (cdna_fwd_emu.cu) compiles and has not run on the H200. */
+ * Built for gfx90a/gfx942 and gated by tests/isa_gate_hip.sh; the case table runs it through the
+ * hip-cdna backend against tests/hip_fake's simulated gfx90a, and cdna_fwd_emu.cu builds it with
+ * nvcc for an NVIDIA GPU. backends/hip/NOTES.md says how far it has been checked. */
 #ifndef PORTATTN_CDNA_FWD_KERNEL_H
 #define PORTATTN_CDNA_FWD_KERNEL_H
 

@@ -7,9 +7,9 @@
  * decline by its shape (f32, odd head dims, serving calls, any strides, ...) to hip-generic
  * (hipgen_kernel.h, cuda-generic's source: code objects of their own, launched by hipgen_host.c).
  *
- * Neither kernel has run on AMD hardware. Both reached T3 on the CPU (the full case table through
- * this file against tests/hip_fake's simulated device), so the selector picks them on an AMD GPU; the
- * backend detail says what they have not been through. */
+ * Both pass the full case table through this file against tests/hip_fake's simulated device, so the
+ * selector picks them on an AMD GPU; the backend detail says what they have not been through
+ * (README, backends/hip/NOTES.md). */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>

@@ -26,9 +26,9 @@
  * every tile from pa_opaque values rather than hoisted (a clang-15 measure, kept: d128 and d256 sit
  * at the 256-VGPR ceiling).
  *
- * NOT RUN on AMD hardware: compiled for gfx1100 (T0) and ISA-gated (T1) by tests/isa_gate_hip.sh;
- * the same source runs on the CPU under the emulation: the case table through the hip-rdna3 backend
- * against tests/hip_fake (T3), and tests/hip_sim/test_hip_rdna3_sim.cpp. */
+ * Built for gfx1100 and gated by tests/isa_gate_hip.sh; the same source runs on the CPU under the
+ * emulation (the case table through the hip-rdna3 backend against tests/hip_fake, and
+ * tests/hip_sim/test_hip_rdna3_sim.cpp). backends/hip/NOTES.md says how far it has been checked. */
 #ifndef PORTATTN_RDNA3_FWD_KERNEL_H
 #define PORTATTN_RDNA3_FWD_KERNEL_H
 

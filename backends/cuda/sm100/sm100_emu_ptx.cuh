@@ -1,6 +1,6 @@
 /* The emulation build of cuda-sm100 (PA_SM100_EMULATE, compiled for sm_90a): the tcgen05 wrappers
  * of sm100_ptx.cuh with the same signatures, implemented by sm100_tc_emu.h on an sm_90 GPU, while
- * TMA and mbarriers stay native. Test builds only (T3), never a release build.
+ * TMA and mbarriers stay native. Test builds only, never a release build.
  *
  * - TMEM: 128 x 512 cells of global memory per CTA (the launcher's pool, CTA b at b * 64K cells);
  *   the kernel hands its slice over once (sm100_emu_bind) and every wrapper uses it.

@@ -17,7 +17,7 @@
 #define PA_SM100_DEVICE 1
 #define PA_SM100_EXP2_FMA 1
 #elif defined(PA_SM100_EMULATE)
-/* Emulation build (T3, test builds): the same kernel on sm_90a, tcgen05 emulated. */
+/* Emulation build (test builds only): the same kernel on sm_90a, tcgen05 emulated. */
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define PA_SM100_DEVICE 1
 #define PA_SM100_EXP2_FMA 1

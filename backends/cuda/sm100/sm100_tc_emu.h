@@ -1,5 +1,5 @@
 /* cuda-sm100: an exact software model of the tcgen05 operations the kernel uses, for the emulation
- * build (T3: the kernel source on sm_90 with these in place of the tcgen05 instructions) and for
+ * build (the kernel source on sm_90 with these in place of the tcgen05 instructions) and for
  * the CPU test of the emulator itself (tests/test_sm100_emu.c). __host__ __device__, plain C.
  *
  * What it models (PTX ISA, tcgen05 sections):
