@@ -59,9 +59,6 @@ int __any_sync(unsigned, int pred)
 }
 float __shfl_xor_sync(unsigned, float v, int) { return sim_fail("__shfl_xor_sync is not simulated"), v; }
 uint32_t __cvta_generic_to_shared(const void *p) { return (uint32_t)((const uint8_t *)p - smem_raw); }
-cudaError_t cudaGetDevice(int *) { return 1; }
-cudaError_t cudaFuncSetAttribute(const void *, int, int) { return 1; }
-cudaError_t cudaLaunchKernel(const void *, dim3, dim3, void **, size_t, cudaStream_t) { return 1; }
 
 /* mbarriers: state by shared-memory address */
 struct sim_bar {

@@ -16,9 +16,6 @@ static inline bool __any_sync(unsigned, bool pred)
     return any;
 }
 
-static inline float __fdividef(float a, float b) { return a / b; }
-#define __log2f(x) log2f(x) /* glibc declares a __log2f of its own */
-
 /* sm80_ptx.cuh's swizzle (that header is replaced by pre.h): chunk ch of row row, XOR (row & 7). */
 template <int PITCH>
 static inline uint32_t sm80_swz(int row, int ch)

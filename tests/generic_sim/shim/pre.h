@@ -7,17 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-struct sim_dim3 {
-    unsigned x, y, z;
-};
-extern thread_local sim_dim3 threadIdx, blockIdx;
-extern sim_dim3 gridDim;
-
-#define __global__
-#define __device__
-#define __host__
-#define __forceinline__ inline
-#define __launch_bounds__(...)
+#include "cuda_runtime.h" /* the names every simulation shares (tests/sim_shim) */
 
 struct sim_warp {
     std::barrier<> bar{32};

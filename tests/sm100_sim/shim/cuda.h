@@ -1,4 +1,4 @@
-/* Host shim: the simulated tensor map (what the simulated TMA load reads). */
+/* test_sm100_sim's own: the simulated tensor map (what its simulated TMA load reads). */
 #pragma once
 #include "cuda_runtime.h"
 typedef struct CUtensorMap {

@@ -14,27 +14,12 @@
 
 #include <vector>
 
-#include "cuda_bf16.h"
-#include "cuda_fp16.h"
-#include "cuda_runtime.h"
-
-struct sim_dim3 {
-    unsigned x, y, z;
-};
-extern thread_local sim_dim3 threadIdx, blockIdx;
-extern sim_dim3 gridDim;
-
-#define __global__
-#define __device__
-#define __host__
-#define __shared__
-#define __forceinline__ inline
-#define __launch_bounds__(...)
+/* The kernels' `extern __shared__ __align__(128) uint8_t smem[]` names the one array below, whose
+ * definition (the test's) carries the alignment: here __align__ is nothing. */
 #define __align__(n)
-
-struct float2 { float x, y; };
-struct float4 { float x, y, z, w; };
-struct uint4 { uint32_t x, y, z, w; };
+/* float2, float4 and uint4 as this simulation has always had them: at their members' alignment. */
+#define PA_SIM_VECTORS_UNALIGNED
+#include "cuda_runtime.h" /* the names every simulation shares (tests/sim_shim), fp16 and bf16 too */
 
 #define SIM_SMEM_BYTES (232 * 1024)
 extern uint8_t smem[SIM_SMEM_BYTES];

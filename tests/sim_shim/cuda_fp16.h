@@ -1,0 +1,21 @@
+/* fp16 for the CPU simulations of the CUDA kernels, shared by all of them: the storage is the 16 bits,
+ * and every conversion goes through the library's own (common/half.h, round to nearest even), so the
+ * simulated kernels round exactly as the CPU backend they are compared with. */
+#pragma once
+#include <stdint.h>
+
+#include "half.h"
+
+/* No constructor of its own, as CUDA's: an aggregate (__half{bits}), zero when value-initialised. */
+struct __half {
+    uint16_t bits;
+    explicit operator float() const { return pa_f16_to_f32(bits); }
+};
+struct __half2 {
+    __half x, y;
+};
+
+static inline float __half2float(__half h) { return pa_f16_to_f32(h.bits); }
+static inline __half __float2half_rn(float x) { return __half{pa_f32_to_f16(x)}; }
+static inline __half __ushort_as_half(unsigned short b) { return __half{(uint16_t)b}; }
+static inline __half2 __floats2half2_rn(float lo, float hi) { return __half2{__float2half_rn(lo), __float2half_rn(hi)}; }
