@@ -104,20 +104,279 @@ __device__ __forceinline__ void sm80_load_tile(uint32_t sdst, const T *g, int64_
     }
 }
 
+/* The sequence a CTA works on: its queries' and keys' extents and where its rows start in Q, K, V
+ * and O (element offsets; K/V through the pagers when PAGED reads a paged cache). */
+struct sm80_seq {
+    int q0, sq, sk;
+    int64_t qb, kb, vb, ob;
+    sm80_pager kpg, vpg;
+};
+
 /* PAGED: the K/V source is a KV cache (kv_args.h): sequence b holds pa_cache_len_of keys, paged
  * through block_table or contiguous at batch stride; its queries (packed by cu_q, or seqlen_q per
  * sequence) are its last keys' rows (bottom-right). Otherwise kv is unused and every PAGED branch
  * compiles away. */
+template <bool PAGED>
+__device__ __forceinline__ sm80_seq sm80_seq_of(const sm80_args &a, const pa_kv_args &kv, int b)
+{
+    sm80_seq s;
+    int k0 = 0;
+    s.q0 = 0, s.sq = a.seqlen_q, s.sk = a.seqlen_k;
+    s.kpg = sm80_pager(), s.vpg = sm80_pager();
+    if constexpr (PAGED) {
+        if (a.cu_q) {
+            pa_seq_extent(a.cu_q, b, a.seqlen_q, &s.q0, &s.sq);
+            s.qb = s.q0 * a.qs[1], s.ob = s.q0 * a.os[1];
+        } else {
+            s.qb = b * a.qs[0], s.ob = b * a.os[0];
+        }
+        s.sk = kv.seqused_k ? (int)pa_cache_len_of(kv.seqused_k[b], kv.seqlen_new, a.seqlen_k) : a.seqlen_k;
+        if (kv.block_table) {
+            s.kb = s.vb = 0;
+            s.kpg.bt_row = s.vpg.bt_row = kv.block_table + b * kv.bt_stride;
+            s.kpg.num_pages = s.vpg.num_pages = kv.num_pages;
+            s.kpg.shift = s.vpg.shift = kv.page_shift;
+            s.kpg.pstride = a.ks[0], s.vpg.pstride = a.vs[0];
+        } else {
+            s.kb = b * a.ks[0], s.vb = b * a.vs[0];
+        }
+    } else if (a.cu_q) { /* packed [1, total, H, D]: the batch stride is ignored */
+        pa_seq_extent(a.cu_q, b, a.seqlen_q, &s.q0, &s.sq);
+        pa_seq_extent(a.cu_k, b, a.seqlen_k, &k0, &s.sk);
+        s.qb = s.q0 * a.qs[1], s.kb = k0 * a.ks[1], s.vb = k0 * a.vs[1], s.ob = s.q0 * a.os[1];
+    } else {
+        s.qb = b * a.qs[0], s.kb = b * a.ks[0], s.vb = b * a.vs[0], s.ob = b * a.os[0];
+    }
+    return s;
+}
+
+/* One (batch, head) pair and row block per CTA, no loop over pairs: loop state live across the main
+ * loop made the d256 instance spill. Without a right bound every row block sees the same keys and the
+ * pairs go in (y, z) order, so that CTAs running together share K/V in L2. With a right bound
+ * (causal) later row blocks see more keys: the linear block index is taken row block major, longest
+ * first over all pairs, so that the last CTAs of the grid are the shortest and no long one starts
+ * near the end (longest-processing-time-first). False for a CTA past the work. */
+__device__ __forceinline__ bool sm80_pair_of(const sm80_args &a, int64_t &bh, int &tfirst)
+{
+    const int64_t nbh = (int64_t)a.batch * a.heads;
+    if (a.wr >= 0) {
+        const int64_t lin = blockIdx.x + (int64_t)gridDim.x * ((int64_t)blockIdx.z * gridDim.y + blockIdx.y);
+        bh = lin % nbh;
+        tfirst = (int)(lin / nbh);
+        return tfirst < (int)gridDim.x;
+    }
+    bh = (int64_t)blockIdx.z * gridDim.y + blockIdx.y;
+    tfirst = blockIdx.x;
+    return bh < nbh;
+}
+
+/* K and V tiles of one (sequence, KV head) into ring slots: tile n is keys [n BN, n BN + BN). */
+template <typename T, int D, int BN, int NT, bool PAGED> struct sm80_kv_loader {
+    const T *kh, *vh;
+    int64_t ks, vs;
+    int sk, nch_qk, nch_v, tid;
+    sm80_pager kpg, vpg;
+    __device__ __forceinline__ void k(uint32_t dst, int n) const
+    {
+        sm80_load_tile<T, BN, D, NT, PAGED>(dst, kh, ks, n * BN, sk, nch_qk, tid, kpg);
+    }
+    __device__ __forceinline__ void v(uint32_t dst, int n) const
+    {
+        sm80_load_tile<T, BN, D, NT, PAGED>(dst, vh, vs, n * BN, sk, nch_v, tid, vpg);
+    }
+};
+
+/* S = Q K_n^T for the warp's MT row tiles (rows row0.. of the Q tile at sq_base): Q fragments by
+ * ldmatrix, K as the col-major B operand; each K fragment serves the warp's MT row tiles. Fully
+ * unrolled, the loop of d128..d256 runs out of registers next to the O accumulator. */
+template <typename T, int D, int MT, int BN> __device__ __forceinline__ void
+sm80_scores(float (&s)[MT][BN / 8][4], uint32_t sq_base, int row0, uint32_t kt, int lane, T tag)
+{
+    constexpr int NS = BN / 8, PITCH = (D / 8 + 7) / 8 * 8, QK_UNROLL = D > 64 ? 2 : D / 16;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int j = 0; j < NS; ++j) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.f;
+#pragma unroll QK_UNROLL
+    for (int kc = 0; kc < D / 16; ++kc) {
+        uint32_t qf[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+            sm80_ldsm_x4(qf[mt], sq_base + sm80_swz<PITCH>(row0 + mt * 16 + (lane & 15), kc * 2 + (lane >> 4)));
+#pragma unroll
+        for (int j = 0; j < NS / 2; ++j) {
+            uint32_t kf[4];
+            sm80_ldsm_x4(kf, kt + sm80_swz<PITCH>(j * 16 + ((lane >> 4) << 3) + (lane & 7), kc * 2 + ((lane >> 3) & 1)));
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                sm80_mma(s[mt][2 * j], qf[mt], kf[0], kf[1], tag);
+                sm80_mma(s[mt][2 * j + 1], qf[mt], kf[2], kf[3], tag);
+            }
+        }
+    }
+}
+
+/* The score map, then the mask of a boundary tile (full = every key of the tile visible to every row
+ * of the block: no mask). Softcap or a negative scale make scores base-2 logits here. This lane's
+ * rows of row tile mt are g and g + 8 (g = lane / 4); key j is visible to row i iff
+ * dlo <= j - i <= dhi and j < sk, kdiag = -(the lane's first row). */
+template <int MT, int BN> __device__ __forceinline__ void
+sm80_score_map(float (&s)[MT][BN / 8][4], const sm80_args &a, bool full, int n, int lane, int kdiag, int dlo, int dhi,
+               int sk)
+{
+    constexpr int NS = BN / 8;
+    if (a.transform) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int j = 0; j < NS; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    s[mt][j][e] = a.softcap ? a.post_mul * tanhf(s[mt][j][e] * a.pre_mul) : s[mt][j][e] * a.pre_mul;
+    }
+    if (!full) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int j = 0; j < NS; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int key = n * BN + j * 8 + (lane & 3) * 2 + (e & 1);
+                    const int diff = key + kdiag - mt * 16 - (e >> 1) * 8;
+                    if (diff < dlo || diff > dhi || key >= sk) s[mt][j][e] = -INFINITY;
+                }
+    }
+}
+
+/* Online softmax, base 2. A row with nothing visible yet keeps max -inf; its exponent base is taken
+ * as 0 so that no -inf - -inf appears. P is packed straight into the A fragments of the P V product
+ * (one per 16 keys); O is rescaled only when some row of the warp raised its max (rare once it
+ * settles). */
+template <typename T, int MT, int NS, int NO> __device__ __forceinline__ void
+sm80_softmax_step(const float (&s)[MT][NS][4], uint32_t (&pf)[MT][NS / 2][4], float (&mrow)[MT][2],
+                  float (&lsum)[MT][2], float (&acc)[MT][NO][4], float mult, T tag)
+{
+    bool rescale = false;
+    float corr[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+        float mnew[2] = {mrow[mt][0], mrow[mt][1]}, base[2];
+#pragma unroll
+        for (int j = 0; j < NS; ++j) {
+            mnew[0] = fmaxf(mnew[0], fmaxf(s[mt][j][0], s[mt][j][1]));
+            mnew[1] = fmaxf(mnew[1], fmaxf(s[mt][j][2], s[mt][j][3]));
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 1));
+            mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 2));
+            base[r] = mnew[r] == -INFINITY ? 0.f : mnew[r] * mult;
+            corr[mt][r] = pa_ex2(mrow[mt][r] * mult - base[r]); /* 1 if the max held, 0 from -inf */
+            rescale |= corr[mt][r] != 1.f;
+            mrow[mt][r] = mnew[r];
+            lsum[mt][r] *= corr[mt][r];
+        }
+#pragma unroll
+        for (int j = 0; j < NS; ++j) {
+            const float p0 = pa_ex2(fmaf(s[mt][j][0], mult, -base[0]));
+            const float p1 = pa_ex2(fmaf(s[mt][j][1], mult, -base[0]));
+            const float p2 = pa_ex2(fmaf(s[mt][j][2], mult, -base[1]));
+            const float p3 = pa_ex2(fmaf(s[mt][j][3], mult, -base[1]));
+            lsum[mt][0] += p0 + p1;
+            lsum[mt][1] += p2 + p3;
+            pf[mt][j >> 1][(j & 1) * 2 + 0] = pa_pack(p0, p1, tag);
+            pf[mt][j >> 1][(j & 1) * 2 + 1] = pa_pack(p2, p3, tag);
+        }
+    }
+    if (__any_sync(0xffffffffu, rescale)) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int j = 0; j < NO; ++j) {
+                acc[mt][j][0] *= corr[mt][0], acc[mt][j][1] *= corr[mt][0];
+                acc[mt][j][2] *= corr[mt][1], acc[mt][j][3] *= corr[mt][1];
+            }
+    }
+}
+
+/* O += P V_n: V is row-major [key][dim], so ldmatrix.trans yields its B fragments. */
+template <typename T, int D, int MT, int BN> __device__ __forceinline__ void
+sm80_pv(float (&acc)[MT][D / 8][4], const uint32_t (&pf)[MT][BN / 16][4], uint32_t vt, int lane, T tag)
+{
+    constexpr int NO = D / 8, PITCH = (D / 8 + 7) / 8 * 8;
+#pragma unroll
+    for (int kc = 0; kc < BN / 16; ++kc) {
+#pragma unroll
+        for (int j = 0; j < NO / 2; ++j) {
+            uint32_t vf[4];
+            sm80_ldsm_x4_trans(vf, vt + sm80_swz<PITCH>(kc * 16 + (((lane >> 3) & 1) << 3) + (lane & 7), j * 2 + (lane >> 4)));
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                sm80_mma(acc[mt][2 * j], pf[mt][kc], vf[0], vf[1], tag);
+                sm80_mma(acc[mt][2 * j + 1], pf[mt][kc], vf[2], vf[3], tag);
+            }
+        }
+    }
+}
+
+/* Epilogue of a row block: finish the row sums across the quad, normalise once, stage O (16-bit) in
+ * the warp's own Q rows (smem), then write 16-byte row pieces of its first nch_v column chunks (the
+ * call's Dv) to global memory, and the LSE. */
+template <typename T, int D, int MT> __device__ __forceinline__ void
+sm80_epilogue(const sm80_args &a, uint8_t *smem, T *oh, float (&acc)[MT][D / 8][4], float (&lsum)[MT][2],
+              const float (&mrow)[MT][2], const sm80_seq &q, int b, int h, int m0, int nch_v, int warp, int lane,
+              T tag)
+{
+    constexpr int CH = D / 8, NO = D / 8, PITCH = (CH + 7) / 8 * 8, WR = 16 * MT;
+    const int wrow = warp * WR + (lane >> 2);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            float l = lsum[mt][r];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            lsum[mt][r] = l;
+            /* l lies in [1, keys] when a key was visible, where the fast divide is within 2 ulp
+             * (IEEE division is a call); no visible key gives O = 0 */
+            const float inv = l > 0.f ? __fdividef(1.f, l) : 0.f;
+            const int row = wrow + mt * 16 + 8 * r;
+#pragma unroll
+            for (int j = 0; j < NO; ++j)
+                *(uint32_t *)(smem + sm80_swz<PITCH>(row, j) + (lane & 3) * 4) =
+                    l == 0.f ? 0u /* no visible key: exactly 0, even where V held a NaN (0 x NaN) */
+                             : pa_pack(acc[mt][j][2 * r] * inv, acc[mt][j][2 * r + 1] * inv, tag);
+        }
+    __syncwarp();
+#pragma unroll
+    for (int i = lane; i < WR * CH; i += 32) {
+        const int r = i / CH, c = i % CH, row = m0 + warp * WR + r;
+        if (row < q.sq && c < nch_v)
+            *(uint4 *)(oh + (int64_t)row * a.os[1] + c * 8) = *(const uint4 *)(smem + sm80_swz<PITCH>(warp * WR + r, c));
+    }
+    if (a.lse && (lane & 3) == 0) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int row = m0 + wrow + mt * 16 + 8 * r;
+                if (row >= q.sq) continue;
+                const int64_t off = a.cu_q ? h * a.ls[1] + (int64_t)(q.q0 + row) * a.ls[2]
+                                           : b * a.ls[0] + h * a.ls[1] + (int64_t)row * a.ls[2];
+                a.lse[off] = lsum[mt][r] > 0.f ? (mrow[mt][r] * a.mult + __log2f(lsum[mt][r])) * 0.69314718055994531f
+                                               : lsum[mt][r] == 0.f ? -INFINITY : NAN; /* NaN scores give NaN */
+            }
+    }
+}
+
 template <typename T, int D, int MT, int BN, int NW, int STAGES, int MINB, bool PAGED>
 __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, const pa_kv_args kv)
 {
-    constexpr int NT = NW * 32, CH = D / 8, PITCH = (CH + 7) / 8 * 8;
+    constexpr int NT = NW * 32, PITCH = (D / 8 + 7) / 8 * 8;
     constexpr int WR = 16 * MT, BM = WR * NW;                  /* query rows per warp, per CTA */
     constexpr int QB = BM * PITCH * 16, KVB = BN * PITCH * 16; /* bytes of the Q tile, of one K or V tile */
     constexpr int NS = BN / 8, NO = D / 8;                     /* 8-wide column tiles of S and of O */
     static_assert(D % 16 == 0 && BN % 16 == 0, "tile shape");
-    /* Fully unrolled, the Q K^T loop of d128..d256 runs out of registers next to the O accumulator. */
-    constexpr int QK_UNROLL = D > 64 ? 2 : D / 16;
     static_assert(BN == PA_SM80_BN(D) && STAGES == PA_SM80_STAGES(D), "instance shape");
     static_assert(QB + 2 * STAGES * KVB == PA_SM80_SMEM_SHAPE(D, BM, BN, STAGES), "smem size");
 
@@ -125,63 +384,20 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, con
     const uint32_t sq_base = sm80_smem_u32(smem);
     const uint32_t sk_base = sq_base + QB, sv_base = sk_base + STAGES * KVB;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const T *qg = (const T *)a.q, *kg = (const T *)a.k, *vg = (const T *)a.v;
-    T *og = (T *)a.o;
     const T tag = T(); /* picks the f16 or bf16 mma/pack overload */
 
-    /* One (batch, head) pair and row block per CTA, no loop over pairs: loop state live across the
-     * main loop made the d256 instance spill. Without a right bound every row block sees the same
-     * keys and the pairs go in (y, z) order, so that CTAs running together share K/V in L2. With a
-     * right bound (causal) later row blocks see more keys: the linear block index is taken row
-     * block major, longest first over all pairs, so that the last CTAs of the grid are the
-     * shortest and no long one starts near the end (longest-processing-time-first). */
-    const int64_t nbh = (int64_t)a.batch * a.heads;
     int64_t bh;
     int tfirst;
-    if (a.wr >= 0) {
-        const int64_t lin = blockIdx.x + (int64_t)gridDim.x * ((int64_t)blockIdx.z * gridDim.y + blockIdx.y);
-        bh = lin % nbh;
-        tfirst = (int)(lin / nbh);
-        if (tfirst >= (int)gridDim.x) return;
-    } else {
-        bh = (int64_t)blockIdx.z * gridDim.y + blockIdx.y;
-        tfirst = blockIdx.x;
-        if (bh >= nbh) return;
-    }
+    if (!sm80_pair_of(a, bh, tfirst)) return;
     const int b = (int)(bh / a.heads), h = (int)(bh % a.heads);
-    int q0 = 0, k0 = 0, sq = a.seqlen_q, sk = a.seqlen_k;
-    int64_t qb, kb, vb, ob;
-    sm80_pager kpg = sm80_pager(), vpg = sm80_pager();
-    if constexpr (PAGED) {
-        if (a.cu_q) {
-            pa_seq_extent(a.cu_q, b, a.seqlen_q, &q0, &sq);
-            qb = q0 * a.qs[1], ob = q0 * a.os[1];
-        } else {
-            qb = b * a.qs[0], ob = b * a.os[0];
-        }
-        sk = kv.seqused_k ? (int)pa_cache_len_of(kv.seqused_k[b], kv.seqlen_new, a.seqlen_k) : a.seqlen_k;
-        if (kv.block_table) {
-            kb = vb = 0;
-            kpg.bt_row = vpg.bt_row = kv.block_table + b * kv.bt_stride;
-            kpg.num_pages = vpg.num_pages = kv.num_pages;
-            kpg.shift = vpg.shift = kv.page_shift;
-            kpg.pstride = a.ks[0], vpg.pstride = a.vs[0];
-        } else {
-            kb = b * a.ks[0], vb = b * a.vs[0];
-        }
-    } else if (a.cu_q) { /* packed [1, total, H, D]: the batch stride is ignored */
-        pa_seq_extent(a.cu_q, b, a.seqlen_q, &q0, &sq);
-        pa_seq_extent(a.cu_k, b, a.seqlen_k, &k0, &sk);
-        qb = q0 * a.qs[1], kb = k0 * a.ks[1], vb = k0 * a.vs[1], ob = q0 * a.os[1];
-    } else {
-        qb = b * a.qs[0], kb = b * a.ks[0], vb = b * a.vs[0], ob = b * a.os[0];
-    }
-    const int nmb = (sq + BM - 1) / BM, hk = h / a.group;
-    const T *qh = qg + qb + h * a.qs[2];
-    const T *kh = kg + kb + hk * a.ks[2];
-    const T *vh = vg + vb + hk * a.vs[2];
-    T *oh = og + ob + h * a.os[2];
-    const int nch_qk = a.dqk / 8, nch_v = a.dv / 8; /* the call's column chunks (the instance has CH) */
+    const sm80_seq q = sm80_seq_of<PAGED>(a, kv, b);
+    const int sq = q.sq, sk = q.sk, nmb = (sq + BM - 1) / BM, hk = h / a.group;
+    const T *qh = (const T *)a.q + q.qb + h * a.qs[2];
+    T *oh = (T *)a.o + q.ob + h * a.os[2];
+    const int nch_qk = a.dqk / 8; /* the call's column chunks (the instance has D / 8) */
+    const sm80_kv_loader<T, D, BN, NT, PAGED> ld = {(const T *)a.k + q.kb + hk * a.ks[2],
+                                                    (const T *)a.v + q.vb + hk * a.vs[2],
+                                                    a.ks[1], a.vs[1], sk, nch_qk, a.dv / 8, tid, q.kpg, q.vpg};
 
     /* Bound by this sequence's own length, so a low max_seqlen still covers every row. With a
      * right-bounded mask later row blocks see more keys: hand those out first. */
@@ -200,21 +416,16 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, con
         sm80_cp_async_commit();
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
-            if (n_lo + s < n_hi)
-                sm80_load_tile<T, BN, D, NT, PAGED>(sk_base + s * KVB, kh, a.ks[1], (n_lo + s) * BN, sk, nch_qk, tid,
-                                                    kpg);
+            if (n_lo + s < n_hi) ld.k(sk_base + s * KVB, n_lo + s);
             sm80_cp_async_commit();
             if (s < STAGES - 1) {
-                if (n_lo + s < n_hi)
-                    sm80_load_tile<T, BN, D, NT, PAGED>(sv_base + s * KVB, vh, a.vs[1], (n_lo + s) * BN, sk, nch_v, tid,
-                                                           vpg);
+                if (n_lo + s < n_hi) ld.v(sv_base + s * KVB, n_lo + s);
                 sm80_cp_async_commit();
             }
         }
 
-        /* This lane's rows: for each of the warp's MT 16-row tiles, rows g and g + 8 (g = lane / 4).
-         * Key j is visible to row i iff dlo <= j - i <= dhi and j < sk (dlo/dhi clamped to the range
-         * j - i can take, so that they fit in int32 and no per-row bounds need registers). */
+        /* The lane's rows' visible keys as bounds on key - row (dlo/dhi clamped to the range key - row
+         * can take, so that they fit in int32 and no per-row bounds need registers). */
         const int wrow = warp * WR + (lane >> 2);
         const int64_t span = (int64_t)sk + sq + 1;
         int64_t dl = a.wl < 0 ? -span : (int64_t)sk - sq - a.wl, dh = a.wr < 0 ? span : (int64_t)sk - sq + a.wr;
@@ -238,189 +449,36 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, con
             for (int n = n_lo, it = 0; n < n_hi; ++n, ++it) {
                 sm80_cp_async_wait<2 * STAGES - 2>();
                 __syncthreads();
-                if (n + STAGES - 1 < n_hi)
-                    sm80_load_tile<T, BN, D, NT, PAGED>(sv_base + ((it + STAGES - 1) % STAGES) * KVB, vh, a.vs[1],
-                                                        (n + STAGES - 1) * BN, sk, nch_v, tid, vpg);
+                if (n + STAGES - 1 < n_hi) ld.v(sv_base + ((it + STAGES - 1) % STAGES) * KVB, n + STAGES - 1);
                 sm80_cp_async_commit();
                 sm80_cp_async_wait<2 * STAGES - 2>();
                 __syncthreads();
-                if (n + STAGES < n_hi)
-                    sm80_load_tile<T, BN, D, NT, PAGED>(sk_base + (it % STAGES) * KVB, kh, a.ks[1], (n + STAGES) * BN,
-                                                        sk, nch_qk, tid, kpg);
+                if (n + STAGES < n_hi) ld.k(sk_base + (it % STAGES) * KVB, n + STAGES);
                 sm80_cp_async_commit();
             }
         for (int n = idle ? n_hi : n_lo, it = 0; n < n_hi; ++n, ++it) {
             const int slot = it % STAGES;
             sm80_cp_async_wait<2 * STAGES - 2>(); /* K_n (and Q) landed for this thread */
             __syncthreads();                      /* ... for all threads; P V_{n-1} done */
-            if (n + STAGES - 1 < n_hi)
-                sm80_load_tile<T, BN, D, NT, PAGED>(sv_base + ((it + STAGES - 1) % STAGES) * KVB, vh, a.vs[1],
-                                                    (n + STAGES - 1) * BN, sk, nch_v, tid, vpg);
+            if (n + STAGES - 1 < n_hi) ld.v(sv_base + ((it + STAGES - 1) % STAGES) * KVB, n + STAGES - 1);
             sm80_cp_async_commit();
 
-            /* S = Q K_n^T: Q fragments by ldmatrix from the warp's rows, K as the col-major B operand;
-             * each K fragment serves the warp's MT row tiles. */
             float s[MT][NS][4];
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                for (int j = 0; j < NS; ++j) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.f;
             const uint32_t kt = sk_base + slot * KVB;
-#pragma unroll QK_UNROLL
-            for (int kc = 0; kc < D / 16; ++kc) {
-                uint32_t qf[MT][4];
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt)
-                    sm80_ldsm_x4(qf[mt], sq_base + sm80_swz<PITCH>(warp * WR + mt * 16 + (lane & 15), kc * 2 + (lane >> 4)));
-#pragma unroll
-                for (int j = 0; j < NS / 2; ++j) {
-                    uint32_t kf[4];
-                    sm80_ldsm_x4(kf, kt + sm80_swz<PITCH>(j * 16 + ((lane >> 4) << 3) + (lane & 7),
-                                                          kc * 2 + ((lane >> 3) & 1)));
-#pragma unroll
-                    for (int mt = 0; mt < MT; ++mt) {
-                        sm80_mma(s[mt][2 * j], qf[mt], kf[0], kf[1], tag);
-                        sm80_mma(s[mt][2 * j + 1], qf[mt], kf[2], kf[3], tag);
-                    }
-                }
-            }
-
-            if (a.transform) { /* softcap, or a negative scale: scores become base-2 logits here */
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                    for (int j = 0; j < NS; ++j)
-#pragma unroll
-                        for (int e = 0; e < 4; ++e)
-                            s[mt][j][e] = a.softcap ? a.post_mul * tanhf(s[mt][j][e] * a.pre_mul) : s[mt][j][e] * a.pre_mul;
-            }
-            if (n < full_lo || n >= full_hi) { /* boundary tile: mask per element */
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                    for (int j = 0; j < NS; ++j)
-#pragma unroll
-                        for (int e = 0; e < 4; ++e) {
-                            const int key = n * BN + j * 8 + (lane & 3) * 2 + (e & 1);
-                            const int diff = key + kdiag - mt * 16 - (e >> 1) * 8;
-                            if (diff < dlo || diff > dhi || key >= sk) s[mt][j][e] = -INFINITY;
-                        }
-            }
-
-            /* Online softmax, base 2. A row with nothing visible yet keeps max -inf; its exponent
-             * base is taken as 0 so that no -inf - -inf appears. P is packed straight into the A
-             * fragments of the P V product (one per 16 keys). */
+            sm80_scores<T, D, MT, BN>(s, sq_base, warp * WR, kt, lane, tag);
+            sm80_score_map<MT, BN>(s, a, n >= full_lo && n < full_hi, n, lane, kdiag, dlo, dhi, sk);
             uint32_t pf[MT][NS / 2][4];
-            bool rescale = false;
-            float corr[MT][2];
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-                float mnew[2] = {mrow[mt][0], mrow[mt][1]}, base[2];
-#pragma unroll
-                for (int j = 0; j < NS; ++j) {
-                    mnew[0] = fmaxf(mnew[0], fmaxf(s[mt][j][0], s[mt][j][1]));
-                    mnew[1] = fmaxf(mnew[1], fmaxf(s[mt][j][2], s[mt][j][3]));
-                }
-#pragma unroll
-                for (int r = 0; r < 2; ++r) {
-                    mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 1));
-                    mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 2));
-                    base[r] = mnew[r] == -INFINITY ? 0.f : mnew[r] * a.mult;
-                    corr[mt][r] = pa_ex2(mrow[mt][r] * a.mult - base[r]); /* 1 if the max held, 0 from -inf */
-                    rescale |= corr[mt][r] != 1.f;
-                    mrow[mt][r] = mnew[r];
-                    lsum[mt][r] *= corr[mt][r];
-                }
-#pragma unroll
-                for (int j = 0; j < NS; ++j) {
-                    const float p0 = pa_ex2(fmaf(s[mt][j][0], a.mult, -base[0]));
-                    const float p1 = pa_ex2(fmaf(s[mt][j][1], a.mult, -base[0]));
-                    const float p2 = pa_ex2(fmaf(s[mt][j][2], a.mult, -base[1]));
-                    const float p3 = pa_ex2(fmaf(s[mt][j][3], a.mult, -base[1]));
-                    lsum[mt][0] += p0 + p1;
-                    lsum[mt][1] += p2 + p3;
-                    pf[mt][j >> 1][(j & 1) * 2 + 0] = pa_pack(p0, p1, tag);
-                    pf[mt][j >> 1][(j & 1) * 2 + 1] = pa_pack(p2, p3, tag);
-                }
-            }
-            /* Rescale O only when some row of the warp raised its max (rare once it settles). */
-            if (__any_sync(0xffffffffu, rescale)) {
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                    for (int j = 0; j < NO; ++j) {
-                        acc[mt][j][0] *= corr[mt][0], acc[mt][j][1] *= corr[mt][0];
-                        acc[mt][j][2] *= corr[mt][1], acc[mt][j][3] *= corr[mt][1];
-                    }
-            }
+            sm80_softmax_step<T, MT, NS, NO>(s, pf, mrow, lsum, acc, a.mult, tag);
 
             sm80_cp_async_wait<2 * STAGES - 2>(); /* V_n landed for this thread */
             __syncthreads();                      /* ... for all; every warp is done with K_n */
-            if (n + STAGES < n_hi)
-                sm80_load_tile<T, BN, D, NT, PAGED>(kt, kh, a.ks[1], (n + STAGES) * BN, sk, nch_qk, tid, kpg);
+            if (n + STAGES < n_hi) ld.k(kt, n + STAGES);
             sm80_cp_async_commit();
-
-            /* O += P V_n: V is row-major [key][dim], so ldmatrix.trans yields its B fragments. */
-            const uint32_t vt = sv_base + slot * KVB;
-#pragma unroll
-            for (int kc = 0; kc < BN / 16; ++kc) {
-#pragma unroll
-                for (int j = 0; j < NO / 2; ++j) {
-                    uint32_t vf[4];
-                    sm80_ldsm_x4_trans(vf, vt + sm80_swz<PITCH>(kc * 16 + (((lane >> 3) & 1) << 3) + (lane & 7),
-                                                                j * 2 + (lane >> 4)));
-#pragma unroll
-                    for (int mt = 0; mt < MT; ++mt) {
-                        sm80_mma(acc[mt][2 * j], pf[mt][kc], vf[0], vf[1], tag);
-                        sm80_mma(acc[mt][2 * j + 1], pf[mt][kc], vf[2], vf[3], tag);
-                    }
-                }
-            }
+            sm80_pv<T, D, MT, BN>(acc, pf, sv_base + slot * KVB, lane, tag);
         }
         sm80_cp_async_wait<0>(); /* with no key tile, Q may still be landing */
         __syncthreads();         /* before the warps reuse their Q rows for O */
-
-        /* Epilogue: finish the row sums across the quad, normalise once, stage O (16-bit) in the
-         * warp's own Q rows, then write 16-byte row pieces to global memory. */
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-                float l = lsum[mt][r];
-                l += __shfl_xor_sync(0xffffffffu, l, 1);
-                l += __shfl_xor_sync(0xffffffffu, l, 2);
-                lsum[mt][r] = l;
-                /* l lies in [1, keys] when a key was visible, where the fast divide is within 2 ulp
-                 * (IEEE division is a call); no visible key gives O = 0 */
-                const float inv = l > 0.f ? __fdividef(1.f, l) : 0.f;
-                const int row = wrow + mt * 16 + 8 * r;
-#pragma unroll
-                for (int j = 0; j < NO; ++j)
-                    *(uint32_t *)(smem + sm80_swz<PITCH>(row, j) + (lane & 3) * 4) =
-                        l == 0.f ? 0u /* no visible key: exactly 0, even where V held a NaN (0 x NaN) */
-                                 : pa_pack(acc[mt][j][2 * r] * inv, acc[mt][j][2 * r + 1] * inv, tag);
-            }
-        __syncwarp();
-#pragma unroll
-        for (int i = lane; i < WR * CH; i += 32) {
-            const int r = i / CH, c = i % CH, row = m0 + warp * WR + r;
-            if (row < sq && c < nch_v)
-                *(uint4 *)(oh + (int64_t)row * a.os[1] + c * 8) = *(const uint4 *)(smem + sm80_swz<PITCH>(warp * WR + r, c));
-        }
-        if (a.lse && (lane & 3) == 0) {
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                for (int r = 0; r < 2; ++r) {
-                    const int row = m0 + wrow + mt * 16 + 8 * r;
-                    if (row >= sq) continue;
-                    const int64_t off = a.cu_q ? h * a.ls[1] + (int64_t)(q0 + row) * a.ls[2]
-                                               : b * a.ls[0] + h * a.ls[1] + (int64_t)row * a.ls[2];
-                    a.lse[off] = lsum[mt][r] > 0.f
-                                     ? (mrow[mt][r] * a.mult + __log2f(lsum[mt][r])) * 0.69314718055994531f
-                                     : lsum[mt][r] == 0.f ? -INFINITY : NAN; /* NaN scores give NaN */
-                }
-        }
+        sm80_epilogue<T, D, MT>(a, smem, oh, acc, lsum, mrow, q, b, h, m0, ld.nch_v, warp, lane, tag);
     }
 }
 
