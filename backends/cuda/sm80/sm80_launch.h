@@ -8,28 +8,29 @@
 
 /* Instances: head dim x {f16, bf16}; a call runs on the smallest instance that holds both of its head
  * dims (pa_fwd_instance_dim: Dqk != Dv and every multiple of 8 up to 256). The list is FlashAttention-2's
- * less d224, which runs on d256 at 7/8 of its columns. Warps split the CTA's BM = 128 query rows; each
- * warp owns its rows in full. d32, d64, d96 and d128 have 4 warps of two 16-row MMA tiles, so each K and
- * V fragment read from shared memory feeds two MMAs (d32 with 128-key tiles, FlashAttention-2's shape,
- * 11-13% faster than 64). d96 at 64-key tiles ran d80 and d96 14-22% faster than the d128 instance
- * (H200, sm80 forced); its sm_80 build spills 32 bytes (sm_90: none), allowed by the ISA gate by name.
- * d160..d256 have 8 warps of one tile (the O accumulator of two would not fit beside S) and a one-slot
- * ring (FlashAttention-2's order: V_j lands during Q K_j^T, K_{j+1} during P V_j); d192 at 64-key
- * tiles, 18-25% faster than at 32 (H200). d256 has two shapes, picked per device at run time as
- * FlashAttention-2 does: 128 x 64 with 8 warps (128 KB, one CTA per SM: the A100) and 64 x 64 with 4
- * warps (96 KB: two CTAs per SM where an SM holds 2 x 97 KB, H100/H200; also the only d256 shape within
- * sm_86/89's 99 KB). PA_SM80_BM/WARPS/MIN_CTAS/SMEM_BYTES name the default (largest) shape of each head
- * dim. */
+ * less d224, which runs on d256 at 7/8 of its columns. Warps split the CTA's BM query rows (128; d192
+ * 64); each warp owns its rows in full. d32, d64, d96 and d128 have 4 warps of two 16-row MMA tiles, so
+ * each K and V fragment read from shared memory feeds two MMAs (d32 with 128-key tiles, FlashAttention-2's
+ * shape, 11-13% faster than 64). d96 at 64-key tiles ran d80 and d96 14-22% faster than the d128
+ * instance (H200, sm80 forced); its sm_80 build spills 32 bytes (sm_90: none), allowed by the ISA gate
+ * by name. d160..d256 have one 16-row tile per warp (the O accumulator of two would not fit beside S)
+ * and a one-slot ring (FlashAttention-2's order: V_j lands during Q K_j^T, K_{j+1} during P V_j):
+ * d160 8 warps; d192 4 warps, two CTAs per SM, 64-key tiles (on the H200 8-10% faster than 128 rows
+ * of 8 warps, which was 18-25% faster than 32-key tiles). d256 has two shapes, picked per device at
+ * run time as FlashAttention-2 does: 128 x 64 with 8 warps (128 KB, one CTA per SM: the A100) and
+ * 64 x 64 with 4 warps (96 KB: two CTAs per SM where an SM holds 2 x 97 KB, H100/H200; also the only
+ * d256 shape within sm_86/89's 99 KB). PA_SM80_BM/WARPS/MIN_CTAS/SMEM_BYTES name the default shape of
+ * each head dim (d256: the larger). */
 #define PA_SM80_DIMS(X) X(32) X(64) X(96) X(128) X(160) X(192) X(256)
 /* Instances of the paged family (prefill over a KV cache, f16 and bf16 each): a call runs on the
  * smallest that holds both of its head dims, as the contiguous family. */
 #define PA_SM80_PAGED_DIMS(X) X(64) X(128)
 #define PA_SM80_WIDE(d) ((d) >= 160)
-#define PA_SM80_WARPS(d) (PA_SM80_WIDE(d) ? 8 : 4)
-#define PA_SM80_BM(d) 128
+#define PA_SM80_WARPS(d) (PA_SM80_WIDE(d) && (d) != 192 ? 8 : 4)
+#define PA_SM80_BM(d) ((d) == 192 ? 64 : 128)
 #define PA_SM80_BN(d) ((d) == 32 ? 128 : 64)
 /* CTAs per SM that __launch_bounds__ asks ptxas to fit (caps registers at 65536 / (CTAs x threads)). */
-#define PA_SM80_MIN_CTAS(d) (PA_SM80_WIDE(d) ? 1 : 2)
+#define PA_SM80_MIN_CTAS(d) (PA_SM80_WIDE(d) && (d) != 192 ? 1 : 2)
 #define PA_SM80_STAGES(d) (PA_SM80_WIDE(d) ? 1 : 2)
 /* d256's second shape: 64 rows, 4 warps, two CTAs per SM. */
 #define PA_SM80_D256_SMALL_BM 64
@@ -37,7 +38,7 @@
 #define PA_SM80_D256_SMALL_MIN_CTAS 2
 /* Dynamic shared memory: the Q tile and STAGES K and V tiles, rows padded to 128-byte multiples
  * (the swizzle works on groups of eight 16-byte chunks): d32 80 KB, d64 48 KB, d96 96 KB, d128 96 KB,
- * d160 96 KB, d192 96 KB, d256 128 KB (64-row shape 96 KB). All fit the A100's 163 KB per block;
+ * d160 96 KB, d192 72 KB, d256 128 KB (64-row shape 96 KB). All fit the A100's 163 KB per block;
  * sm_86/89 (99 KB) take all but d256's 128-row shape. */
 #define PA_SM80_PITCH_BYTES(d) (((d) * 2 + 127) / 128 * 128)
 #define PA_SM80_SMEM_SHAPE(d, bm, bn, st) (((bm) + 2 * (st) * (bn)) * PA_SM80_PITCH_BYTES(d))
