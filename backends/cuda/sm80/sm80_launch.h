@@ -29,8 +29,9 @@
 #define PA_SM80_WARPS(d) (PA_SM80_WIDE(d) && (d) != 192 ? 8 : 4)
 #define PA_SM80_BM(d) ((d) == 192 ? 64 : 128)
 #define PA_SM80_BN(d) ((d) == 32 ? 128 : 64)
-/* CTAs per SM that __launch_bounds__ asks ptxas to fit (caps registers at 65536 / (CTAs x threads)). */
-#define PA_SM80_MIN_CTAS(d) (PA_SM80_WIDE(d) && (d) != 192 ? 1 : 2)
+/* CTAs per SM that __launch_bounds__ asks ptxas to fit (caps registers at 65536 / (CTAs x threads)):
+ * one of 8 warps, two of 4, so that every shape gets 255 registers a thread. */
+#define PA_SM80_MIN_CTAS(d) (PA_SM80_WARPS(d) == 8 ? 1 : 2)
 #define PA_SM80_STAGES(d) (PA_SM80_WIDE(d) ? 1 : 2)
 /* d256's second shape: 64 rows, 4 warps, two CTAs per SM. */
 #define PA_SM80_D256_SMALL_BM 64
