@@ -13,8 +13,8 @@ Implementations, all on the same packed tokens:
                  longest: what a caller without a varlen kernel runs (more work than the others)
 TFLOPS count the real tokens only, by FlashAttention's convention: sum over sequences of
 4 * H * len^2 * D, halved when causal; the padded peers' figures are therefore the useful rate.
-portattn's output is checked against an fp32 reference per sequence (rel-L2 within --tol-factor x
-FA2-varlen's, or --tol-floor); exit 1 on a failure, 2 when it cannot run.
+portattn's output is checked against an fp32 reference computed once per point, sequence by sequence
+(rel-L2 within --tol-factor x FA2-varlen's, or --tol-floor); exit 1 on a failure, 2 when it cannot run.
 
   PORTATTN_LIBRARY=build/libportattn.so python3 tools/varlen_bench.py --json varlen.json
 """
@@ -54,25 +54,18 @@ def lengths(torch, args):
     return torch.randint(args.min_len, args.max_len + 1, (args.batch,), generator=g).tolist()
 
 
-def reference_rel_l2(torch, q, k, v, lens, out, causal):
-    """rel-L2 of out (total, H, D) against fp32 attention computed sequence by sequence."""
-    num = den = 0.0
-    off = 0
-    scale = 1.0 / math.sqrt(q.shape[-1])
+def reference(torch, pb_ref, q, k, v, lens, causal):
+    """fp32 attention of the packed batch (total, H, D), sequence by sequence (peer_bench.reference on
+    each sequence's (1, H, len, D) view), packed the same way."""
+    out, off = [], 0
     for n in lens:
-        qs, ks, vs = (t[off:off + n].float().transpose(0, 1) for t in (q, k, v))
-        s = torch.matmul(qs, ks.transpose(-1, -2)) * scale
-        if causal:
-            s.masked_fill_(~torch.ones(n, n, dtype=torch.bool, device=q.device).tril(), float("-inf"))
-        r = torch.matmul(torch.softmax(s, dim=-1), vs).transpose(0, 1)
-        o = out[off:off + n].float()
-        num += float(((o - r) ** 2).sum())
-        den += float((r ** 2).sum())
+        qs, ks, vs = (t[off:off + n].transpose(0, 1).unsqueeze(0) for t in (q, k, v))
+        out.append(pb_ref(torch, qs, ks, vs, causal)[0].transpose(0, 1))
         off += n
-    return math.sqrt(num / max(den, 1e-30))
+    return torch.cat(out)
 
 
-def run_point(torch, F, pb, bench, ctx, args, dtype, d, causal, lens):
+def run_point(torch, F, pb, peer, bench, ctx, args, dtype, d, causal, lens):
     dev, h, b = "cuda", args.heads, len(lens)
     total, smax = sum(lens), max(lens)
     dt = torch.bfloat16 if dtype == "bf16" else torch.float16
@@ -85,9 +78,9 @@ def run_point(torch, F, pb, bench, ctx, args, dtype, d, causal, lens):
                min_len=min(lens), flops=flops, impls={})
 
     def timed(name, fn):
+        row["impls"][name] = {}
         try:
-            ms, p20, p80 = bench(fn)
-            row["impls"][name] = dict(ms=ms, ms_p20=p20, ms_p80=p80, tflops=flops / ms / 1e9)
+            peer.timed(row["impls"][name], bench, fn, flops=flops)
         except Exception as e:  # a peer that cannot run this point says why
             row["impls"][name] = dict(error=str(e).splitlines()[0][:200] if str(e) else type(e).__name__)
 
@@ -108,14 +101,13 @@ def run_point(torch, F, pb, bench, ctx, args, dtype, d, causal, lens):
 
     ours()
     torch.cuda.synchronize()
-    err = reference_rel_l2(torch, q, k, v, lens, out, causal)
-    row["impls"]["portattn"]["rel_l2"] = err
+    ref = reference(torch, peer.reference, q, k, v, lens, causal)
+    row["impls"]["portattn"].update(peer.errors(torch, out, ref))
+    err = row["impls"]["portattn"]["rel_l2"]
     bound = args.tol_floor
     if "ms" in row["impls"].get("FA2-varlen", {}):
-        o2 = fa2()[0]
-        e2 = reference_rel_l2(torch, q, k, v, lens, o2, causal)
-        row["impls"]["FA2-varlen"]["rel_l2"] = e2
-        bound = max(bound, args.tol_factor * e2)
+        row["impls"]["FA2-varlen"].update(peer.errors(torch, fa2()[0], ref))
+        bound = max(bound, args.tol_factor * row["impls"]["FA2-varlen"]["rel_l2"])
     row["bound"] = bound
     row["check"] = "PASS" if math.isfinite(err) and err <= bound else "FAIL"
     return row
@@ -132,7 +124,7 @@ def main(argv=None):
         import torch
         import torch.nn.functional as F
         import portattn as pb
-        from peer_bench import make_bench, sdpa_context
+        import peer_bench as peer
     except Exception as e:
         print("varlen_bench: cannot run: %s" % e)
         return 2
@@ -140,10 +132,10 @@ def main(argv=None):
         print("varlen_bench: cannot run: no CUDA device")
         return 2
     torch.manual_seed(args.seed)
-    bench, ctx = make_bench(torch, args.warmup, args.rep), sdpa_context(torch)
+    bench, ctx = peer.make_bench(torch, args.warmup, args.rep), peer.sdpa_context(torch)
     lens = lengths(torch, args)
     causals = {"no": [False], "yes": [True], "both": [False, True]}[args.causal]
-    rows = [run_point(torch, F, pb, bench, ctx, args, dt, d, c, lens)
+    rows = [run_point(torch, F, pb, peer, bench, ctx, args, dt, d, c, lens)
             for dt in args.dtype for d in args.d for c in causals]
     names = ("portattn", "FA2-varlen", "FA2-padded", "cuDNN-padded")
     print("%d sequences of U[%d, %d] tokens (%d in all, longest %d), %d heads; TFLOPS on the real tokens"
