@@ -4,7 +4,8 @@
 # lives in a common folder, never in one family's room. backends/cuda/common/ itself includes only
 # common/ and include/. hip-cdna's nvcc emulation files (cdna_*emu*) are the one seam between the
 # HIP folder and CUDA's common folder. backends/hip/emu/ (the emulated wave primitives, which no AMD
-# build compiles) may include the HIP folder's headers.
+# build compiles) may include the HIP folder's headers, and backends/cuda/sm100/emu/ (the emulated
+# tcgen05, which no release build compiles) cuda-sm100's.
 # usage: include_rule.sh SOURCE_DIR      exit 0 pass, 1 fail
 SRC=${1:?source dir}
 fail=0
@@ -26,6 +27,7 @@ check() { # folder, allowed folders...
 }
 check backends/cuda/common common include
 for fam in generic sm80 sm90 sm100; do check backends/cuda/$fam backends/cuda/common common include; done
+check backends/cuda/sm100/emu backends/cuda/sm100 backends/cuda/common common include
 check backends/hip common include
 check backends/hip/emu backends/hip common include
 check common include

@@ -5,7 +5,9 @@
 # tcgen05.commit, the tcgen05 fences, TMA tensor loads and the mbarrier operations (plus
 # tcgen05.ld.red in the sm_103a code only), and ptxas reports no stack frame, spills or local
 # memory. Prints registers per kernel. With cuobjdump it also checks the SASS (a UTC*MMA
-# instruction, UTMALDG; no LDL/STL); without it says so.
+# instruction, UTMALDG; no LDL/STL); without it says so. The release compile must not read the
+# emulation (backends/cuda/sm100/emu/, sm100_tc_emu.h) and its kernels take exactly the 5
+# parameters tq, tk, tv, to, a (nothing for an emulation).
 # usage: isa_gate_sm100.sh NVCC SOURCE_DIR WORK_DIR   exit 0 pass, 1 fail, 77 no (new enough) nvcc
 set -uo pipefail
 . "$(dirname "$0")/isa_cuda_lib.sh"
@@ -45,11 +47,24 @@ for arch in 100a 103a; do
 done
 isa_expect "$WORK/arch_100a.ptx" 64 -eq 0 "tcgen05.ld.red in sm_100a PTX (must be 0: sm_103 only)" 'tcgen05\.ld\.red'
 isa_expect "$WORK/arch_103a.ptx" 64 -gt 0 "tcgen05.ld.red in sm_103a PTX (row max with the S load)" 'tcgen05\.ld\.red'
-
 # sm_100a moves part of the exponentials to the FMA pipe (sm100_exp2_fma); sm_103a keeps them on the SFU
 e100=$(grep -c 'ex2.approx' "$WORK/arch_100a.ptx"); e103=$(grep -c 'ex2.approx' "$WORK/arch_103a.ptx")
 printf '  %-64s %6s\n' "ex2.approx, sm_100a / sm_103a (fewer on sm_100a: FMA-pipe exp2)" "$e100/$e103"
 [ "$e100" -lt "$e103" ] || bad "sm_100a PTX has as many ex2.approx as sm_103a: no exponentials on the FMA pipe"
+
+echo "== kernel parameters (sm_100a and sm_103a)"
+cat "$WORK"/arch_*.ptx > "$WORK/release.ptx"
+isa_expect "$WORK/release.ptx" 64 -eq 8 "kernel parameter 4 (a), d64/d128 x f16/bf16 x 2 arches" '\.param .*sm100_fwd[A-Za-z0-9_]*_param_4'
+isa_expect "$WORK/release.ptx" 64 -eq 0 "kernel parameters past a (must be 0)" 'sm100_fwd[A-Za-z0-9_]*_param_[5-9]'
+
+echo "== headers of the sm_100a/sm_103a compile (nvcc -M, both device passes)"
+: > "$WORK/deps.txt"
+for cu in "$SRC"/backends/cuda/sm100/sm100_fwd_d*.cu "$SRC"/backends/cuda/sm100/sm100_launch.cu; do
+  "$NVCC" -std=c++17 $INC -gencode=arch=compute_100a,code=compute_100a -gencode=arch=compute_103a,code=compute_103a \
+    -M "$cu" 2>> "$WORK/deps.log" | tr ' \\' '\n\n' | grep -v '^$' >> "$WORK/deps.txt" || bad "$(basename "$cu"): nvcc -M"
+done
+isa_expect "$WORK/deps.txt" 64 -gt 0 "sm100_ptx.cuh read (the check sees the kernel's headers)" 'sm100/sm100_ptx\.cuh$'
+isa_expect "$WORK/deps.txt" 64 -eq 0 "emulation headers read (sm100/emu/, sm100_tc_emu.h; must be 0)" 'sm100/emu/|sm100_tc_emu\.h'
 
 echo "== ptxas -v, sm_100a and sm_103a (per kernel: registers, stack frame, spill stores/loads)"
 isa_ptxas_table 8 "d64, d128 x f16/bf16 x sm_100a/sm_103a"

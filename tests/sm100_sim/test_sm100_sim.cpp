@@ -259,8 +259,8 @@ template <typename T> static void launch(const sim_case &c, const CUtensorMap &t
             th.emplace_back([&, t, cta] {
                 threadIdx = {(unsigned)t, 0, 0};
                 blockIdx = {(unsigned)cta, 0, 0};
-                if (c.d == 64) sm100_fwd<T, 64, PA_SM100_STAGES(64)>(tq, tk, tv, to, a, nullptr);
-                else sm100_fwd<T, 128, PA_SM100_STAGES(128)>(tq, tk, tv, to, a, nullptr);
+                if (c.d == 64) sm100_fwd<T, 64, PA_SM100_STAGES(64)>(tq, tk, tv, to, a);
+                else sm100_fwd<T, 128, PA_SM100_STAGES(128)>(tq, tk, tv, to, a);
             });
         for (auto &x : th) x.join();
         for (int w = 0; w < PA_SM100_WARPS; ++w) delete warp_bar[w];

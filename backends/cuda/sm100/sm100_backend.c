@@ -15,7 +15,7 @@ static int sm100_device(char *why, size_t why_len)
     int major = 0, minor = 0;
     char dev[96];
     if (!pa_cuda_device_info(&major, &minor, NULL, dev, sizeof dev)) return PA_REFUSE("%s", dev);
-#ifdef PORTATTN_SM100_EMULATION /* test build: the kernel on sm_90a with tcgen05 emulated (sm100_emu_ptx.cuh) */
+#ifdef PORTATTN_SM100_EMULATION /* test build: the kernel on sm_90a with tcgen05 emulated (emu/sm100_emu_ptx.cuh) */
     if (major != 9 || minor != 0)
         return PA_REFUSE("the emulation build runs on compute capability 9.0 (sm_90a code), device is %d.%d", major, minor);
     return 1;
@@ -58,9 +58,11 @@ static int sm100_supports(const pa_problem *pb, char *kernel, size_t kernel_len,
         return PA_REFUSE("batch %lld x heads %lld x row blocks over the grid's 2^31-1", (long long)p->batch,
                       (long long)p->heads_q);
 #ifdef PORTATTN_SM100_EMULATION
-    if (blocks * p->batch * p->heads_q > PA_SM100_EMU_MAX_CTAS)
-        return PA_REFUSE("emulation build: %lld CTAs, the emulated TMEM pool takes at most %d",
-                      (long long)(blocks * p->batch * p->heads_q), PA_SM100_EMU_MAX_CTAS);
+    /* one thread runs each emulated MMA: this bounds a test build's run time per call */
+    enum { emu_max_ctas = 4096 };
+    if (blocks * p->batch * p->heads_q > emu_max_ctas)
+        return PA_REFUSE("emulation build: %lld CTAs, it takes at most %d (one thread computes each emulated MMA)",
+                      (long long)(blocks * p->batch * p->heads_q), (int)emu_max_ctas);
 #endif
     if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
     int optin = 0;

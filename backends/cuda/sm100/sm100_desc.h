@@ -46,9 +46,6 @@
 #define PA_SM100_SMEM_SHAPE(d, st) (PA_SM100_QBYTES(d) + 2 * (st) * PA_SM100_KVBYTES(d) + 8 * PA_SM100_NBARS(st) + 16 + 1024)
 #define PA_SM100_SMEM(d) PA_SM100_SMEM_SHAPE(d, PA_SM100_STAGES(d))
 #define PA_SM100_MAX_SEQ ((1 << 30) - 1)
-/* emulation build: TMEM as 128 x 512 x 4 bytes of global memory per CTA, at most this many CTAs */
-#define PA_SM100_EMU_TMEM_BYTES (128 * 512 * 4)
-#define PA_SM100_EMU_MAX_CTAS 4096
 
 /* ---- descriptors (PTX ISA, tcgen05 "matrix descriptors" / "instruction descriptor") ---------- */
 enum { PA_SM100_SW_NONE = 0, PA_SM100_SW_128B_BASE32B = 1, PA_SM100_SW_128B = 2, PA_SM100_SW_64B = 4, PA_SM100_SW_32B = 6 };

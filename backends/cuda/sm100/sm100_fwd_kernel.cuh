@@ -72,11 +72,8 @@ __device__ __forceinline__ float sm100_score(uint32_t bits, int col, bool bounda
 template <typename T, int D, int ST>
 __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
     sm100_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
-              const __grid_constant__ CUtensorMap tv, const __grid_constant__ CUtensorMap to, const pa_fwd_args a,
-              uint32_t *emu_tmem)
+              const __grid_constant__ CUtensorMap tv, const __grid_constant__ CUtensorMap to, const pa_fwd_args a)
 {
-    /* emu_tmem: the emulation build's TMEM pool (sm100_emu_ptx.cuh); NULL and unused on sm_100a/sm_103a */
-    (void)emu_tmem;
 #ifdef PA_SM100_DEVICE
     constexpr int BM = PA_SM100_BM, BN = PA_SM100_BN, NB = D / 64, ROWS = PA_SM100_QT * BM;
     constexpr int QTILE = BM * D * 2, QBLK = BM * 128, KBLK = BN * 128, KVB = PA_SM100_KVBYTES(D);
@@ -141,9 +138,6 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
         }
         pa_bar_init_fence();
     }
-#ifdef PA_SM100_EMULATE
-    sm100_emu_bind(emu_tmem);
-#endif
     if (warp == PA_SM100_MMA_WARP) {
         __syncwarp(); /* .sync.aligned: the whole warp, converged */
         sm100_tmem_alloc(tslot, PA_SM100_TMEM_COLS);
@@ -394,7 +388,7 @@ __global__ void __launch_bounds__(PA_SM100_THREADS, 1)
 
 template <typename T, int D, int ST>
 static cudaError_t sm100_launch_instance(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
-                                         const CUtensorMap *to, const pa_fwd_args *a, int64_t max_sq, uint32_t *emu_tmem, cudaStream_t stream)
+                                         const CUtensorMap *to, const pa_fwd_args *a, int64_t max_sq, cudaStream_t stream)
 {
     const int smem = PA_SM100_SMEM_SHAPE(D, ST);
     auto kern = sm100_fwd<T, D, ST>;
@@ -404,19 +398,18 @@ static cudaError_t sm100_launch_instance(const CUtensorMap *tq, const CUtensorMa
     const int64_t rows = PA_SM100_QT * PA_SM100_BM, nmb = (max_sq + rows - 1) / rows;
     CUtensorMap q = *tq, k = *tk, v = *tv, o = *to;
     pa_fwd_args arg = *a;
-    void *args[] = {&q, &k, &v, &o, &arg, &emu_tmem};
+    void *args[] = {&q, &k, &v, &o, &arg};
     return cudaLaunchKernel((const void *)kern, dim3((unsigned)(nmb * a->batch * a->heads)), dim3(PA_SM100_THREADS), args,
                             smem, stream);
 }
 
 #define SM100_INSTANCE(D)                                                                                            \
     cudaError_t sm100_launch_d##D(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,               \
-                                  const CUtensorMap *to, const pa_fwd_args *a, int bf16, int64_t max_sq,            \
-                                  uint32_t *emu_tmem, cudaStream_t stream)                                         \
+                                  const CUtensorMap *to, const pa_fwd_args *a, int bf16, int64_t max_sq,             \
+                                  cudaStream_t stream)                                                               \
     {                                                                                                                \
-        return bf16 ? sm100_launch_instance<__nv_bfloat16, D, PA_SM100_STAGES(D)>(tq, tk, tv, to, a, max_sq, emu_tmem, \
-                                                                                  stream)                            \
-                    : sm100_launch_instance<__half, D, PA_SM100_STAGES(D)>(tq, tk, tv, to, a, max_sq, emu_tmem, stream); \
+        return bf16 ? sm100_launch_instance<__nv_bfloat16, D, PA_SM100_STAGES(D)>(tq, tk, tv, to, a, max_sq, stream) \
+                    : sm100_launch_instance<__half, D, PA_SM100_STAGES(D)>(tq, tk, tv, to, a, max_sq, stream);       \
     }
 
 #endif

@@ -11,11 +11,9 @@
 #include "fwd_args.h"
 
 cudaError_t sm100_launch_d64(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const CUtensorMap *,
-                             const pa_fwd_args *, int,
-                             int64_t, uint32_t *, cudaStream_t);
+                             const pa_fwd_args *, int, int64_t, cudaStream_t);
 cudaError_t sm100_launch_d128(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const CUtensorMap *,
-                             const pa_fwd_args *, int,
-                              int64_t, uint32_t *, cudaStream_t);
+                              const pa_fwd_args *, int, int64_t, cudaStream_t);
 
 extern "C" portattn_status_t pa_cuda_sm100_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
 {
@@ -29,21 +27,9 @@ extern "C" portattn_status_t pa_cuda_sm100_launch(const pa_problem *pb, void *st
     s = pa_tmap_fwd(pb, "cuda-sm100", PA_SM100_BM, 1, PA_SM100_BN, &tq, &tk, &tv, &to, err, err_len);
     if (s) return s;
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
-    cudaError_t e = cudaSuccess;
-    cudaStream_t st = (cudaStream_t)stream;
-    uint32_t *emu_tmem = NULL;
-#ifdef PA_SM100_EMULATE
-    /* the emulated TMEM: 256 KB of global memory per CTA, stream-ordered (supports() bounds the grid) */
-    const int64_t rows = PA_SM100_QT * PA_SM100_BM, ctas = (pb->max_seqlen_q + rows - 1) / rows * p->batch * p->heads_q;
-    e = cudaMallocAsync((void **)&emu_tmem, (size_t)ctas * PA_SM100_EMU_TMEM_BYTES, st);
-    if (e != cudaSuccess) return pa_cuda_status(e, "cuda-sm100 (emulated): TMEM pool", err, err_len);
-#endif
-    e = d == 64 ? sm100_launch_d64(&tq, &tk, &tv, &to, &a, bf16, pb->max_seqlen_q, emu_tmem, st)
-                : sm100_launch_d128(&tq, &tk, &tv, &to, &a, bf16, pb->max_seqlen_q, emu_tmem, st);
-#ifdef PA_SM100_EMULATE
-    const cudaError_t ef = cudaFreeAsync(emu_tmem, st);
-    if (e == cudaSuccess) e = ef;
-#endif
+    const cudaStream_t st = (cudaStream_t)stream;
+    const cudaError_t e = d == 64 ? sm100_launch_d64(&tq, &tk, &tv, &to, &a, bf16, pb->max_seqlen_q, st)
+                                  : sm100_launch_d128(&tq, &tk, &tv, &to, &a, bf16, pb->max_seqlen_q, st);
     if (e != cudaSuccess) return pa_cuda_status(e, "cuda-sm100: kernel launch", err, err_len);
     return PORTATTN_SUCCESS;
 }

@@ -1,7 +1,9 @@
 /* sm_100a/sm_103a primitives of the cuda-sm100 kernel: tcgen05 (TMEM allocation, MMA issue,
  * commit, TMEM loads/stores, fences) as inline PTX. Defined only in the sm_100a/sm_103a device
  * passes (feature macros); mbarriers and TMA come from ../tma_mbar_ptx.cuh. With PA_SM100_EMULATE
- * the same names come from sm100_emu_ptx.cuh instead, in the sm_90a pass. */
+ * (the emulation build, CMake's PORTATTN_SM100_EMULATION) the same names come from
+ * emu/sm100_emu_ptx.cuh instead, used in the sm_90a pass: this switch is the only place the kernel
+ * source meets the emulation. */
 #ifndef PORTATTN_SM100_PTX_CUH
 #define PORTATTN_SM100_PTX_CUH
 
@@ -17,11 +19,12 @@
 #define PA_SM100_DEVICE 1
 #define PA_SM100_EXP2_FMA 1
 #elif defined(PA_SM100_EMULATE)
-/* Emulation build (test builds only): the same kernel on sm_90a, tcgen05 emulated. */
+/* Emulation build (test builds only): the same kernel on sm_90a, tcgen05 emulated. Included in
+ * every pass: nvcc's host pass registers the emulation's __device__ TMEM pool. */
+#include "emu/sm100_emu_ptx.cuh"
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define PA_SM100_DEVICE 1
 #define PA_SM100_EXP2_FMA 1
-#include "sm100_emu_ptx.cuh"
 #endif
 #elif defined(__CUDA_ARCH__) && (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))
 #define PA_SM100_DEVICE 1

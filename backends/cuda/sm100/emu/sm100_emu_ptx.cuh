@@ -1,9 +1,17 @@
 /* The emulation build of cuda-sm100 (PA_SM100_EMULATE, compiled for sm_90a): the tcgen05 wrappers
  * of sm100_ptx.cuh with the same signatures, implemented by sm100_tc_emu.h on an sm_90 GPU, while
- * TMA and mbarriers stay native. Test builds only, never a release build.
+ * TMA and mbarriers stay native. sm100_ptx.cuh includes this file in that build only; no release
+ * build compiles or includes anything in this folder, and the kernel and its launcher do not know
+ * the emulation exists (no parameter, no host code).
  *
- * - TMEM: 128 x 512 cells of global memory per CTA (the launcher's pool, CTA b at b * 64K cells);
- *   the kernel hands its slice over once (sm100_emu_bind) and every wrapper uses it.
+ * - TMEM: 128 x 512 cells of global memory per CTA, one slot of a static pool of this module
+ *   (sm100_emu_pool; each instance .cu is its own module, so each has its own pool). The emulated
+ *   tcgen05.alloc claims a free slot (a flag taken by atomicCAS), dealloc gives it back, as the
+ *   hardware allocates TMEM per resident CTA: launches on several streams at once get disjoint
+ *   cells. The pool holds a slot for every CTA that can be resident on an sm_90 GPU (132 SMs, at
+ *   most 2 of these CTAs per SM); were they all taken, alloc waits for a holder's dealloc, which
+ *   comes (a holder is resident and needs no other CTA to finish). A slot's cells keep whatever
+ *   its last CTA left, as TMEM does: the kernel never reads a cell it has not written.
  * - tcgen05.mma does not compute at issue: it is queued (in shared memory, issuing thread only)
  *   and the queue runs at the next tcgen05.commit, which then arrives on the mbarrier. So a
  *   consumer that reads TMEM without waiting for the commit's barrier sees stale data, as it
@@ -20,6 +28,14 @@
 #include "sm100_tc_emu.h"
 #include "tma_mbar_ptx.cuh"
 
+/* The pool, in every pass: nvcc's host pass registers a module's __device__ variables. */
+#define PA_SM100_EMU_SLOTS 264 /* 132 SMs x 2 CTAs (99,464 bytes of shared memory at d64) */
+#define PA_SM100_EMU_CELLS (SM100_TMEM_LANES * SM100_TMEM_COLS)
+
+__device__ uint32_t sm100_emu_pool[PA_SM100_EMU_SLOTS][PA_SM100_EMU_CELLS]; /* 256 KB per slot */
+__device__ int sm100_emu_slot_taken[PA_SM100_EMU_SLOTS];                  /* 1: a CTA holds it */
+
+#ifdef __CUDA_ARCH__ /* the wrappers: device passes only (they use tma_mbar_ptx.cuh's device functions) */
 #define PA_SM100_EMU_QUEUE 32 /* MMAs between two commits: the kernel issues at most 8 (D/16, BN/16) */
 
 typedef struct sm100_emu_op {
@@ -29,30 +45,47 @@ typedef struct sm100_emu_op {
 } sm100_emu_op;
 
 __shared__ uint32_t *sm100_emu_tmem;                   /* this CTA's 128 x 512 cells */
+__shared__ int sm100_emu_slot;                         /* their slot in the pool */
 __shared__ sm100_emu_op sm100_emu_queue[PA_SM100_EMU_QUEUE];
 __shared__ int sm100_emu_queued;
-
-/* Once per CTA, by every thread before the first tcgen05 use (the kernel's __syncthreads follows). */
-__device__ __forceinline__ void sm100_emu_bind(uint32_t *pool)
-{
-    if (threadIdx.x == 0) {
-        sm100_emu_tmem = pool + (size_t)blockIdx.x * SM100_TMEM_LANES * SM100_TMEM_COLS;
-        sm100_emu_queued = 0;
-    }
-}
 
 __device__ __forceinline__ void sm100_emu_check(int e)
 {
     if (e) __trap();
 }
 
+/* Warp-collective, as tcgen05.alloc: lane 0 claims a pool slot (the first free one from
+ * blockIdx.x on) for the CTA, empties the MMA queue and writes TMEM address 0 to the shared slot.
+ * The kernel's __syncthreads after the allocation publishes the slot before any other tcgen05 use. */
 __device__ __forceinline__ void sm100_tmem_alloc(uint32_t slot, uint32_t ncols)
 {
     if (ncols < 32 || ncols > 512 || (ncols & (ncols - 1))) __trap();
-    if ((threadIdx.x & 31) == 0) asm volatile("st.shared.u32 [%0], %1;" ::"r"(slot), "r"(0u) : "memory");
+    if ((threadIdx.x & 31) == 0) {
+        const int first = (int)(blockIdx.x % PA_SM100_EMU_SLOTS);
+        int s = first;
+        while (atomicCAS(&sm100_emu_slot_taken[s], 0, 1) != 0) {
+            s = (s + 1) % PA_SM100_EMU_SLOTS;
+            if (s == first) __nanosleep(1000); /* every slot taken: wait for a dealloc */
+        }
+        __threadfence(); /* acquire: the previous holder's cell accesses came before its release */
+        sm100_emu_slot = s;
+        sm100_emu_tmem = sm100_emu_pool[s];
+        sm100_emu_queued = 0;
+        asm volatile("st.shared.u32 [%0], %1;" ::"r"(slot), "r"(0u) : "memory");
+    }
     __syncwarp();
 }
-__device__ __forceinline__ void sm100_tmem_dealloc(uint32_t taddr, uint32_t ncols) { (void)taddr, (void)ncols; }
+/* Warp-collective, as tcgen05.dealloc: after the kernel's final __syncthreads every TMEM access of
+ * the CTA is done; lane 0 hands the slot back. */
+__device__ __forceinline__ void sm100_tmem_dealloc(uint32_t taddr, uint32_t ncols)
+{
+    (void)taddr, (void)ncols;
+    if ((threadIdx.x & 31) == 0) {
+        __threadfence(); /* release: this CTA's cell accesses before the slot is free again */
+        atomicExch(&sm100_emu_slot_taken[sm100_emu_slot], 0);
+    }
+    __syncwarp();
+}
 __device__ __forceinline__ void sm100_fence_before(void) {}
 __device__ __forceinline__ void sm100_fence_after(void) {}
 
@@ -95,5 +128,7 @@ __device__ __forceinline__ void sm100_st32(uint32_t taddr, const uint32_t (&r)[3
 }
 __device__ __forceinline__ void sm100_wait_ld(void) {}
 __device__ __forceinline__ void sm100_wait_st(void) {}
+
+#endif /* __CUDA_ARCH__ */
 
 #endif
