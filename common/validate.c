@@ -271,7 +271,8 @@ static portattn_status_t check_kv_cache(const portattn_fwd_params_t *p, int64_t 
     return PORTATTN_SUCCESS;
 }
 
-portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, char *why, size_t why_len)
+/* The params struct itself: present, of a size this library knows, copied into the problem. */
+static portattn_status_t load_params(const portattn_fwd_params_t *in, pa_problem *pb, char *why, size_t why_len)
 {
     if (!in) return INVALID("params is NULL");
     /* The 0.1 struct is still accepted; otherwise the one rule of every params struct (check_struct_size). */
@@ -283,9 +284,12 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
     memset(pb, 0, sizeof *pb);
     memcpy(&pb->p, in, in->struct_size); /* an older, smaller struct leaves the newer fields zero */
     pb->p.struct_size = sizeof pb->p;
-    const portattn_fwd_params_t *p = &pb->p;
+    return PORTATTN_SUCCESS;
+}
 
-    int64_t elem = pa_dtype_size(p->dtype);
+/* dtype, backend, shapes and head dims, windows, softmax scale and softcap. elem: the dtype's size. */
+static portattn_status_t check_scalars(const portattn_fwd_params_t *p, int64_t elem, char *why, size_t why_len)
+{
     if (!elem) return INVALID("dtype = %d is not a portattn_dtype_t", (int)p->dtype);
     if ((int)p->backend < 0 || p->backend >= PORTATTN_BACKEND_COUNT_)
         return INVALID("backend = %d is not a portattn_backend_t", (int)p->backend);
@@ -306,10 +310,16 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
     if (!isfinite(p->softmax_scale)) return INVALID("softmax_scale = %g is not finite", (double)p->softmax_scale);
     if (!isfinite(p->softcap) || p->softcap < 0)
         return INVALID("softcap = %g must be finite and >= 0 (0 = off)", (double)p->softcap);
+    return PORTATTN_SUCCESS;
+}
 
-    /* Varlen: packed queries with packed keys (cu_seqlens_q and cu_seqlens_k), or packed queries over
-     * a KV cache (cu_seqlens_q with seqused_k and/or block_table: the keys stay per sequence). */
-    const int paged = p->block_table != NULL, cache = paged || p->seqused_k;
+/* Varlen: packed queries with packed keys (cu_seqlens_q and cu_seqlens_k), or packed queries over
+ * a KV cache (cu_seqlens_q with seqused_k and/or block_table: the keys stay per sequence). Records
+ * the mode and the longest sequences in pb. */
+static portattn_status_t check_varlen(pa_problem *pb, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    const int cache = p->block_table != NULL || p->seqused_k;
     const int varlen = p->cu_seqlens_q != NULL, varlen_k = p->cu_seqlens_k != NULL;
     if (varlen_k && !varlen)
         return INVALID("cu_seqlens_k is set but cu_seqlens_q is NULL (packed keys need packed queries)");
@@ -323,46 +333,55 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
     pb->varlen_k = varlen_k;
     pb->max_seqlen_q = p->seqlen_q;
     pb->max_seqlen_k = p->seqlen_k;
-    if (varlen) {
-        if (p->seqlen_q > INT32_MAX || p->seqlen_k > INT32_MAX)
-            return INVALID("varlen totals (%lld, %lld) exceed the int32 range of cu_seqlens",
-                           (long long)p->seqlen_q, (long long)p->seqlen_k);
-        if (p->batch >= INT32_MAX) return INVALID("batch = %lld too large for varlen", (long long)p->batch);
-        if (p->max_seqlen_q < 0 || p->max_seqlen_q > p->seqlen_q || p->max_seqlen_k < 0 || p->max_seqlen_k > p->seqlen_k)
-            return INVALID("max_seqlen (%lld, %lld) must be within [0, %s (%lld, %lld)]",
-                           (long long)p->max_seqlen_q, (long long)p->max_seqlen_k,
-                           varlen_k ? "totals" : "the query total and the cache capacity", (long long)p->seqlen_q,
-                           (long long)p->seqlen_k);
-        if (!varlen_k && !p->seqused_k && p->max_seqlen_k && p->max_seqlen_k != p->seqlen_k)
-            return INVALID("max_seqlen_k = %lld, but without seqused_k every sequence holds seqlen_k = %lld keys",
-                           (long long)p->max_seqlen_k, (long long)p->seqlen_k);
-        if (p->max_seqlen_q) pb->max_seqlen_q = p->max_seqlen_q;
-        if (p->max_seqlen_k) pb->max_seqlen_k = p->max_seqlen_k;
-    }
+    if (!varlen) return PORTATTN_SUCCESS;
+    if (p->seqlen_q > INT32_MAX || p->seqlen_k > INT32_MAX)
+        return INVALID("varlen totals (%lld, %lld) exceed the int32 range of cu_seqlens",
+                       (long long)p->seqlen_q, (long long)p->seqlen_k);
+    if (p->batch >= INT32_MAX) return INVALID("batch = %lld too large for varlen", (long long)p->batch);
+    if (p->max_seqlen_q < 0 || p->max_seqlen_q > p->seqlen_q || p->max_seqlen_k < 0 || p->max_seqlen_k > p->seqlen_k)
+        return INVALID("max_seqlen (%lld, %lld) must be within [0, %s (%lld, %lld)]",
+                       (long long)p->max_seqlen_q, (long long)p->max_seqlen_k,
+                       varlen_k ? "totals" : "the query total and the cache capacity", (long long)p->seqlen_q,
+                       (long long)p->seqlen_k);
+    if (!varlen_k && !p->seqused_k && p->max_seqlen_k && p->max_seqlen_k != p->seqlen_k)
+        return INVALID("max_seqlen_k = %lld, but without seqused_k every sequence holds seqlen_k = %lld keys",
+                       (long long)p->max_seqlen_k, (long long)p->seqlen_k);
+    if (p->max_seqlen_q) pb->max_seqlen_q = p->max_seqlen_q;
+    if (p->max_seqlen_k) pb->max_seqlen_k = p->max_seqlen_k;
+    return PORTATTN_SUCCESS;
+}
 
-    /* KV cache: seqused_k and/or a page table; per-sequence or packed (serving) queries. */
-    int64_t pages_per_seq = 0;
-    if (paged) {
+/* KV cache: seqused_k and/or a page table; per-sequence or packed (serving) queries. The page
+ * table's geometry here (its contents in check_cache_tables); *pages_per_seq: the pages of seqlen_k. */
+static portattn_status_t check_paging(pa_problem *pb, int64_t *pages_per_seq, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    if (p->block_table) {
         if (p->page_size < 1 || p->page_size > (1 << 20) || (p->page_size & (p->page_size - 1)))
             return INVALID("page_size = %lld is not a power of two in [1, 2^20]", (long long)p->page_size);
         if (p->num_pages < 1) return INVALID("num_pages = %lld must be >= 1", (long long)p->num_pages);
-        pages_per_seq = p->seqlen_k / p->page_size + (p->seqlen_k % p->page_size != 0); /* no int64 overflow */
-        if (p->block_table_stride < pages_per_seq)
+        *pages_per_seq = p->seqlen_k / p->page_size + (p->seqlen_k % p->page_size != 0); /* no int64 overflow */
+        if (p->block_table_stride < *pages_per_seq)
             return INVALID("block_table_stride = %lld is below the %lld pages of seqlen_k = %lld",
-                           (long long)p->block_table_stride, (long long)pages_per_seq, (long long)p->seqlen_k);
+                           (long long)p->block_table_stride, (long long)*pages_per_seq, (long long)p->seqlen_k);
     } else if (p->page_size || p->num_pages || p->block_table_stride) {
         return INVALID("page_size/num_pages/block_table_stride are set but block_table is NULL");
     }
-    pb->kv_cache = cache;
+    pb->kv_cache = p->block_table != NULL || p->seqused_k;
+    return PORTATTN_SUCCESS;
+}
 
-    /* Append: new K/V tokens written into the cache at seqused_k. */
+/* Append: new K/V tokens written into the cache at seqused_k. Records seqlen_new in pb. */
+static portattn_status_t check_append(pa_problem *pb, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
     const int append = p->k_new.data || p->v_new.data;
     if (p->seqlen_new < 0) return INVALID("seqlen_new = %lld is negative", (long long)p->seqlen_new);
     if (append) {
         if (!p->k_new.data || !p->v_new.data)
             return INVALID("k_new and v_new must be given together (%s.data is NULL)", p->k_new.data ? "v_new" : "k_new");
         if (!p->seqused_k) return INVALID("appending k_new/v_new needs seqused_k (where the new tokens go)");
-        if (varlen)
+        if (p->cu_seqlens_q)
             return INVALID("appending k_new/v_new with cu_seqlens_q: k_new holds seqlen_new tokens for every sequence, "
                            "but packed queries give each sequence its own count; write the new tokens into the cache "
                            "first and count them in seqused_k");
@@ -375,6 +394,12 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
     } else if (p->seqlen_new) {
         return INVALID("seqlen_new = %lld but k_new/v_new are NULL", (long long)p->seqlen_new);
     }
+    return PORTATTN_SUCCESS;
+}
+
+/* Split-KV: num_splits and the scratch workspace. */
+static portattn_status_t check_splits(const portattn_fwd_params_t *p, char *why, size_t why_len)
+{
     if (p->num_splits < 0) return INVALID("num_splits = %d is negative (0 = heuristic)", p->num_splits);
     if (!p->workspace && p->workspace_size)
         return INVALID("workspace_size = %zu but workspace is NULL", p->workspace_size);
@@ -383,96 +408,161 @@ portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, c
     if (p->workspace_size > (size_t)INT64_MAX || p->workspace_size > UINTPTR_MAX - (uintptr_t)p->workspace)
         return INVALID("workspace_size = %zu bytes from workspace = %p runs past the end of the address space",
                        p->workspace_size, p->workspace);
+    return PORTATTN_SUCCESS;
+}
 
-    /* The tensors. Varlen tensors are packed [1, total, H, D]; paged K/V are page pools. */
+/* The checked views of a call's tensors, for the overlap checks between them. */
+typedef struct fwd_views {
+    view q, k, v, o, lse, kn, vn, ws;
+    int64_t nnew; /* sequences that append (batch, or 0 without an append) */
+} fwd_views;
+
+/* The tensors' dtypes, layouts and strides. Varlen tensors are packed [1, total, H, D]; paged K/V
+ * are page pools. */
+static portattn_status_t check_tensors(const pa_problem *pb, int64_t elem, fwd_views *t, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    const int paged = p->block_table != NULL, varlen = pb->varlen, varlen_k = pb->varlen_k;
     int64_t nb = varlen ? (p->batch ? 1 : 0) : p->batch, nbk = varlen_k ? nb : p->batch;
-    view q = make_view("q", &p->q, nb, p->seqlen_q, p->heads_q, p->head_dim_qk, elem, varlen);
+    t->q = make_view("q", &p->q, nb, p->seqlen_q, p->heads_q, p->head_dim_qk, elem, varlen);
     int64_t kv_n = paged ? p->num_pages : nbk, kv_s = paged ? p->page_size : p->seqlen_k;
-    view k = make_view("k", &p->k, kv_n, kv_s, p->heads_kv, p->head_dim_qk, elem, varlen_k);
-    view v = make_view("v", &p->v, kv_n, kv_s, p->heads_kv, p->head_dim_v, elem, varlen_k);
-    view o = make_view("o", &p->o, nb, p->seqlen_q, p->heads_q, p->head_dim_v, elem, varlen);
+    t->k = make_view("k", &p->k, kv_n, kv_s, p->heads_kv, p->head_dim_qk, elem, varlen_k);
+    t->v = make_view("v", &p->v, kv_n, kv_s, p->heads_kv, p->head_dim_v, elem, varlen_k);
+    t->o = make_view("o", &p->o, nb, p->seqlen_q, p->heads_q, p->head_dim_v, elem, varlen);
     portattn_tensor_t lse_t = {p->lse, {p->lse_stride[0], p->lse_stride[2], p->lse_stride[1], 0}};
-    view lse = make_view("lse", &lse_t, p->lse ? nb : 0, p->seqlen_q, p->heads_q, 1, 4, varlen);
-    const int64_t nnew = pb->seqlen_new ? p->batch : 0;
-    view kn = make_view("k_new", &p->k_new, nnew, pb->seqlen_new, p->heads_kv, p->head_dim_qk, elem, 0);
-    view vn = make_view("v_new", &p->v_new, nnew, pb->seqlen_new, p->heads_kv, p->head_dim_v, elem, 0);
+    t->lse = make_view("lse", &lse_t, p->lse ? nb : 0, p->seqlen_q, p->heads_q, 1, 4, varlen);
+    t->nnew = pb->seqlen_new ? p->batch : 0;
+    t->kn = make_view("k_new", &p->k_new, t->nnew, pb->seqlen_new, p->heads_kv, p->head_dim_qk, elem, 0);
+    t->vn = make_view("v_new", &p->v_new, t->nnew, pb->seqlen_new, p->heads_kv, p->head_dim_v, elem, 0);
     portattn_tensor_t ws_t = {p->workspace, {1, 0, 0, 0}};
-    view ws = make_view("workspace", &ws_t, (int64_t)p->workspace_size, 1, 1, 1, 1, 0);
+    t->ws = make_view("workspace", &ws_t, (int64_t)p->workspace_size, 1, 1, 1, 1, 0);
     portattn_status_t st;
     /* Appending writes K and V: then they are outputs and need distinct addresses too. */
-    if ((st = check_view(&q, 0, why, why_len)) || (st = check_view(&k, nnew > 0, why, why_len)) ||
-        (st = check_view(&v, nnew > 0, why, why_len)) || (st = check_view(&o, 1, why, why_len)) ||
-        (st = check_view(&lse, 1, why, why_len)) || (st = check_view(&kn, 0, why, why_len)) ||
-        (st = check_view(&vn, 0, why, why_len)) || (st = check_view(&ws, 0, why, why_len)))
+    if ((st = check_view(&t->q, 0, why, why_len)) || (st = check_view(&t->k, t->nnew > 0, why, why_len)) ||
+        (st = check_view(&t->v, t->nnew > 0, why, why_len)) || (st = check_view(&t->o, 1, why, why_len)) ||
+        (st = check_view(&t->lse, 1, why, why_len)) || (st = check_view(&t->kn, 0, why, why_len)) ||
+        (st = check_view(&t->vn, 0, why, why_len)) || (st = check_view(&t->ws, 0, why, why_len)))
         return st;
-    if (!kn.count) memset(pb->p.k_new.stride, 0, sizeof pb->p.k_new.stride);
-    if (!vn.count) memset(pb->p.v_new.stride, 0, sizeof pb->p.v_new.stride);
+    return PORTATTN_SUCCESS;
+}
 
-    /* A tensor with no elements is never addressed, so its strides were not checked: zero them in the
-     * problem the backends see, so that no backend even computes an offset from them. */
+/* A tensor with no elements is never addressed, so its strides were not checked: zero them in the
+ * problem the backends see, so that no backend even computes an offset from them. */
+static void zero_unused_strides(pa_problem *pb, const fwd_views *t)
+{
+    if (!t->kn.count) memset(pb->p.k_new.stride, 0, sizeof pb->p.k_new.stride);
+    if (!t->vn.count) memset(pb->p.v_new.stride, 0, sizeof pb->p.v_new.stride);
     portattn_tensor_t *tens[4] = {&pb->p.q, &pb->p.k, &pb->p.v, &pb->p.o};
-    const view *views[4] = {&q, &k, &v, &o};
+    const view *views[4] = {&t->q, &t->k, &t->v, &t->o};
     for (int i = 0; i < 4; i++)
         if (!views[i]->count) memset(tens[i]->stride, 0, sizeof tens[i]->stride);
-    if (!lse.count) memset(pb->p.lse_stride, 0, sizeof pb->p.lse_stride);
-    if (varlen) { /* ignored stride[0]s, likewise never used (K and V keep theirs over a KV cache) */
+    if (!t->lse.count) memset(pb->p.lse_stride, 0, sizeof pb->p.lse_stride);
+    if (pb->varlen) { /* ignored stride[0]s, likewise never used (K and V keep theirs over a KV cache) */
         for (int i = 0; i < 4; i++)
-            if (varlen_k || tens[i] == &pb->p.q || tens[i] == &pb->p.o) tens[i]->stride[0] = 0;
+            if (pb->varlen_k || tens[i] == &pb->p.q || tens[i] == &pb->p.o) tens[i]->stride[0] = 0;
         pb->p.lse_stride[0] = 0;
     }
+}
 
-    const view *inputs[3] = {&q, &k, &v};
+/* Aliasing: the outputs (and, when appending, K and V) share memory with no other tensor. */
+static portattn_status_t check_aliasing(const portattn_fwd_params_t *p, const fwd_views *t, char *why, size_t why_len)
+{
+    const view *inputs[3] = {&t->q, &t->k, &t->v};
     for (int i = 0; i < 3; i++) {
-        if (views_overlap(&o, inputs[i])) return INVALID("o overlaps %s in memory", inputs[i]->name);
-        if (views_overlap(&lse, inputs[i])) return INVALID("lse overlaps %s in memory", inputs[i]->name);
+        if (views_overlap(&t->o, inputs[i])) return INVALID("o overlaps %s in memory", inputs[i]->name);
+        if (views_overlap(&t->lse, inputs[i])) return INVALID("lse overlaps %s in memory", inputs[i]->name);
     }
-    if (views_overlap(&lse, &o)) return INVALID("lse overlaps o in memory");
-    const view *all[8] = {&q, &k, &v, &o, &lse, &kn, &vn, &ws};
+    if (views_overlap(&t->lse, &t->o)) return INVALID("lse overlaps o in memory");
+    const view *all[8] = {&t->q, &t->k, &t->v, &t->o, &t->lse, &t->kn, &t->vn, &t->ws};
     for (int i = 0; i < 8; i++) /* the workspace is scratch: it shares memory with nothing */
-        if (i != 7 && views_overlap(&ws, all[i])) return INVALID("workspace overlaps %s in memory", all[i]->name);
-    if (nnew && p->k.data == p->v.data && !memcmp(p->k.stride, p->v.stride, sizeof p->k.stride) &&
+        if (i != 7 && views_overlap(&t->ws, all[i])) return INVALID("workspace overlaps %s in memory", all[i]->name);
+    if (!t->nnew) return PORTATTN_SUCCESS;
+    if (p->k.data == p->v.data && !memcmp(p->k.stride, p->v.stride, sizeof p->k.stride) &&
         p->head_dim_qk == p->head_dim_v)
         return INVALID("k and v are the same tensor: appending would write V over K");
-    if (nnew && (st = check_kv_pair(&k, &v, why, why_len))) return st;
-    if (nnew) { /* the written cache shares memory with nothing but the other cache tensor */
-        const view *others[5] = {&q, &o, &lse, &kn, &vn};
-        for (int i = 0; i < 5; i++) {
-            if (views_overlap(&k, others[i])) return INVALID("k (appended to) overlaps %s in memory", others[i]->name);
-            if (views_overlap(&v, others[i])) return INVALID("v (appended to) overlaps %s in memory", others[i]->name);
-        }
+    portattn_status_t st;
+    if ((st = check_kv_pair(&t->k, &t->v, why, why_len))) return st;
+    /* the written cache shares memory with nothing but the other cache tensor */
+    const view *others[5] = {&t->q, &t->o, &t->lse, &t->kn, &t->vn};
+    for (int i = 0; i < 5; i++) {
+        if (views_overlap(&t->k, others[i])) return INVALID("k (appended to) overlaps %s in memory", others[i]->name);
+        if (views_overlap(&t->v, others[i])) return INVALID("v (appended to) overlaps %s in memory", others[i]->name);
     }
-    if ((paged || p->seqused_k) && p->batch > 0 && p->seqlen_q > 0) {
-        view bt = {"block_table", p->block_table, {p->batch, pages_per_seq, 1, 1}, {p->block_table_stride, 1, 0, 0}, 4, 0, 0, 0};
-        view su = {"seqused_k", p->seqused_k, {p->seqused_k ? p->batch : 0, 1, 1, 1}, {1, 0, 0, 0}, 4, 0, 0, 0};
-        if ((st = check_view(&bt, 0, why, why_len)) || (st = check_view(&su, 0, why, why_len))) return st;
-        const view *outs[5] = {&o, &lse, &ws, nnew ? &k : &o, nnew ? &v : &o};
-        for (int i = 0; i < 5; i++)
-            if (views_overlap(&bt, outs[i]) || views_overlap(&su, outs[i]))
-                return INVALID("block_table or seqused_k overlaps %s, which is written", outs[i]->name);
-        /* asked once per call (each answer is a pointer-attribute query on a GPU build), not per sequence */
-        const host_view hv = {pa_host_accessible(p->seqused_k), pa_host_accessible(p->block_table)};
-        if ((st = check_kv_cache(p, pages_per_seq, pb->seqlen_new, &hv, why, why_len)) ||
-            (st = check_append_targets(p, pb->seqlen_new, &hv, why, why_len)) ||
-            (st = check_append_readers(p, pages_per_seq, pb->seqlen_new, &hv, why, why_len)))
-            return st;
-    }
-    if (varlen && p->batch > 0) {
-        view cq = {"cu_seqlens_q", p->cu_seqlens_q, {p->batch + 1, 1, 1, 1}, {1, 0, 0, 0}, 4, 0, 0, 0};
-        view ck = {"cu_seqlens_k", p->cu_seqlens_k, {varlen_k ? p->batch + 1 : 0, 1, 1, 1}, {1, 0, 0, 0}, 4, 0, 0, 0};
-        if ((st = check_view(&cq, 0, why, why_len)) || (st = check_view(&ck, 0, why, why_len))) return st;
-        if (views_overlap(&cq, &o) || views_overlap(&ck, &o) || views_overlap(&cq, &lse) || views_overlap(&ck, &lse) ||
-            views_overlap(&cq, &ws) || views_overlap(&ck, &ws))
-            return INVALID("cu_seqlens overlap an output (o, lse or workspace)");
-        if ((st = check_cu_seqlens("cu_seqlens_q", p->cu_seqlens_q, p->batch, p->seqlen_q, &pb->max_seqlen_q,
-                                   why, why_len)) ||
-            (varlen_k && (st = check_cu_seqlens("cu_seqlens_k", p->cu_seqlens_k, p->batch, p->seqlen_k,
-                                                &pb->max_seqlen_k, why, why_len))))
-            return st;
-    }
+    return PORTATTN_SUCCESS;
+}
 
+/* The KV cache's tables (block_table, seqused_k): valid views that no output overlaps, and their
+ * contents where the host can read them. */
+static portattn_status_t check_cache_tables(const pa_problem *pb, int64_t pages_per_seq, const fwd_views *t,
+                                            char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    if (!(p->block_table || p->seqused_k) || p->batch <= 0 || p->seqlen_q <= 0) return PORTATTN_SUCCESS;
+    view bt = {"block_table", p->block_table, {p->batch, pages_per_seq, 1, 1}, {p->block_table_stride, 1, 0, 0}, 4, 0, 0, 0};
+    view su = {"seqused_k", p->seqused_k, {p->seqused_k ? p->batch : 0, 1, 1, 1}, {1, 0, 0, 0}, 4, 0, 0, 0};
+    portattn_status_t st;
+    if ((st = check_view(&bt, 0, why, why_len)) || (st = check_view(&su, 0, why, why_len))) return st;
+    const view *outs[5] = {&t->o, &t->lse, &t->ws, t->nnew ? &t->k : &t->o, t->nnew ? &t->v : &t->o};
+    for (int i = 0; i < 5; i++)
+        if (views_overlap(&bt, outs[i]) || views_overlap(&su, outs[i]))
+            return INVALID("block_table or seqused_k overlaps %s, which is written", outs[i]->name);
+    /* asked once per call (each answer is a pointer-attribute query on a GPU build), not per sequence */
+    const host_view hv = {pa_host_accessible(p->seqused_k), pa_host_accessible(p->block_table)};
+    if ((st = check_kv_cache(p, pages_per_seq, pb->seqlen_new, &hv, why, why_len)) ||
+        (st = check_append_targets(p, pb->seqlen_new, &hv, why, why_len)) ||
+        (st = check_append_readers(p, pages_per_seq, pb->seqlen_new, &hv, why, why_len)))
+        return st;
+    return PORTATTN_SUCCESS;
+}
+
+/* The varlen arrays (cu_seqlens_q/k): valid views that no output overlaps, and their contents where
+ * the host can read them. */
+static portattn_status_t check_varlen_arrays(pa_problem *pb, const fwd_views *t, char *why, size_t why_len)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    if (!pb->varlen || p->batch <= 0) return PORTATTN_SUCCESS;
+    view cq = {"cu_seqlens_q", p->cu_seqlens_q, {p->batch + 1, 1, 1, 1}, {1, 0, 0, 0}, 4, 0, 0, 0};
+    view ck = {"cu_seqlens_k", p->cu_seqlens_k, {pb->varlen_k ? p->batch + 1 : 0, 1, 1, 1}, {1, 0, 0, 0}, 4, 0, 0, 0};
+    portattn_status_t st;
+    if ((st = check_view(&cq, 0, why, why_len)) || (st = check_view(&ck, 0, why, why_len))) return st;
+    if (views_overlap(&cq, &t->o) || views_overlap(&ck, &t->o) || views_overlap(&cq, &t->lse) ||
+        views_overlap(&ck, &t->lse) || views_overlap(&cq, &t->ws) || views_overlap(&ck, &t->ws))
+        return INVALID("cu_seqlens overlap an output (o, lse or workspace)");
+    if ((st = check_cu_seqlens("cu_seqlens_q", p->cu_seqlens_q, p->batch, p->seqlen_q, &pb->max_seqlen_q,
+                               why, why_len)) ||
+        (pb->varlen_k && (st = check_cu_seqlens("cu_seqlens_k", p->cu_seqlens_k, p->batch, p->seqlen_k,
+                                                &pb->max_seqlen_k, why, why_len))))
+        return st;
+    return PORTATTN_SUCCESS;
+}
+
+/* The defaults the backends see resolved: scale, windows with causal folded in, the GQA group. */
+static void resolve_defaults(pa_problem *pb)
+{
+    const portattn_fwd_params_t *p = &pb->p;
     pb->scale = p->softmax_scale != 0.0f ? p->softmax_scale : (float)(1.0 / sqrt((double)p->head_dim_qk));
     pb->window_left = p->window_left;
     pb->window_right = p->causal ? 0 : p->window_right; /* causal is window_right = 0 */
     pb->group = p->heads_q / p->heads_kv;
+}
+
+portattn_status_t pa_validate(const portattn_fwd_params_t *in, pa_problem *pb, char *why, size_t why_len)
+{
+    portattn_status_t st;
+    if ((st = load_params(in, pb, why, why_len))) return st;
+    const int64_t elem = pa_dtype_size(pb->p.dtype);
+    int64_t pages_per_seq = 0;
+    fwd_views t;
+    if ((st = check_scalars(&pb->p, elem, why, why_len))) return st;
+    if ((st = check_varlen(pb, why, why_len))) return st;
+    if ((st = check_paging(pb, &pages_per_seq, why, why_len))) return st;
+    if ((st = check_append(pb, why, why_len))) return st;
+    if ((st = check_splits(&pb->p, why, why_len))) return st;
+    if ((st = check_tensors(pb, elem, &t, why, why_len))) return st;
+    zero_unused_strides(pb, &t);
+    if ((st = check_aliasing(&pb->p, &t, why, why_len))) return st;
+    if ((st = check_cache_tables(pb, pages_per_seq, &t, why, why_len))) return st;
+    if ((st = check_varlen_arrays(pb, &t, why, why_len))) return st;
+    resolve_defaults(pb);
     return PORTATTN_SUCCESS;
 }
