@@ -40,170 +40,155 @@ __device__ __forceinline__ int64_t pa_cdna_dec_row(const pa_cdna_dec_args &a, co
     return pg * st[0] + (int64_t)(j & ((1 << a.page_shift) - 1)) * st[1] + hk * st[2];
 }
 
-/* The split attention: one workgroup per (split, KV head x row tile, sequence) = (x, y, z). Scores use
- * DQK head-dim elements; the output is columns C0 .. C0 + DV - 1 (d256: two launches, as the prefill). */
-template <bool BF16, int DQK, int DV, int C0>
-__device__ __forceinline__ void pa_cdna_dec_body(const pa_cdna_dec_args &a)
+/* What a lane of the split attention works on: the workgroup's (key split, sequence b, KV head hk,
+ * row tile mt) = grid (x, z, y / mtiles, y % mtiles), the sequence's keys sk; the lane's packed row r
+ * (its query column of S^T: token tok, query head h; row_ok = it exists) and the keys it may see
+ * [klo, khi]; the split's key tiles [t_begin, t_end) within the row tile's hull (its first token sees
+ * the fewest keys from the left, its last the most to the right). */
+struct pa_cdna_dec_work {
+    int split, b, hk, sk, r, tok, h, klo, khi, t_begin, t_end;
+    bool row_ok;
+};
+
+__device__ __forceinline__ pa_cdna_dec_work pa_cdna_dec_work_of(const pa_cdna_dec_args &a, int lane)
+{
+    constexpr int KT = PA_CDNA_DEC_KT;
+    pa_cdna_dec_work w;
+    w.split = blockIdx.x, w.b = blockIdx.z;
+    const int mt = blockIdx.y % a.mtiles;
+    w.hk = blockIdx.y / a.mtiles;
+    w.sk = pa_cdna_dec_len(a, w.b);
+    w.r = mt * PA_CDNA_DEC_ROWS + lane % 32;
+    const int r_end = (mt + 1) * PA_CDNA_DEC_ROWS, r_last = (r_end < a.rows ? r_end : a.rows) - 1;
+    w.row_ok = w.r < a.rows;
+    w.tok = w.row_ok ? w.r / a.group : 0, w.h = w.hk * a.group + (w.row_ok ? w.r % a.group : 0);
+    int hull_lo, hull_hi, unused;
+    w.klo = 1, w.khi = 0;
+    if (w.row_ok) pa_row_keys(w.tok, a.seqlen_q, w.sk, a.wl, a.wr, &w.klo, &w.khi);
+    pa_row_keys(mt * PA_CDNA_DEC_ROWS / a.group, a.seqlen_q, w.sk, a.wl, a.wr, &hull_lo, &unused);
+    pa_row_keys(r_last / a.group, a.seqlen_q, w.sk, a.wl, a.wr, &unused, &hull_hi);
+    const int s_begin = w.split * a.split_tiles, s_end = s_begin + a.split_tiles;
+    const int h_end = hull_hi < hull_lo ? 0 : hull_hi / KT + 1;
+    w.t_begin = s_begin > hull_lo / KT ? s_begin : hull_lo / KT, w.t_end = s_end < h_end ? s_end : h_end;
+    return w;
+}
+
+/* V tile n into LDS (keys past the sequence and columns past Dv as zeros: P is 0 there, and 0 x garbage
+ * must stay 0), 16 bytes a lane a pass. */
+template <int DV, int C0>
+__device__ __forceinline__ void pa_cdna_dec_load_v(const pa_cdna_dec_args &a, const pa_cdna_dec_work &w, int n, int lane,
+                                                   uint16_t *sv_t)
 {
     constexpr int KT = PA_CDNA_DEC_KT, CHV = DV / 8;
     constexpr int RPPV = PA_WAVE / CHV; /* V rows one pass of 16-byte copies covers */
-    static_assert((DQK == 64 || DQK == 128 || DQK == 256) && (DV == 64 || DV == 128) && C0 % DV == 0 &&
-                      C0 + DV <= DQK && KT % RPPV == 0, "instances");
-    __shared__ __attribute__((aligned(16))) uint16_t sv_t[KT * DV];
-    PA_WAVE_SCRATCH(1);
-
-    const int lane = pa_wave_lane(), split = blockIdx.x, b = blockIdx.z;
-    const int mt = blockIdx.y % a.mtiles, hk = blockIdx.y / a.mtiles;
-    const int sk = pa_cdna_dec_len(a, b);
-
-    /* This lane's packed row (its query column of S^T) and the keys it may see; the tile's hull: its
-     * first token sees the fewest keys from the left, its last the most to the right. */
-    const int r = mt * PA_CDNA_DEC_ROWS + lane % 32, r_end = (mt + 1) * PA_CDNA_DEC_ROWS;
-    const int r_last = (r_end < a.rows ? r_end : a.rows) - 1;
-    const bool row_ok = r < a.rows;
-    const int tok = row_ok ? r / a.group : 0, h = hk * a.group + (row_ok ? r % a.group : 0);
-    int klo = 1, khi = 0, hull_lo, hull_hi, unused;
-    if (row_ok) pa_row_keys(tok, a.seqlen_q, sk, a.wl, a.wr, &klo, &khi);
-    pa_row_keys(mt * PA_CDNA_DEC_ROWS / a.group, a.seqlen_q, sk, a.wl, a.wr, &hull_lo, &unused);
-    pa_row_keys(r_last / a.group, a.seqlen_q, sk, a.wl, a.wr, &unused, &hull_hi);
-    const int s_begin = split * a.split_tiles, s_end = s_begin + a.split_tiles;
-    const int h_end = hull_hi < hull_lo ? 0 : hull_hi / KT + 1;
-    const int t_begin = s_begin > hull_lo / KT ? s_begin : hull_lo / KT, t_end = s_end < h_end ? s_end : h_end;
-
-    /* Q^T as the B operand of S^T: at k-step 2g + t, head-dim elements 16g + 8 (lane / 32) + 4t .. +3. */
-    pa_in4 qf[DQK / 8];
-    {
-        const uint16_t *qr = (const uint16_t *)a.q + b * a.qs[0] + (int64_t)tok * a.qs[1] + h * a.qs[2];
+    const uint16_t *vg = (const uint16_t *)a.v + C0;
 #pragma unroll
-        for (int g = 0; g < DQK / 16; ++g)
-#pragma unroll
-            for (int t = 0; t < 2; ++t) {
-                const int col = 16 * g + 8 * (lane / 32) + 4 * t;
-#pragma unroll
-                for (int i = 0; i < 4; ++i) qf[2 * g + t].h[i] = row_ok && col < a.dqk ? qr[col + i] : 0;
-            }
+    for (int p = 0; p < KT / RPPV; ++p) {
+        const int kr = p * RPPV + lane / CHV, c = lane % CHV, key = n * KT + kr;
+        uint4 vv = make_uint4(0, 0, 0, 0);
+        if (key < w.sk && C0 + 8 * c < a.dv) vv = *(const uint4 *)(vg + pa_cdna_dec_row(a, a.vs, w.b, w.hk, key) + 8 * c);
+        *(uint4 *)(sv_t + kr * DV + 8 * c) = vv;
     }
+}
 
-    pa_acc32 o[DV / 32];
+/* S^T = K Q^T of tile n, K's A operand straight from global memory (lane l: 16 bytes of key l % 32): two
+ * k-steps per 16-byte read. */
+template <bool BF16, int DQK>
+__device__ __forceinline__ void pa_cdna_dec_scores(pa_acc32 &st, const pa_in4 (&qf)[DQK / 8], const pa_cdna_dec_args &a,
+                                                   const pa_cdna_dec_work &w, int n, int lane PA_WAVE_SCRATCH_PARAMS)
+{
 #pragma unroll
-    for (int c = 0; c < DV / 32; ++c)
+    for (int i = 0; i < 16; ++i) st.r[i] = 0.f;
+    const int key = n * PA_CDNA_DEC_KT + lane % 32;
+    const uint16_t *kr = (const uint16_t *)a.k + (key < w.sk ? pa_cdna_dec_row(a, a.ks, w.b, w.hk, key) : 0);
 #pragma unroll
-        for (int i = 0; i < 16; ++i) o[c].r[i] = 0.f;
-    float mrow = -INFINITY, lsum = 0.f;
-    const uint16_t *kg = (const uint16_t *)a.k, *vg = (const uint16_t *)a.v + C0;
-
-    for (int n = t_begin; n < t_end; ++n) {
-        /* V tile into LDS (keys past the sequence and columns past Dv as zeros: P is 0 there, and 0 x
-         * garbage must stay 0); the barrier first, so that the last tile's gathers are done. */
-        __syncthreads();
-#pragma unroll
-        for (int p = 0; p < KT / RPPV; ++p) {
-            const int kr = p * RPPV + lane / CHV, c = lane % CHV, key = n * KT + kr;
-            uint4 vv = make_uint4(0, 0, 0, 0);
-            if (key < sk && C0 + 8 * c < a.dv) vv = *(const uint4 *)(vg + pa_cdna_dec_row(a, a.vs, b, hk, key) + 8 * c);
-            *(uint4 *)(sv_t + kr * DV + 8 * c) = vv;
-        }
-
-        /* S^T = K Q^T, K's A operand straight from global memory: two k-steps per 16-byte read. */
-        pa_acc32 st;
-#pragma unroll
-        for (int i = 0; i < 16; ++i) st.r[i] = 0.f;
-        {
-            const int key = n * KT + lane % 32;
-            const uint16_t *kr = kg + (key < sk ? pa_cdna_dec_row(a, a.ks, b, hk, key) : 0);
-#pragma unroll
-            for (int g = 0; g < DQK / 16; ++g) {
-                const int col = 16 * g + 8 * (lane / 32);
-                uint4 kk = make_uint4(0, 0, 0, 0);
-                if (key < sk && col < a.dqk) kk = *(const uint4 *)(kr + col);
-                pa_in4 k_lo, k_hi;
-                __builtin_memcpy(&k_lo, &kk.x, 8);
-                __builtin_memcpy(&k_hi, &kk.z, 8);
-                PA_MFMA32(BF16, st, k_lo, qf[2 * g]);
-                PA_MFMA32(BF16, st, k_hi, qf[2 * g + 1]);
-            }
-        }
-
-        /* Register i holds key 8 (i / 4) + 4 (lane / 32) + i % 4 of the tile for this lane's row. */
-        if (a.softcap) {
-#pragma unroll
-            for (int i = 0; i < 16; ++i) st.r[i] = a.post_mul * tanhf(st.r[i] * a.pre_mul);
-        } else if (a.transform) {
-#pragma unroll
-            for (int i = 0; i < 16; ++i) st.r[i] *= a.pre_mul;
-        }
-        const int key0 = n * KT + 4 * (lane / 32);
-#pragma unroll
-        for (int i = 0; i < 16; ++i) {
-            const int key = key0 + 8 * (i / 4) + i % 4;
-            if (key < klo || key > khi) st.r[i] = -INFINITY;
-        }
-        float mx = -INFINITY;
-#pragma unroll
-        for (int i = 0; i < 16; ++i) mx = fmaxf(mx, st.r[i]);
-        mx = fmaxf(mx, PA_XOR32(mx));
-        const float mnew = fmaxf(mrow, mx), base = mnew == -INFINITY ? 0.f : mnew * a.mult;
-        const float corr = pa_exp2(mrow * a.mult - base);
-        mrow = mnew;
-        lsum *= corr;
-        pa_in4 pf[4];
-#pragma unroll
-        for (int i = 0; i < 16; ++i) {
-            const float p = pa_exp2(fmaf(st.r[i], a.mult, -base)) * (float)(1 << PA_CDNA_P_LOG2);
-            lsum += p;
-            pf[i / 4].h[i % 4] = pa_from_f32<BF16>(p);
-        }
-        if (PA_ANY(corr != 1.f)) {
-#pragma unroll
-            for (int c = 0; c < DV / 32; ++c)
-#pragma unroll
-                for (int i = 0; i < 16; ++i) o[c].r[i] *= corr;
-        }
-        __syncthreads(); /* the V tile is in */
-
-        /* O^T += V^T P^T, 8 keys a step: lane l gathers column 32c + l % 32 of keys 8s + 4 (l / 32) .. +3. */
-#pragma unroll
-        for (int s = 0; s < 4; ++s)
-#pragma unroll
-            for (int c = 0; c < DV / 32; ++c) {
-                pa_in4 va;
-#pragma unroll
-                for (int i = 0; i < 4; ++i) va.h[i] = sv_t[(8 * s + 4 * (lane / 32) + i) * DV + 32 * c + lane % 32];
-                PA_MFMA32(BF16, o[c], va, pf[s]);
-            }
+    for (int g = 0; g < DQK / 16; ++g) {
+        const int col = 16 * g + 8 * (lane / 32);
+        uint4 kk = make_uint4(0, 0, 0, 0);
+        if (key < w.sk && col < a.dqk) kk = *(const uint4 *)(kr + col);
+        pa_in4 k_lo, k_hi;
+        __builtin_memcpy(&k_lo, &kk.x, 8);
+        __builtin_memcpy(&k_hi, &kk.z, 8);
+        PA_MFMA32(BF16, st, k_lo, qf[2 * g]);
+        PA_MFMA32(BF16, st, k_hi, qf[2 * g + 1]);
     }
+}
 
-    /* Epilogue: the half-waves' row sums (2^PA_CDNA_P_LOG2 too large, as O), one normalisation. O^T
-     * registers 4m..4m+3 of column block c are columns 32c + 8m + 4 (lane / 32) .. +3 of this row. */
-    const float l = lsum + PA_XOR32(lsum);
+/* O^T += V^T P^T, 8 keys a step: lane l gathers column 32c + l % 32 of keys 8s + 4 (l / 32) .. +3. */
+template <bool BF16, int DV>
+__device__ __forceinline__ void pa_cdna_dec_pv(pa_cdna_row<DV> &row, const pa_in4 (&pf)[4], const uint16_t *sv_t,
+                                               int lane PA_WAVE_SCRATCH_PARAMS)
+{
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+#pragma unroll
+        for (int c = 0; c < DV / 32; ++c) {
+            pa_in4 va;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) va.h[i] = sv_t[(8 * s + 4 * (lane / 32) + i) * DV + 32 * c + lane % 32];
+            PA_MFMA32(BF16, row.o[c], va, pf[s]);
+        }
+}
+
+/* Epilogue: the half-waves' row sums (2^PA_CDNA_P_LOG2 too large, as O), one normalisation. With one
+ * split, O and the LSE; with more, this split's normalised O over the instance's columns (fp32; the
+ * combine reads the call's Dv) and base-2 LSE into the workspace. */
+template <bool BF16, int DV, int C0>
+__device__ __forceinline__ void pa_cdna_dec_finish(const pa_cdna_dec_args &a, const pa_cdna_dec_work &w,
+                                                   const pa_cdna_row<DV> &row, int lane PA_WAVE_SCRATCH_PARAMS)
+{
+    const float l = row.lsum + PA_XOR32(row.lsum);
     const float inv = l > 0.f ? 1.f / l : 0.f;
-    if (!row_ok) return;
-    const float lse2 = l > 0.f ? mrow * a.mult + (__log2f(l) - PA_CDNA_P_LOG2) : l == 0.f ? -INFINITY : NAN;
-    if (a.splits > 1) { /* partials over the instance's d columns; the combine reads the call's Dv */
-        const int64_t pr = ((int64_t)b * a.heads_kv + hk) * a.rows + r, nr = (int64_t)a.batch * a.heads_kv * a.rows;
-        float *po = a.part_o + ((int64_t)split * nr + pr) * a.d + C0;
+    if (!w.row_ok) return;
+    const float lse2 = l > 0.f ? row.mrow * a.mult + (__log2f(l) - PA_CDNA_P_LOG2) : l == 0.f ? -INFINITY : NAN;
+    if (a.splits > 1) {
+        const int64_t pr = ((int64_t)w.b * a.heads_kv + w.hk) * a.rows + w.r, nr = (int64_t)a.batch * a.heads_kv * a.rows;
+        float *po = a.part_o + ((int64_t)w.split * nr + pr) * a.d + C0;
 #pragma unroll
         for (int c = 0; c < DV / 32; ++c)
 #pragma unroll
             for (int m = 0; m < 4; ++m)
 #pragma unroll
-                for (int i = 0; i < 4; ++i) po[32 * c + 8 * m + 4 * (lane / 32) + i] = o[c].r[4 * m + i] * inv;
-        if (C0 == 0 && lane < 32) a.part_lse[(int64_t)split * nr + pr] = lse2;
+                for (int i = 0; i < 4; ++i) po[32 * c + 8 * m + 4 * (lane / 32) + i] = row.o[c].r[4 * m + i] * inv;
+        if (C0 == 0 && lane < 32) a.part_lse[(int64_t)w.split * nr + pr] = lse2;
         return;
     }
-    uint16_t *orow = (uint16_t *)a.o + b * a.os[0] + (int64_t)tok * a.os[1] + h * a.os[2] + C0;
-#pragma unroll
-    for (int c = 0; c < DV / 32; ++c)
-#pragma unroll
-        for (int m = 0; m < 4; ++m) {
-            if (C0 + 32 * c + 8 * m >= a.dv) continue;
-            uint16_t v4[4];
-#pragma unroll
-            for (int i = 0; i < 4; ++i) v4[i] = l == 0.f ? 0 : pa_from_f32<BF16>(o[c].r[4 * m + i] * inv);
-            __builtin_memcpy(orow + 32 * c + 8 * m + 4 * (lane / 32), v4, 8);
-        }
+    pa_cdna_store_o<BF16, DV, C0>((uint16_t *)a.o + w.b * a.os[0] + (int64_t)w.tok * a.os[1] + w.h * a.os[2] + C0, row, l,
+                                  inv, a.dv, lane);
     if (C0 == 0 && a.lse && lane < 32)
-        a.lse[b * a.ls[0] + h * a.ls[1] + (int64_t)tok * a.ls[2]] = lse2 * 0.69314718055994531f;
+        a.lse[w.b * a.ls[0] + w.h * a.ls[1] + (int64_t)w.tok * a.ls[2]] = lse2 * 0.69314718055994531f;
+}
+
+/* The split attention: one workgroup per (split, KV head x row tile, sequence) = (x, y, z), one wave.
+ * Scores use DQK head-dim elements; the output is columns C0 .. C0 + DV - 1 (d256: two launches, as
+ * the prefill). The step (score map, mask, online softmax, P) is the prefill's (cdna_fwd_kernel.h). */
+template <bool BF16, int DQK, int DV, int C0>
+__device__ __forceinline__ void pa_cdna_dec_body(const pa_cdna_dec_args &a)
+{
+    static_assert((DQK == 64 || DQK == 128 || DQK == 256) && (DV == 64 || DV == 128) && C0 % DV == 0 &&
+                      C0 + DV <= DQK && PA_CDNA_DEC_KT % (PA_WAVE / (DV / 8)) == 0, "instances");
+    __shared__ __attribute__((aligned(16))) uint16_t sv_t[PA_CDNA_DEC_KT * DV];
+    PA_WAVE_SCRATCH(1);
+
+    const int lane = pa_wave_lane();
+    const pa_cdna_dec_work w = pa_cdna_dec_work_of(a, lane);
+    pa_in4 qf[DQK / 8];
+    pa_cdna_load_q<DQK>(qf, (const uint16_t *)a.q + w.b * a.qs[0] + (int64_t)w.tok * a.qs[1] + w.h * a.qs[2], w.row_ok,
+                        a.dqk, lane);
+    pa_cdna_row<DV> row;
+    pa_cdna_row_init(row);
+
+    for (int n = w.t_begin; n < w.t_end; ++n) {
+        __syncthreads(); /* the last tile's gathers are done */
+        pa_cdna_dec_load_v<DV, C0>(a, w, n, lane, sv_t);
+        pa_acc32 st;
+        pa_cdna_dec_scores<BF16, DQK>(st, qf, a, w, n, lane PA_WAVE_SCRATCH_ARGS);
+        pa_in4 pf[4];
+        pa_cdna_step<BF16, DV>(row, st, pf, a, true, n * PA_CDNA_DEC_KT, w.klo, w.khi, lane PA_WAVE_SCRATCH_ARGS);
+        __syncthreads(); /* the V tile is in */
+        pa_cdna_dec_pv<BF16, DV>(row, pf, sv_t, lane PA_WAVE_SCRATCH_ARGS);
+    }
+    pa_cdna_dec_finish<BF16, DV, C0>(a, w, row, lane PA_WAVE_SCRATCH_ARGS);
 }
 
 /* The combine: a workgroup per packed row (a grid-stride loop over them), lanes over the Dv columns.
