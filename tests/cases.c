@@ -63,6 +63,11 @@ const tcase test_cases[] = {
      * their Q and K/V slot rings wrap (encoder-sized: CLIP's 77 tokens, a packed batch of short prompts). */
     {"many_items_s77",      64, 77,  77,   8, 8,  64,  64,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 0, 0, 0, 0, 0, 0},
     {"many_items_varlen_causal_gqa4", 48, 150, 150, 8, 2, 128, 128, 1, U, U, 0,   0,    LAYOUT_BSHD,    1, 1, 0, 0, 0, 0, 0, 0, 0},
+    /* More items than CTAs with two key tiles each, with row blocks that see no key (bottom-right
+     * causal, Sq - Sk >= 128) between others, and a windowed varlen batch of short sequences. */
+    {"chain_sq77_sk140_gqa4", 50, 77, 140,  8, 2,  64,  64,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 0, 0, 0, 0, 0, 0},
+    {"chain_causal_empty_blocks", 50, 200, 60, 4, 1, 64, 64, 1,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 0, 0, 0, 0, 0, 0},
+    {"chain_varlen_window_d128", 60, 70, 90, 4, 2, 128, 128, 0,    40, 8,  0,    0,    LAYOUT_BSHD,    1, 1, 0, 0, 0, 0, 0, 0, 0},
     /* over 32 sequences: cuda-sm90 scans a varlen batch's extents 32 at a time (sm90_seek) */
     {"many_seqs_varlen_gqa2",  70, 90,  120,  4, 2,  64,  64,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    1, 1, 0, 0, 0, 0, 0, 0, 0},
     /* KV cache (decode): seqused_k, shuffled page pools, appends, long caches that split. */
