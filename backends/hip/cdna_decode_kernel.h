@@ -106,11 +106,7 @@ __device__ __forceinline__ void pa_cdna_dec_scores(pa_acc32 &st, const pa_in4 (&
         const int col = 16 * g + 8 * (lane / 32);
         uint4 kk = make_uint4(0, 0, 0, 0);
         if (key < w.sk && col < a.dqk) kk = *(const uint4 *)(kr + col);
-        pa_in4 k_lo, k_hi;
-        __builtin_memcpy(&k_lo, &kk.x, 8);
-        __builtin_memcpy(&k_hi, &kk.z, 8);
-        PA_MFMA32(BF16, st, k_lo, qf[2 * g]);
-        PA_MFMA32(BF16, st, k_hi, qf[2 * g + 1]);
+        pa_cdna_qk16<BF16>(st, kk, qf[2 * g], qf[2 * g + 1] PA_WAVE_SCRATCH_ARGS);
     }
 }
 

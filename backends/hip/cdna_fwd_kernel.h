@@ -215,6 +215,19 @@ __device__ __forceinline__ void pa_cdna_fwd_load_kv(const pa_fwd_args &a, const 
     }
 }
 
+/* S^T += K Q^T over one 16-column group of Dqk: a lane's 16-byte chunk kk of its key row (8 halves) is
+ * the A operands of two 4-half k-steps, against Q's fragments q_lo and q_hi. */
+template <bool BF16>
+__device__ __forceinline__ void pa_cdna_qk16(pa_acc32 &st, const uint4 &kk, const pa_in4 &q_lo,
+                                             const pa_in4 &q_hi PA_WAVE_SCRATCH_PARAMS)
+{
+    pa_in4 k_lo, k_hi;
+    __builtin_memcpy(&k_lo, &kk.x, 8);
+    __builtin_memcpy(&k_hi, &kk.z, 8);
+    PA_MFMA32(BF16, st, k_lo, q_lo);
+    PA_MFMA32(BF16, st, k_hi, q_hi);
+}
+
 /* S^T = K Q^T of the tile in LDS: two k-steps per 16-byte read of a K row. */
 template <bool BF16, int DQK>
 __device__ __forceinline__ void pa_cdna_fwd_scores(pa_acc32 &st, const pa_in4 (&qf)[DQK / 8], const uint16_t *sk_t,
@@ -225,11 +238,7 @@ __device__ __forceinline__ void pa_cdna_fwd_scores(pa_acc32 &st, const pa_in4 (&
 #pragma unroll
     for (int g = 0; g < DQK / 16; ++g) {
         const uint4 kk = *(const uint4 *)(sk_t + pa_lds_frag_addr(&lm, lane, 32, 0, g, DQK / 8) / 2);
-        pa_in4 k_lo, k_hi;
-        __builtin_memcpy(&k_lo, &kk.x, 8);
-        __builtin_memcpy(&k_hi, &kk.z, 8);
-        PA_MFMA32(BF16, st, k_lo, qf[2 * g]);
-        PA_MFMA32(BF16, st, k_hi, qf[2 * g + 1]);
+        pa_cdna_qk16<BF16>(st, kk, qf[2 * g], qf[2 * g + 1] PA_WAVE_SCRATCH_ARGS);
     }
 }
 
