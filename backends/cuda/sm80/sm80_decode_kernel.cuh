@@ -26,6 +26,277 @@ __device__ __forceinline__ int64_t sm80_dec_len(const sm80_dec_args &a, int b)
     return a.seqused_k ? pa_cache_len_of(a.seqused_k[b], a.seqlen_new, a.seqlen_k) : a.seqlen_k;
 }
 
+/* What a CTA and lane work on: the CTA's (key split, row tile mt, KV head hk, sequence b) = grid
+ * (x, y % mtiles, y / mtiles, z) and the sequence's keys sk; the keys [lo, hi] this lane's rows
+ * (g and g + 8 of the tile) may see; the split's first key tile s_lo and this warp's count n_w of
+ * its tiles (the warp's tile i is s_lo + warp + NW i). */
+struct sm80_dec_work {
+    int split, mt, hk, b;
+    int64_t sk;
+    int lo[2], hi[2];
+    int s_lo, n_w;
+};
+
+template <int KT, int NW>
+__device__ __forceinline__ sm80_dec_work sm80_dec_work_of(const sm80_dec_args &a, int warp, int lane)
+{
+    sm80_dec_work w;
+    w.split = blockIdx.x, w.mt = blockIdx.y % a.mtiles, w.hk = blockIdx.y / a.mtiles, w.b = blockIdx.z;
+    w.sk = sm80_dec_len(a, w.b);
+    const int rows = a.rows, group = a.group; /* read up front: the row test then needs no branch */
+    const int64_t sq = a.seqlen_q, wl = a.wl, wr = a.wr;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int pr = w.mt * 16 + (lane >> 2) + 8 * r;
+        int64_t l = 1, h = 0;
+        if (pr < rows) pa_key_range(pr / group, sq, w.sk, wl, wr, &l, &h);
+        w.lo[r] = (int)l, w.hi[r] = (int)h;
+    }
+    /* The tile's key hull (first row's low end to last row's high end: both grow with the row),
+     * cut into `splits` equal runs of 16-key tiles. */
+    int64_t klo, khi, tmp;
+    const int last = (w.mt * 16 + 15 < rows ? w.mt * 16 + 15 : rows - 1) / group;
+    pa_key_range((w.mt * 16) / group, sq, w.sk, wl, wr, &klo, &tmp);
+    pa_key_range(last, sq, w.sk, wl, wr, &tmp, &khi);
+    const int t_lo = (int)(klo / KT), t_n = khi < klo ? 0 : (int)(khi / KT) + 1 - t_lo;
+    const int per = (t_n + a.splits - 1) / a.splits;
+    w.s_lo = t_lo + w.split * per;
+    const int s_n = min(per, t_n - w.split * per);
+    w.n_w = s_n > warp ? (s_n - warp + NW - 1) / NW : 0;
+    return w;
+}
+
+/* K and V tile t (keys [t KT, t KT + KT)) into ring slot `slot` of the warp's ring, 16-byte copies.
+ * Row pointers of a tile's first key: contiguous, or through the page table (a tile never straddles
+ * pages: page_size >= 16); garbage page entries are clamped into the pool. Rows past the sequence
+ * load as zeros (never NaN garbage), and so do chunks past the call's head dims (the instance's D may
+ * be wider), with no traffic. */
+template <typename T, int D, int KT> struct sm80_dec_kv_loader {
+    const sm80_dec_args &a;
+    const T *kg, *vg;
+    int64_t sk;
+    uint32_t ring;
+    int b, hk, c, r0;
+    bool ck, cv;
+    __device__ __forceinline__ void operator()(int slot, int t) const
+    {
+        constexpr int CH = D / 8, TB = KT * D * 2, RPP = 32 / CH;
+        const int64_t key0 = (int64_t)t * KT;
+        const T *kp, *vp;
+        if (a.block_table) {
+            const int64_t pg = pa_page_clamp(a.block_table[b * a.bt_stride + (key0 >> a.page_shift)], a.num_pages);
+            const int64_t row = key0 & ((1LL << a.page_shift) - 1);
+            kp = kg + pg * a.ks[0] + row * a.ks[1] + hk * a.ks[2];
+            vp = vg + pg * a.vs[0] + row * a.vs[1] + hk * a.vs[2];
+        } else {
+            kp = kg + b * a.ks[0] + key0 * a.ks[1] + hk * a.ks[2];
+            vp = vg + b * a.vs[0] + key0 * a.vs[1] + hk * a.vs[2];
+        }
+        const uint32_t kd = ring + slot * 2 * TB, vd = kd + TB;
+#pragma unroll
+        for (int p = 0; p < KT / RPP; ++p) {
+            const int r = r0 + p * RPP;
+            const bool ok = key0 + r < sk;
+            sm80_cp_async16(kd + sm80_swz<CH>(r, c), ok && ck ? kp + r * a.ks[1] + c * 8 : kg, ok && ck);
+            sm80_cp_async16(vd + sm80_swz<CH>(r, c), ok && cv ? vp + r * a.vs[1] + c * 8 : vg, ok && cv);
+        }
+    }
+};
+
+/* The Q tile into shared memory: packed row r -> query token r / group of head hk * group + r % group;
+ * rows past the packed count are zeros (and see no key). Then, where Q stays in registers (QREG), the
+ * A fragments of its D / 16 k-steps. */
+template <typename T, int D, int NW, bool QREG>
+__device__ __forceinline__ void sm80_dec_load_q(uint32_t (&qf)[QREG ? D / 16 : 1][4], const sm80_dec_args &a,
+                                                const sm80_dec_work &w, const T *qg, uint8_t *smem, uint32_t sq_base,
+                                                int tid, int lane)
+{
+    constexpr int CH = D / 8;
+    const int rows = a.rows, dqk = a.dqk; /* read up front: the two bounds tests then make one predicate */
+    for (int i = tid; i < 16 * CH; i += NW * 32) {
+        const int r = i / CH, ch = i % CH, pr = w.mt * 16 + r;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (pr < rows && ch * 8 < dqk) {
+            const int qi = pr / a.group, hq = w.hk * a.group + pr % a.group;
+            v = *(const uint4 *)(qg + w.b * a.qs[0] + qi * a.qs[1] + hq * a.qs[2] + ch * 8);
+        }
+        *(uint4 *)(smem + sm80_swz<CH>(r, ch)) = v;
+    }
+    __syncthreads();
+    if (QREG) {
+#pragma unroll
+        for (int kc = 0; kc < (QREG ? D / 16 : 1); ++kc)
+            sm80_ldsm_x4(qf[kc], sq_base + sm80_swz<CH>(lane & 15, kc * 2 + (lane >> 4)));
+    }
+}
+
+/* S = Q K^T of one 16-key tile: 2 x D/16 mma.m16n8k16, Q from registers (QREG) or re-read from shared
+ * memory per k-step, K as the col-major B operand. */
+template <typename T, int D, bool QREG>
+__device__ __forceinline__ void sm80_dec_scores(float (&s)[2][4], const uint32_t (&qf)[QREG ? D / 16 : 1][4],
+                                                uint32_t sq_base, uint32_t kt, int lane, T tag)
+{
+    constexpr int CH = D / 8;
+#pragma unroll
+    for (int kc = 0; kc < D / 16; ++kc) {
+        uint32_t qs[4], kf[4];
+        if (!QREG) sm80_ldsm_x4(qs, sq_base + sm80_swz<CH>(lane & 15, kc * 2 + (lane >> 4)));
+        const uint32_t *qa = QREG ? qf[QREG ? kc : 0] : qs;
+        sm80_ldsm_x4(kf, kt + sm80_swz<CH>(((lane >> 4) << 3) + (lane & 7), kc * 2 + ((lane >> 3) & 1)));
+        sm80_mma(s[0], qa, kf[0], kf[1], tag);
+        sm80_mma(s[1], qa, kf[2], kf[3], tag);
+    }
+}
+
+/* The score map (softcap or a negative scale make scores base-2 logits here), then the mask of tile t:
+ * key j of the lane's row r is visible iff lo[r] <= j <= hi[r]. */
+template <int KT>
+__device__ __forceinline__ void sm80_dec_score_map(float (&s)[2][4], const sm80_dec_args &a, int t, int lane,
+                                                   const int (&lo)[2], const int (&hi)[2])
+{
+    if (a.transform) {
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                s[j][e] = a.softcap ? a.post_mul * tanhf(s[j][e] * a.pre_mul) : s[j][e] * a.pre_mul;
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int key = t * KT + j * 8 + (lane & 3) * 2 + (e & 1);
+            if (key < lo[e >> 1] || key > hi[e >> 1]) s[j][e] = -INFINITY;
+        }
+}
+
+/* Online softmax in base 2 (as the prefill kernel): a row with nothing visible yet keeps max -inf and
+ * exponent base 0. P is packed into the A fragment of the P V product; O is rescaled only when some
+ * row of the warp raised its max. */
+template <typename T, int NO>
+__device__ __forceinline__ void sm80_dec_softmax_step(const float (&s)[2][4], uint32_t (&pf)[4], float (&m)[2],
+                                                      float (&l)[2], float (&acc)[NO][4], float mult, T tag)
+{
+    float corr[2];
+    bool rescale = false;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        float mn = fmaxf(m[r], fmaxf(fmaxf(s[0][2 * r], s[0][2 * r + 1]), fmaxf(s[1][2 * r], s[1][2 * r + 1])));
+        mn = fmaxf(mn, __shfl_xor_sync(0xffffffffu, mn, 1));
+        mn = fmaxf(mn, __shfl_xor_sync(0xffffffffu, mn, 2));
+        const float base = mn == -INFINITY ? 0.f : mn * mult;
+        corr[r] = pa_ex2(m[r] * mult - base);
+        rescale |= corr[r] != 1.f;
+        m[r] = mn;
+        l[r] *= corr[r];
+        const float p0 = pa_ex2(fmaf(s[0][2 * r], mult, -base)), p1 = pa_ex2(fmaf(s[0][2 * r + 1], mult, -base));
+        const float p2 = pa_ex2(fmaf(s[1][2 * r], mult, -base)), p3 = pa_ex2(fmaf(s[1][2 * r + 1], mult, -base));
+        l[r] += (p0 + p1) + (p2 + p3);
+        pf[r] = pa_pack(p0, p1, tag);     /* keys 0..7 of row g (r = 0) or g + 8 (r = 1) */
+        pf[2 + r] = pa_pack(p2, p3, tag); /* keys 8..15 */
+    }
+    if (__any_sync(0xffffffffu, rescale)) {
+#pragma unroll
+        for (int j = 0; j < NO; ++j) {
+            acc[j][0] *= corr[0], acc[j][1] *= corr[0];
+            acc[j][2] *= corr[1], acc[j][3] *= corr[1];
+        }
+    }
+}
+
+/* O += P V of one tile: V is row-major [key][dim], so ldmatrix.trans yields its B fragments. */
+template <typename T, int D>
+__device__ __forceinline__ void sm80_dec_pv(float (&acc)[D / 8][4], const uint32_t (&pf)[4], uint32_t vt, int lane, T tag)
+{
+    constexpr int CH = D / 8, NO = D / 8;
+#pragma unroll
+    for (int j = 0; j < NO / 2; ++j) {
+        uint32_t vf[4];
+        sm80_ldsm_x4_trans(vf, vt + sm80_swz<CH>((((lane >> 3) & 1) << 3) + (lane & 7), j * 2 + (lane >> 4)));
+        sm80_mma(acc[2 * j], pf, vf[0], vf[1], tag);
+        sm80_mma(acc[2 * j + 1], pf, vf[2], vf[3], tag);
+    }
+}
+
+/* Merges the warps' states for each row, in warp order (deterministic): the rows' maxima mx (base 2)
+ * and sums tot over all warps, and each warp's O rescaled to them into its rows of the merge buffer
+ * `red` (the rings, which every warp is done with after the barrier). */
+template <int D, int NW>
+__device__ __forceinline__ void sm80_dec_merge(float (&mx)[2], float (&tot)[2], float *red, float (&sm_m)[NW][16],
+                                               float (&sm_l)[NW][16], const float (&m)[2], float (&l)[2],
+                                               const float (&acc)[D / 8][4], float mult, int warp, int lane)
+{
+    constexpr int NO = D / 8, RS = D + 8;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+        if ((lane & 3) == 0) sm_m[warp][(lane >> 2) + 8 * r] = m[r], sm_l[warp][(lane >> 2) + 8 * r] = l[r];
+    }
+    __syncthreads(); /* also: every warp is done with its ring, which becomes the merge buffer */
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int row = (lane >> 2) + 8 * r;
+        mx[r] = -INFINITY, tot[r] = 0.f;
+#pragma unroll
+        for (int w = 0; w < NW; ++w) mx[r] = fmaxf(mx[r], sm_m[w][row] * mult);
+        /* tot: 0 when no warp saw a key, NaN when a score was NaN (NaN in, NaN out) */
+#pragma unroll
+        for (int w = 0; w < NW; ++w)
+            tot[r] += sm_l[w][row] * (mx[r] == -INFINITY ? 1.f : pa_ex2(sm_m[w][row] * mult - mx[r]));
+        const float f = tot[r] > 0.f ? pa_ex2(m[r] * mult - mx[r]) / tot[r] : tot[r] == 0.f ? 0.f : NAN;
+#pragma unroll
+        for (int j = 0; j < NO; ++j)
+            *(float2 *)(red + (warp * 16 + row) * RS + j * 8 + (lane & 3) * 2) =
+                tot[r] == 0.f ? make_float2(0.f, 0.f) /* no visible key: 0, not 0 x NaN */
+                              : make_float2(acc[j][2 * r] * f, acc[j][2 * r + 1] * f);
+    }
+}
+
+/* The LSE (base 2 into the workspace with splits, else natural into lse), then the rows out, four
+ * columns per thread, summing the warps' parts: O in the dtype, or the split's fp32 partial. */
+template <typename T, int D, int NW>
+__device__ __forceinline__ void sm80_dec_finish(const sm80_dec_args &a, const sm80_dec_work &w, const float *red,
+                                                const float (&mx)[2], const float (&tot)[2], int tid, int warp,
+                                                int lane, T tag)
+{
+    constexpr int RS = D + 8;
+    const int64_t R = (int64_t)a.batch * a.heads_kv * a.rows; /* packed rows of the whole call */
+    const int64_t grow0 = ((int64_t)w.b * a.heads_kv + w.hk) * a.rows + w.mt * 16;
+    if (warp == 0 && (lane & 3) == 0) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int pr = w.mt * 16 + (lane >> 2) + 8 * r;
+            if (pr >= a.rows) continue;
+            const float lse2 = tot[r] > 0.f ? mx[r] + __log2f(tot[r]) : tot[r] == 0.f ? -INFINITY : NAN; /* base 2 */
+            if (a.splits > 1) {
+                a.part_lse[w.split * R + grow0 + (lane >> 2) + 8 * r] = lse2;
+            } else if (a.lse) {
+                const int qi = pr / a.group, hq = w.hk * a.group + pr % a.group;
+                a.lse[w.b * a.ls[0] + hq * a.ls[1] + qi * a.ls[2]] = lse2 * 0.69314718055994531f;
+            }
+        }
+    }
+    __syncthreads();
+    for (int i = tid; i < 16 * (D / 4); i += NW * 32) {
+        const int r = i / (D / 4), c4 = i % (D / 4), pr = w.mt * 16 + r;
+        if (pr >= a.rows) continue;
+        float4 v = *(const float4 *)(red + r * RS + c4 * 4);
+#pragma unroll
+        for (int u = 1; u < NW; ++u) {
+            const float4 x = *(const float4 *)(red + (u * 16 + r) * RS + c4 * 4);
+            v.x += x.x, v.y += x.y, v.z += x.z, v.w += x.w;
+        }
+        if (a.splits > 1) {
+            *(float4 *)(a.part_o + (w.split * R + grow0 + r) * D + c4 * 4) = v;
+        } else if (c4 * 4 < a.dv) {
+            const int qi = pr / a.group, hq = w.hk * a.group + pr % a.group;
+            T *o = (T *)a.o + w.b * a.os[0] + qi * a.os[1] + hq * a.os[2] + c4 * 4;
+            *(uint2 *)o = make_uint2(pa_pack(v.x, v.y, tag), pa_pack(v.z, v.w, tag));
+        }
+    }
+}
+
 template <typename T, int D>
 __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80_dec_args a)
 {
@@ -52,220 +323,45 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
     const T tag = T();
     const T *qg = (const T *)a.q, *kg = (const T *)a.k, *vg = (const T *)a.v;
 
-    const int split = blockIdx.x, mt = blockIdx.y % a.mtiles, hk = blockIdx.y / a.mtiles, b = blockIdx.z;
-    const int64_t sk = sm80_dec_len(a, b);
-
-    /* This lane's rows (g and g + 8 of the tile) and the keys each may see. */
-    int lo[2], hi[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const int pr = mt * 16 + (lane >> 2) + 8 * r;
-        int64_t l = 1, h = 0;
-        if (pr < a.rows) pa_key_range(pr / a.group, a.seqlen_q, sk, a.wl, a.wr, &l, &h);
-        lo[r] = (int)l, hi[r] = (int)h;
-    }
-    /* The tile's key hull (first row's low end to last row's high end: both grow with the row),
-     * cut into `splits` equal runs of 16-key tiles. */
-    int64_t klo, khi, tmp;
-    const int last = (mt * 16 + 15 < a.rows ? mt * 16 + 15 : a.rows - 1) / a.group;
-    pa_key_range((mt * 16) / a.group, a.seqlen_q, sk, a.wl, a.wr, &klo, &tmp);
-    pa_key_range(last, a.seqlen_q, sk, a.wl, a.wr, &tmp, &khi);
-    const int t_lo = (int)(klo / KT), t_n = khi < klo ? 0 : (int)(khi / KT) + 1 - t_lo;
-    const int per = (t_n + a.splits - 1) / a.splits;
-    const int s_lo = t_lo + split * per, s_n = min(per, t_n - split * per);
-    const int n_w = s_n > warp ? (s_n - warp + NW - 1) / NW : 0; /* this warp's tiles */
-
-    /* Row pointers of a tile's first key: contiguous, or through the page table (a tile never
-     * straddles pages: page_size >= 16). Garbage page entries are clamped into the pool. */
-    const int c = lane % CH, r0 = lane / CH;
-    /* Chunks past the call's head dims (the instance's D may be wider) load as zeros, no traffic. */
-    const bool ck = c * 8 < a.dqk, cv = c * 8 < a.dv;
-    auto load = [&](int slot, int t) {
-        const int64_t key0 = (int64_t)t * KT;
-        const T *kp, *vp;
-        if (a.block_table) {
-            const int64_t pg = pa_page_clamp(a.block_table[b * a.bt_stride + (key0 >> a.page_shift)], a.num_pages);
-            const int64_t row = key0 & ((1LL << a.page_shift) - 1);
-            kp = kg + pg * a.ks[0] + row * a.ks[1] + hk * a.ks[2];
-            vp = vg + pg * a.vs[0] + row * a.vs[1] + hk * a.vs[2];
-        } else {
-            kp = kg + b * a.ks[0] + key0 * a.ks[1] + hk * a.ks[2];
-            vp = vg + b * a.vs[0] + key0 * a.vs[1] + hk * a.vs[2];
-        }
-        const uint32_t kd = ring + slot * 2 * TB, vd = kd + TB;
-#pragma unroll
-        for (int p = 0; p < KT / RPP; ++p) {
-            const int r = r0 + p * RPP;
-            const bool ok = key0 + r < sk; /* zero rows past the end: never NaN garbage */
-            sm80_cp_async16(kd + sm80_swz<CH>(r, c), ok && ck ? kp + r * a.ks[1] + c * 8 : kg, ok && ck);
-            sm80_cp_async16(vd + sm80_swz<CH>(r, c), ok && cv ? vp + r * a.vs[1] + c * 8 : vg, ok && cv);
-        }
-    };
+    const sm80_dec_work w = sm80_dec_work_of<KT, NW>(a, warp, lane);
+    const int c = lane % CH;
+    const sm80_dec_kv_loader<T, D, KT> load = {a, kg, vg, w.sk, ring, w.b, w.hk, c, lane / CH, c * 8 < a.dqk, c * 8 < a.dv};
 
     /* The first K/V tiles go out before Q is read, so that the two latencies overlap. */
 #pragma unroll
     for (int p = 0; p < ST - 1; ++p) {
-        if (p < n_w) load(p, s_lo + warp + NW * p);
+        if (p < w.n_w) load(p, w.s_lo + warp + NW * p);
         sm80_cp_async_commit();
     }
-    /* Q tile: packed row r -> query token r / group of head hk * group + r % group; rows past the
-     * packed count are zeros (and see no key). */
-    for (int i = tid; i < 16 * CH; i += NW * 32) {
-        const int r = i / CH, ch = i % CH, pr = mt * 16 + r;
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (pr < a.rows && ch * 8 < a.dqk) {
-            const int qi = pr / a.group, hq = hk * a.group + pr % a.group;
-            v = *(const uint4 *)(qg + b * a.qs[0] + qi * a.qs[1] + hq * a.qs[2] + ch * 8);
-        }
-        *(uint4 *)(smem + sm80_swz<CH>(r, ch)) = v;
-    }
-    __syncthreads();
     uint32_t qf[QREG ? D / 16 : 1][4];
-    if (QREG) {
-#pragma unroll
-        for (int kc = 0; kc < (QREG ? D / 16 : 1); ++kc)
-            sm80_ldsm_x4(qf[kc], sq_base + sm80_swz<CH>(lane & 15, kc * 2 + (lane >> 4)));
-    }
+    sm80_dec_load_q<T, D, NW, QREG>(qf, a, w, qg, smem, sq_base, tid, lane);
 
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, acc[NO][4];
 #pragma unroll
     for (int j = 0; j < NO; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
-    for (int i = 0; i < n_w; ++i) {
-        const int t = s_lo + warp + NW * i, ip = i + ST - 1;
-        if (ip < n_w) load(ip % ST, s_lo + warp + NW * ip); /* the slot tile i - 1 left */
+    for (int i = 0; i < w.n_w; ++i) {
+        const int t = w.s_lo + warp + NW * i, ip = i + ST - 1;
+        if (ip < w.n_w) load(ip % ST, w.s_lo + warp + NW * ip); /* the slot tile i - 1 left */
         sm80_cp_async_commit();
         sm80_cp_async_wait<ST - 1>(); /* tile i landed for this lane ... */
         __syncwarp();                 /* ... and for the whole warp */
         const uint32_t kt = ring + (i % ST) * 2 * TB, vt = kt + TB;
 
         float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-        for (int kc = 0; kc < D / 16; ++kc) {
-            uint32_t qs[4], kf[4];
-            if (!QREG) sm80_ldsm_x4(qs, sq_base + sm80_swz<CH>(lane & 15, kc * 2 + (lane >> 4)));
-            const uint32_t *qa = QREG ? qf[QREG ? kc : 0] : qs;
-            sm80_ldsm_x4(kf, kt + sm80_swz<CH>(((lane >> 4) << 3) + (lane & 7), kc * 2 + ((lane >> 3) & 1)));
-            sm80_mma(s[0], qa, kf[0], kf[1], tag);
-            sm80_mma(s[1], qa, kf[2], kf[3], tag);
-        }
-        if (a.transform) {
-#pragma unroll
-            for (int j = 0; j < 2; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    s[j][e] = a.softcap ? a.post_mul * tanhf(s[j][e] * a.pre_mul) : s[j][e] * a.pre_mul;
-        }
-#pragma unroll
-        for (int j = 0; j < 2; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int key = t * KT + j * 8 + (lane & 3) * 2 + (e & 1);
-                if (key < lo[e >> 1] || key > hi[e >> 1]) s[j][e] = -INFINITY;
-            }
-
-        /* Online softmax in base 2 (as the prefill kernel): a row with nothing visible yet keeps
-         * max -inf and exponent base 0. */
+        sm80_dec_scores<T, D, QREG>(s, qf, sq_base, kt, lane, tag);
+        sm80_dec_score_map<KT>(s, a, t, lane, w.lo, w.hi);
         uint32_t pf[4];
-        float corr[2];
-        bool rescale = false;
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            float mn = fmaxf(m[r], fmaxf(fmaxf(s[0][2 * r], s[0][2 * r + 1]), fmaxf(s[1][2 * r], s[1][2 * r + 1])));
-            mn = fmaxf(mn, __shfl_xor_sync(0xffffffffu, mn, 1));
-            mn = fmaxf(mn, __shfl_xor_sync(0xffffffffu, mn, 2));
-            const float base = mn == -INFINITY ? 0.f : mn * a.mult;
-            corr[r] = pa_ex2(m[r] * a.mult - base);
-            rescale |= corr[r] != 1.f;
-            m[r] = mn;
-            l[r] *= corr[r];
-            const float p0 = pa_ex2(fmaf(s[0][2 * r], a.mult, -base)), p1 = pa_ex2(fmaf(s[0][2 * r + 1], a.mult, -base));
-            const float p2 = pa_ex2(fmaf(s[1][2 * r], a.mult, -base)), p3 = pa_ex2(fmaf(s[1][2 * r + 1], a.mult, -base));
-            l[r] += (p0 + p1) + (p2 + p3);
-            pf[r] = pa_pack(p0, p1, tag);     /* keys 0..7 of row g (r = 0) or g + 8 (r = 1) */
-            pf[2 + r] = pa_pack(p2, p3, tag); /* keys 8..15 */
-        }
-        if (__any_sync(0xffffffffu, rescale)) {
-#pragma unroll
-            for (int j = 0; j < NO; ++j) {
-                acc[j][0] *= corr[0], acc[j][1] *= corr[0];
-                acc[j][2] *= corr[1], acc[j][3] *= corr[1];
-            }
-        }
-#pragma unroll
-        for (int j = 0; j < NO / 2; ++j) {
-            uint32_t vf[4];
-            sm80_ldsm_x4_trans(vf, vt + sm80_swz<CH>((((lane >> 3) & 1) << 3) + (lane & 7), j * 2 + (lane >> 4)));
-            sm80_mma(acc[2 * j], pf, vf[0], vf[1], tag);
-            sm80_mma(acc[2 * j + 1], pf, vf[2], vf[3], tag);
-        }
+        sm80_dec_softmax_step<T, NO>(s, pf, m, l, acc, a.mult, tag);
+        sm80_dec_pv<T, D>(acc, pf, vt, lane, tag);
         __syncwarp(); /* every lane is done with this slot before it is refilled */
     }
     sm80_cp_async_wait<0>();
 
-    /* Merge the four warps' states for each row, in warp order (deterministic). */
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-        if ((lane & 3) == 0) sm_m[warp][(lane >> 2) + 8 * r] = m[r], sm_l[warp][(lane >> 2) + 8 * r] = l[r];
-    }
-    __syncthreads(); /* also: every warp is done with its ring, which becomes the merge buffer */
-    float *red = (float *)(smem + 16 * D * 2);
     float mx[2], tot[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const int row = (lane >> 2) + 8 * r;
-        mx[r] = -INFINITY, tot[r] = 0.f;
-#pragma unroll
-        for (int w = 0; w < NW; ++w) mx[r] = fmaxf(mx[r], sm_m[w][row] * a.mult);
-        /* tot: 0 when no warp saw a key, NaN when a score was NaN (NaN in, NaN out) */
-#pragma unroll
-        for (int w = 0; w < NW; ++w)
-            tot[r] += sm_l[w][row] * (mx[r] == -INFINITY ? 1.f : pa_ex2(sm_m[w][row] * a.mult - mx[r]));
-        const float f = tot[r] > 0.f ? pa_ex2(m[r] * a.mult - mx[r]) / tot[r] : tot[r] == 0.f ? 0.f : NAN;
-#pragma unroll
-        for (int j = 0; j < NO; ++j)
-            *(float2 *)(red + (warp * 16 + row) * RS + j * 8 + (lane & 3) * 2) =
-                tot[r] == 0.f ? make_float2(0.f, 0.f) /* no visible key: 0, not 0 x NaN */
-                              : make_float2(acc[j][2 * r] * f, acc[j][2 * r + 1] * f);
-    }
-    const int64_t R = (int64_t)a.batch * a.heads_kv * a.rows; /* packed rows of the whole call */
-    const int64_t grow0 = ((int64_t)b * a.heads_kv + hk) * a.rows + mt * 16;
-    if (warp == 0 && (lane & 3) == 0) {
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const int pr = mt * 16 + (lane >> 2) + 8 * r;
-            if (pr >= a.rows) continue;
-            const float lse2 = tot[r] > 0.f ? mx[r] + __log2f(tot[r]) : tot[r] == 0.f ? -INFINITY : NAN; /* base 2 */
-            if (a.splits > 1) {
-                a.part_lse[split * R + grow0 + (lane >> 2) + 8 * r] = lse2;
-            } else if (a.lse) {
-                const int qi = pr / a.group, hq = hk * a.group + pr % a.group;
-                a.lse[b * a.ls[0] + hq * a.ls[1] + qi * a.ls[2]] = lse2 * 0.69314718055994531f;
-            }
-        }
-    }
-    __syncthreads();
-
-    /* Rows out, four columns per thread: O in the dtype, or the split's fp32 partial. */
-    for (int i = tid; i < 16 * (D / 4); i += NW * 32) {
-        const int r = i / (D / 4), c4 = i % (D / 4), pr = mt * 16 + r;
-        if (pr >= a.rows) continue;
-        float4 v = *(const float4 *)(red + r * RS + c4 * 4);
-#pragma unroll
-        for (int w = 1; w < NW; ++w) {
-            const float4 u = *(const float4 *)(red + (w * 16 + r) * RS + c4 * 4);
-            v.x += u.x, v.y += u.y, v.z += u.z, v.w += u.w;
-        }
-        if (a.splits > 1) {
-            *(float4 *)(a.part_o + (split * R + grow0 + r) * D + c4 * 4) = v;
-        } else if (c4 * 4 < a.dv) {
-            const int qi = pr / a.group, hq = hk * a.group + pr % a.group;
-            T *o = (T *)a.o + b * a.os[0] + qi * a.os[1] + hq * a.os[2] + c4 * 4;
-            *(uint2 *)o = make_uint2(pa_pack(v.x, v.y, tag), pa_pack(v.z, v.w, tag));
-        }
-    }
+    float *red = (float *)(smem + 16 * D * 2);
+    sm80_dec_merge<D, NW>(mx, tot, red, sm_m, sm_l, m, l, acc, a.mult, warp, lane);
+    sm80_dec_finish<T, D, NW>(a, w, red, mx, tot, tid, warp, lane, tag);
 }
 
 /* Merges the splits of each packed row, one CTA per row, in a fixed order (deterministic). */
