@@ -6,10 +6,10 @@
 #   isa_expect FILE WIDTH OP N LABEL REGEX
 #                                    prints LABEL and the count of lines matching REGEX (grep -E),
 #                                    bad() unless the count OP N holds (OP: -eq, -gt, -ge, ...)
-#   isa_ptxas_table MIN WHAT [ALLOW BYTES]
+#   isa_ptxas_table MIN WHAT [ALLOW BYTES]...
 #                                    per-kernel registers/stack/spills; bad when a kernel spills or
 #                                    fewer than MIN kernels were compiled (WHAT names them); kernels
-#                                    whose "name [arch]" matches the regex ALLOW may spill up to BYTES
+#                                    whose "name [arch]" matches a regex ALLOW may spill up to its BYTES
 #   isa_sass WIDTH CUBIN...          with cuobjdump: the cubins' SASS into WORK/all.sass, checked for
 #                                    local memory, return 0; without: says the SASS check did not run,
 #                                    return 1
@@ -57,12 +57,16 @@ isa_expect() {
 }
 
 isa_ptxas_table() {
-  awk -v min="$1" -v what="$2" -v allow="${3:-}" -v allow_bytes="${4:-0}" '
+  local min=$1 what=$2 allow="" ; shift 2
+  while [ $# -ge 2 ]; do allow="$allow$1"$'\t'"$2"$'\n'; shift 2; done
+  awk -v min="$min" -v what="$what" -v allow="$allow" '
+    BEGIN { na = split(allow, al, "\n"); for (i = 1; i <= na; i++) if (al[i] != "") { split(al[i], f, "\t"); re[i] = f[1]; by[i] = f[2] } }
     /Compiling entry function/ { match($0, /'"'"'[^'"'"']*'"'"'/); k = substr($0, RSTART + 1, RLENGTH - 2)
       if (match($0, /for '"'"'sm_[0-9a-z]+'"'"'/)) k = k " [" substr($0, RSTART + 5, RLENGTH - 6) "]" }
     /bytes stack frame/ { st = $1; ss = $5; sl = $9 }
     /Used [0-9]+ registers/ { match($0, /Used [0-9]+ registers/); r = substr($0, RSTART + 5, RLENGTH - 15);
-      n++; ok = allow != "" && k ~ allow && st <= allow_bytes && ss <= allow_bytes && sl <= allow_bytes
+      n++; ok = 0
+      for (i in re) if (k ~ re[i] && st <= by[i] && ss <= by[i] && sl <= by[i]) ok = 1
       printf "  %-80s regs %3d  stack %s  spill st %s ld %s%s\n", k, r, st, ss, sl,
              (st != 0 || ss != 0 || sl != 0) && ok ? "  (allowed)" : "";
       if ((st != 0 || ss != 0 || sl != 0) && !ok) bad++ }
