@@ -394,6 +394,62 @@ __device__ __forceinline__ void sm90_produce(const CUtensorMap *tq, const CUtens
 }
 #endif
 
+#ifdef PA_SM90_DEVICE
+/* S = Q K^T of the K tile in slot s of the ring at k_s, committed as one wgmma group (q: this
+ * warpgroup's 64 rows of the first Q column block; both operands from shared memory). The slot's
+ * address is formed here, between the descriptors, where the kernel's loop formed it. */
+template <int D, int NC, int BN, typename T>
+__device__ __forceinline__ void sm90_issue_s(float (&sc)[BN / 2], uint32_t q, uint32_t k_s, int s, T tag)
+{
+    constexpr int QBLK = PA_SM90_BM_NC(NC) * 128, KBLK = BN * 128, KVBYTES = D / 64 * KBLK;
+    sm90_wgmma_ss0<BN>(sc, sm90_desc_sw128(q, 16, 1024), sm90_desc_sw128(k_s + s * KVBYTES, 16, 1024), tag);
+#pragma unroll
+    for (int kk = 1; kk < D / 16; ++kk)
+        sm90_wgmma_ss<BN>(sc, sm90_desc_sw128(q + (kk / 4) * QBLK + (kk % 4) * 32, 16, 1024),
+                          sm90_desc_sw128(k_s + s * KVBYTES + (kk / 4) * KBLK + (kk % 4) * 32, 16, 1024), 1, tag);
+    sm90_wgmma_commit();
+}
+
+/* O *= corr: before any wgmma of the step is issued (ptxas serializes wgmmas whose input registers
+ * are written inside the pipeline stage). */
+template <int D> __device__ __forceinline__ void sm90_rescale_o(float (&o)[D / 2], const float (&corr)[2])
+{
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {
+        o[4 * j] *= corr[0], o[4 * j + 1] *= corr[0];
+        o[4 * j + 2] *= corr[1], o[4 * j + 3] *= corr[1];
+    }
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) sm90_reg_fence(o[i]);
+}
+
+/* O += P V of the V tile in slot s of the ring at v_s, its own wgmma group (its V has landed: no
+ * barrier loop may sit between the wgmmas of a stage either). */
+template <int D, int BN, typename T>
+__device__ __forceinline__ void sm90_issue_pv(float (&o)[D / 2], uint32_t (&pf)[BN / 16][4], uint32_t v_s, int s, T tag)
+{
+    constexpr int KBLK = BN * 128, KVBYTES = D / 64 * KBLK;
+#pragma unroll
+    for (int t = 0; t < BN / 16; ++t)
+        sm90_wgmma_rs<D>(o, pf[t], sm90_desc_sw128(v_s + s * KVBYTES + t * 16 * 128, KBLK, 1024), 1, tag);
+    sm90_wgmma_commit();
+}
+
+/* After the wait for P V: O, S and P were live until then (the caller then gives the V slot back). */
+template <int D, int BN>
+__device__ __forceinline__ void sm90_pv_retired(float (&o)[D / 2], float (&sc)[BN / 2], uint32_t (&pf)[BN / 16][4])
+{
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) sm90_reg_fence(o[i]);
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);
+#pragma unroll
+    for (int t = 0; t < BN / 16; ++t)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) sm90_reg_fence(pf[t][i]);
+}
+#endif
+
 /* VL: the varlen instance. The per-sequence extents as run-time values cost the non-varlen kernel
  * 5-10% on the H200 (registers where kernel parameters were), so varlen is its own instance.
  *
@@ -478,15 +534,6 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
 
         const uint32_t q_wg = q_s + qs * QBYTES + cw * 64 * 128; /* this warpgroup's 64 rows of each column block */
         const uint32_t empty_q = EMPTY_Q(qs);
-        /* S = Q K^T of the tile in slot s (committed as one wgmma group) */
-#define ISSUE_S(s)                                                                                                \
-    sm90_wgmma_ss0<BN>(sc, sm90_desc_sw128(q_wg, 16, 1024), sm90_desc_sw128(k_s + (s) * KVBYTES, 16, 1024), tag);  \
-    _Pragma("unroll") for (int kk = 1; kk < D / 16; ++kk)                                                         \
-        sm90_wgmma_ss<BN>(sc, sm90_desc_sw128(q_wg + (kk / 4) * QBLK + (kk % 4) * 32, 16, 1024),                 \
-                          sm90_desc_sw128(k_s + (s) * KVBYTES + (kk / 4) * KBLK + (kk % 4) * 32, 16, 1024), 1,    \
-                          tag);                                                                                   \
-    sm90_wgmma_commit()
-
         /* Software pipeline inside the warpgroup (FlashAttention-3's intra-warpgroup overlap): while
          * O += P_n V_n runs on the tensor cores, S_{n+1} = Q K_{n+1}^T has already been issued ahead
          * of it and its softmax runs on the other units. P_n stays in registers the async wgmma
@@ -495,7 +542,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
             const int s0 = it % ST;
             pa_bar_wait(FULL_K(s0), (it / ST) & 1);
             sm90_wgmma_fence();
-            ISSUE_S(s0);
+            sm90_issue_s<D, NC, BN>(sc, q_wg, k_s, s0, tag);
             sm90_wgmma_wait<0>();
             if (leader) {
                 pa_bar_arrive(EMPTY_K(s0));
@@ -508,27 +555,6 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
         } else if (leader) {
             pa_bar_arrive(empty_q); /* no key tile: Q was never read */
         }
-        /* O *= corr: before any wgmma of the step is issued (ptxas serializes wgmmas whose input
-         * registers are written inside the pipeline stage). */
-#define RESCALE_O()                                                                                               \
-    _Pragma("unroll") for (int j = 0; j < D / 8; ++j) {                                                           \
-        o[4 * j] *= corr[0], o[4 * j + 1] *= corr[0];                                                             \
-        o[4 * j + 2] *= corr[1], o[4 * j + 3] *= corr[1];                                                         \
-    }                                                                                                             \
-    _Pragma("unroll") for (int i = 0; i < D / 2; ++i) sm90_reg_fence(o[i])
-        /* O += P V of the tile in slot s (its own wgmma group; its V has landed: no barrier loop may
-         * sit between the wgmmas of a stage either). */
-#define ISSUE_PV(s)                                                                                               \
-    _Pragma("unroll") for (int t = 0; t < BN / 16; ++t)                                                           \
-        sm90_wgmma_rs<D>(o, pf[t], sm90_desc_sw128(v_s + (s) * KVBYTES + t * 16 * 128, KBLK, 1024), 1, tag);     \
-    sm90_wgmma_commit()
-        /* After P V: O and P were live until the wait; then the slot goes back to the producer. */
-#define FINISH_PV(s)                                                                                              \
-    _Pragma("unroll") for (int i = 0; i < D / 2; ++i) sm90_reg_fence(o[i]);                                        \
-    _Pragma("unroll") for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);                                      \
-    _Pragma("unroll") for (int t = 0; t < BN / 16; ++t)                                                           \
-        _Pragma("unroll") for (int i = 0; i < 4; ++i) sm90_reg_fence(pf[t][i]);                                   \
-    if (leader) pa_bar_arrive(EMPTY_V(s))
 
         /* Every tile but the last: S_{n+1} is issued before P_n V_n, and its mask, max and
          * exponentials run while P_n V_n does (FlashAttention-3's order); only the rounding of
@@ -538,12 +564,12 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
         int n = n_lo;
         for (; n + 1 < n_hi; ++n, ++it) {
             const int s = it % ST, s1 = (it + 1) % ST;
-            RESCALE_O();
+            sm90_rescale_o<D>(o, corr);
             pa_bar_wait(FULL_K(s1), ((it + 1) / ST) & 1);
             pa_bar_wait(FULL_V(s), (it / ST) & 1);
             sm90_wgmma_fence();
-            ISSUE_S(s1);
-            ISSUE_PV(s);
+            sm90_issue_s<D, NC, BN>(sc, q_wg, k_s, s1, tag);
+            sm90_issue_pv<D, BN>(o, pf, v_s, s, tag);
             sm90_wgmma_wait<1>(); /* S_{n+1} done; P_n V_n may still run */
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);
@@ -553,12 +579,13 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
             }
             sm.step(sc, n + 1, w.full_lo, w.full_hi, corr);
             sm90_wgmma_wait<0>();
-            FINISH_PV(s);
+            sm90_pv_retired<D, BN>(o, sc, pf);
+            if (leader) pa_bar_arrive(EMPTY_V(s));
             sm.pack(sc, pf, tag);
         }
         if (n < n_hi) { /* the last tile: its P V alone */
             const int s = it % ST;
-            RESCALE_O();
+            sm90_rescale_o<D>(o, corr);
             pa_bar_wait(FULL_V(s), (it / ST) & 1);
             /* Varlen: the only tile that can reach past the sequence's last key is its last one. Its
              * V rows from key sk on hold the next sequence's values (unless the tensor ends there: the
@@ -582,15 +609,12 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
                 pa_named_sync(PA_SM90_BAR_CONSUMERS, NC * 128);
             }
             sm90_wgmma_fence();
-            ISSUE_PV(s);
+            sm90_issue_pv<D, BN>(o, pf, v_s, s, tag);
             sm90_wgmma_wait<0>();
-            FINISH_PV(s);
+            sm90_pv_retired<D, BN>(o, sc, pf);
+            if (leader) pa_bar_arrive(EMPTY_V(s));
             ++it;
         }
-#undef RESCALE_O
-#undef ISSUE_PV
-#undef FINISH_PV
-#undef ISSUE_S
         sm90_epilogue<T, NO, VL, KV>(a, w, o, sm.mrow, sm.lsum, rowc, KV ? kv.qpack : 1, lane, tag);
         /* The item slot back: each thread arrives after its own reads of it, so its release covers
          * them by program order alone. (One lane arriving for its warp after __syncwarp drew
