@@ -435,6 +435,34 @@ __device__ __forceinline__ void sm90_issue_pv(float (&o)[D / 2], uint32_t (&pf)[
     sm90_wgmma_commit();
 }
 
+/* The V rows of an item's last key tile past its last key, zeroed before P V reads them. Varlen:
+ * the only tile that can reach past the sequence's last key is its last one. Its V rows from key sk
+ * on hold the next sequence's values (unless the tensor ends there: the TMA zero-filled them); P is
+ * 0 there but 0 x NaN is not, so they become zeros first. In each 64-column block key r is bytes
+ * [r * 128, r * 128 + 128) (the swizzle only permutes the 16-byte chunks inside a row), so rows vz..
+ * of a block are one contiguous range. All consumer threads share the stores, order them before the
+ * async proxy (wgmma) and meet at a named barrier: neither warpgroup's P V reads the slot before
+ * every zero is written. The condition is CTA-uniform (sk, k0, n), so every consumer thread reaches
+ * the barrier. Over a KV cache the rows past the cache length are the cache's unused rows, or rows
+ * of a page box that was not loaded (sm90_load_kv): zeroed the same way. */
+template <int D, int NC, int BN, bool VL, bool KV>
+__device__ __forceinline__ void sm90_zero_v_tail(const pa_fwd_args &a, const sm90_work &w, int sk, int n, uint32_t v_s,
+                                                 int s, int tid)
+{
+    constexpr int NB = D / 64, KBLK = BN * 128, KVBYTES = NB * KBLK;
+    const int vz = KV || (VL && w.k0 + sk < a.seqlen_k) ? sk - n * BN : BN;
+    if (vz < BN) {
+        const int ct = tid - 128, nz = (BN - vz) * 8; /* 16-byte chunks to zero per column block */
+        const uint32_t vt = v_s + s * KVBYTES + vz * 128;
+#pragma unroll
+        for (int c = 0; c < NB; ++c)
+#pragma unroll 1
+            for (int i = ct; i < nz; i += NC * 128) sm90_st_shared_zero16(vt + c * KBLK + i * 16);
+        pa_fence_proxy_async();
+        pa_named_sync(PA_SM90_BAR_CONSUMERS, NC * 128);
+    }
+}
+
 /* After the wait for P V: O, S and P were live until then (the caller then gives the V slot back). */
 template <int D, int BN>
 __device__ __forceinline__ void sm90_pv_retired(float (&o)[D / 2], float (&sc)[BN / 2], uint32_t (&pf)[BN / 16][4])
@@ -587,27 +615,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
             const int s = it % ST;
             sm90_rescale_o<D>(o, corr);
             pa_bar_wait(FULL_V(s), (it / ST) & 1);
-            /* Varlen: the only tile that can reach past the sequence's last key is its last one. Its
-             * V rows from key sk on hold the next sequence's values (unless the tensor ends there: the
-             * TMA zero-filled them); P is 0 there but 0 x NaN is not, so they become zeros first. In
-             * each 64-column block key r is bytes [r * 128, r * 128 + 128) (the swizzle only permutes
-             * the 16-byte chunks inside a row), so rows vz.. of a block are one contiguous range. All
-             * consumer threads share the stores, order them before the async proxy (wgmma) and meet at
-             * a named barrier: neither warpgroup's P V reads the slot before every zero is written.
-             * The condition is CTA-uniform (sk, k0, n), so every consumer thread reaches the barrier.
-             * Over a KV cache the rows past the cache length are the cache's unused rows, or rows of
-             * a page box that was not loaded (sm90_load_kv): zeroed the same way. */
-            const int vz = KV || (VL && w.k0 + sk < a.seqlen_k) ? sk - n * BN : BN;
-            if (vz < BN) {
-                const int ct = tid - 128, nz = (BN - vz) * 8; /* 16-byte chunks to zero per column block */
-                const uint32_t vt = v_s + s * KVBYTES + vz * 128;
-#pragma unroll
-                for (int c = 0; c < NB; ++c)
-#pragma unroll 1
-                    for (int i = ct; i < nz; i += NC * 128) sm90_st_shared_zero16(vt + c * KBLK + i * 16);
-                pa_fence_proxy_async();
-                pa_named_sync(PA_SM90_BAR_CONSUMERS, NC * 128);
-            }
+            sm90_zero_v_tail<D, NC, BN, VL, KV>(a, w, sk, n, v_s, s, tid);
             sm90_wgmma_fence();
             sm90_issue_pv<D, BN>(o, pf, v_s, s, tag);
             sm90_wgmma_wait<0>();
