@@ -476,6 +476,34 @@ __device__ __forceinline__ void sm90_pv_retired(float (&o)[D / 2], float (&sc)[B
 #pragma unroll
         for (int i = 0; i < 4; ++i) sm90_reg_fence(pf[t][i]);
 }
+
+/* An item's first key tile: S = Q K^T with nothing to overlap (the pipeline's fill), its softmax step
+ * and P packed; Q is given back after it if it is the item's only tile, at once if it has none. */
+template <int D, int NC, int BN, int ST, int QS, typename T, bool KV>
+__device__ __forceinline__ void sm90_first_s(sm90_tile_softmax<T, BN, KV> &sm, float (&sc)[BN / 2], float (&corr)[2],
+                                             uint32_t (&pf)[BN / 16][4], const sm90_work &w, int n_lo, int n_hi,
+                                             int it, uint32_t q_wg, uint32_t k_s, uint32_t bar, uint32_t empty_q,
+                                             bool leader, T tag)
+{
+    if (n_lo < n_hi) {
+        const int s0 = it % ST;
+        pa_bar_wait(FULL_K(s0), (it / ST) & 1);
+        sm90_wgmma_fence();
+        sm90_issue_s<D, NC, BN>(sc, q_wg, k_s, s0, tag);
+        sm90_wgmma_wait<0>();
+        if (leader) {
+            pa_bar_arrive(EMPTY_K(s0));
+            if (n_lo + 1 == n_hi) pa_bar_arrive(empty_q);
+        }
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);
+        sm.step(sc, n_lo, w.full_lo, w.full_hi, corr);
+        sm.pack(sc, pf, tag);
+    } else if (leader) {
+        pa_bar_arrive(empty_q); /* no key tile: Q was never read */
+    }
+}
+
 #endif
 
 /* VL: the varlen instance. The per-sequence extents as run-time values cost the non-varlen kernel
@@ -566,23 +594,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
          * O += P_n V_n runs on the tensor cores, S_{n+1} = Q K_{n+1}^T has already been issued ahead
          * of it and its softmax runs on the other units. P_n stays in registers the async wgmma
          * reads, so P_{n+1} goes to a second set. Q is given back after the item's last S product. */
-        if (n_lo < n_hi) {
-            const int s0 = it % ST;
-            pa_bar_wait(FULL_K(s0), (it / ST) & 1);
-            sm90_wgmma_fence();
-            sm90_issue_s<D, NC, BN>(sc, q_wg, k_s, s0, tag);
-            sm90_wgmma_wait<0>();
-            if (leader) {
-                pa_bar_arrive(EMPTY_K(s0));
-                if (n_lo + 1 == n_hi) pa_bar_arrive(empty_q);
-            }
-#pragma unroll
-            for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);
-            sm.step(sc, n_lo, w.full_lo, w.full_hi, corr);
-            sm.pack(sc, pf, tag);
-        } else if (leader) {
-            pa_bar_arrive(empty_q); /* no key tile: Q was never read */
-        }
+        sm90_first_s<D, NC, BN, ST, QS>(sm, sc, corr, pf, w, n_lo, n_hi, it, q_wg, k_s, bar, empty_q, leader, tag);
 
         /* Every tile but the last: S_{n+1} is issued before P_n V_n, and its mask, max and
          * exponentials run while P_n V_n does (FlashAttention-3's order); only the rounding of
