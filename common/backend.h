@@ -46,9 +46,6 @@ extern const pa_backend pa_backend_cuda_sm90;
 #ifdef PORTATTN_HAVE_SM100
 extern const pa_backend pa_backend_cuda_sm100; /* forced calls only (registry.c: pa_backend_forced_only) */
 #endif
-#ifdef PORTATTN_HIP_EMULATION
-extern const pa_backend pa_backend_hip_cdna_emu; /* backends/hip/cdna_emu_backend.c, test builds */
-#endif
 extern const pa_backend pa_backend_cuda_generic;
 extern const pa_bwd_backend pa_bwd_backend_cuda_generic; /* backends/cuda/generic/generic_bwd_backend.c */
 /* Where a pointer lives, from the CUDA runtime (backends/cuda/common/cuda_host.c). */
@@ -65,6 +62,12 @@ extern const pa_backend pa_backend_hip_rdna3; /* backends/hip/hip_backend.c */
  * not loaded the HIP runtime itself (backends/hip/hip_rt.c). */
 int pa_hip_ptr_is_device_only(const void *ptr);
 #endif
+
+/* Test builds' hook (common/registry.c): `be` answers for its id in place of the compiled-in table
+ * (or where none is compiled in) for the rest of the process. Called before the first call into the
+ * library, by an emulation backend's load-time constructor (backends/hip/cdna_emu_backend.c), so that
+ * the product registry names no emulation backend. */
+void pa_backend_register_test(const pa_backend *be);
 
 /* Can the host dereference ptr? Asks every compiled GPU runtime; 1 when none objects. */
 int pa_host_accessible(const void *ptr);

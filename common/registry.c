@@ -17,12 +17,8 @@ static const pa_backend *const compiled[] = {
 #ifdef PORTATTN_HAVE_CUDA
     &pa_backend_cuda_sm80,
 #endif
-#if defined(PORTATTN_HIP_EMULATION)
-    &pa_backend_hip_cdna_emu,
-#elif defined(PORTATTN_HAVE_HIP)
-    &pa_backend_hip_cdna,
-#endif
 #ifdef PORTATTN_HAVE_HIP
+    &pa_backend_hip_cdna,
     &pa_backend_hip_rdna3,
 #endif
 #ifdef PORTATTN_HAVE_CUDA
@@ -66,8 +62,17 @@ const pa_bwd_backend *pa_bwd_lookup(portattn_backend_t id)
  * B200/B300 (backends/cuda/sm100/NOTES.md): it takes forced calls only until it has. */
 int pa_backend_forced_only(portattn_backend_t id) { return id == PORTATTN_BACKEND_CUDA_SM100; }
 
+/* Tables registered by test builds (pa_backend_register_test), by id; set before main, read-only after. */
+static const pa_backend *test_tables[PORTATTN_BACKEND_COUNT_];
+
+void pa_backend_register_test(const pa_backend *be)
+{
+    if (be && (int)be->id > 0 && be->id < PORTATTN_BACKEND_COUNT_) test_tables[be->id] = be;
+}
+
 const pa_backend *pa_backend_lookup(portattn_backend_t id)
 {
+    if ((int)id > 0 && id < PORTATTN_BACKEND_COUNT_ && test_tables[id]) return test_tables[id];
     for (size_t i = 0; i < sizeof compiled / sizeof compiled[0]; i++)
         if (compiled[i]->id == id) return compiled[i];
     return NULL;

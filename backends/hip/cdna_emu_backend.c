@@ -34,6 +34,11 @@ static portattn_status_t emu_run(const pa_problem *pb, void *stream, char *err, 
     return pa_hip_cdna_emu_run(pb, stream, err, err_len);
 }
 
-const pa_backend pa_backend_hip_cdna_emu = {
+static const pa_backend pa_backend_hip_cdna_emu = {
     PORTATTN_BACKEND_HIP_CDNA, "hip-cdna", emu_probe, emu_supports, emu_run, NULL,
 };
+
+/* Registered as hip-cdna when the library loads (the registry's test hook): the registry itself has
+ * no emulation switch. A static libportattn keeps this object through the linker option that
+ * backends/cuda/CMakeLists.txt adds in emulation builds (nothing else refers to it). */
+__attribute__((constructor)) void pa_hip_cdna_emu_register(void) { pa_backend_register_test(&pa_backend_hip_cdna_emu); }
