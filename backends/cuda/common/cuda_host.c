@@ -1,4 +1,6 @@
 #include "cuda_host.h"
+#include "cuda_inst.h"
+#include "fwd_resolve.h"
 
 #include <cuda.h> /* cuCtxGetId's types, for the entry point found at run time */
 #include <stdatomic.h>
@@ -403,3 +405,31 @@ int pa_cuda_fwd_ptrs_ok(const pa_problem *pb, char *why, size_t why_len)
     return pa_cuda_ptrs_ok(ptrs, sizeof ptrs / sizeof ptrs[0], why, why_len);
 }
 
+
+/* The family's head dims, ascending, for pa_fwd_instance_dim and pa_fwd_dims_ok's words. */
+static int inst_dims(const pa_cuda_inst *t, int n, int *dims)
+{
+    enum { most = 16 };
+    n = n < most ? n : most;
+    for (int i = 0; i < n; ++i) dims[i] = t[i].d;
+    return n;
+}
+
+const pa_cuda_inst *pa_cuda_inst_for(const pa_cuda_inst *t, int n, int64_t dqk, int64_t dv)
+{
+    int dims[16] = {0};
+    n = inst_dims(t, n, dims);
+    const int d = pa_fwd_instance_dim(dims, n, dqk, dv);
+    for (int i = 0; i < n && d; ++i)
+        if (t[i].d == d) return &t[i];
+    return NULL;
+}
+
+const pa_cuda_inst *pa_cuda_inst_ok(const pa_cuda_inst *t, int n, const pa_problem *pb, const char *who, char *why,
+                                    size_t why_len)
+{
+    const pa_cuda_inst *in = pa_cuda_inst_for(t, n, pb->p.head_dim_qk, pb->p.head_dim_v);
+    int dims[16] = {0};
+    if (!in) pa_fwd_dims_ok(dims, inst_dims(t, n, dims), pb, who, why, why_len);
+    return in;
+}

@@ -28,7 +28,12 @@
 #define PA_SM100_BM 128              /* rows of one Q tile (the MMA's M, one TMEM lane per row) */
 #define PA_SM100_QT 2                /* Q tiles per CTA (ping-pong between the softmax groups) */
 #define PA_SM100_BN 128              /* keys per K/V tile (the S MMA's N) */
-#define PA_SM100_HAS_DIM(d) ((d) == 64 || (d) == 128)
+/* The compiled instances, one row each, X(Y, D) (Y passed through): the launcher's prototypes and
+ * dispatch table and supports()' head-dim rule come from this list; a new head dim is a row here and
+ * its file sm100_fwd_d<D>.cu (TMEM budget: NOTES.md). Dqk == Dv == D only. */
+#define PA_SM100_LIST(X, Y) X(Y, 64) X(Y, 128)
+#define PA_SM100_HAS_DIM_(d, D) (d) == (D) ||
+#define PA_SM100_HAS_DIM(d) (PA_SM100_LIST(PA_SM100_HAS_DIM_, d) 0)
 #define PA_SM100_STAGES(d) 2 /* 3 slots at d64 spilled (ptxas, 168-register cap of 10 warps) */
 /* warps 0-3: softmax of tile 0, 4-7: tile 1, 8: MMA issue (and TMEM owner), 9: TMA loads */
 #define PA_SM100_WARPS 10

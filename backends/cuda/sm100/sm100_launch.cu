@@ -10,15 +10,34 @@
 #include "sm100_launch.h"
 #include "fwd_args.h"
 
-cudaError_t sm100_launch_d64(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const CUtensorMap *,
-                             const pa_fwd_args *, int, int64_t, cudaStream_t);
-cudaError_t sm100_launch_d128(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const CUtensorMap *,
-                              const pa_fwd_args *, int, int64_t, cudaStream_t);
+typedef cudaError_t (*sm100_fn)(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const CUtensorMap *,
+                                const pa_fwd_args *, int, int64_t, cudaStream_t);
+#define SM100_PROTO(Y, D)                                                                                    \
+    cudaError_t sm100_launch_d##D(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, \
+                                  const pa_fwd_args *, int, int64_t, cudaStream_t);
+PA_SM100_LIST(SM100_PROTO, _)
+#undef SM100_PROTO
+/* The instance table and, in the same row order, the instance files' entry points (sm100_desc.h). */
+#define SM100_ROW(Y, D) {Y, D, PA_SM100_QT * PA_SM100_BM, PA_SM100_BN, PA_SM100_WARPS, PA_SM100_STAGES(D), PA_SM100_SMEM(D)},
+static const pa_cuda_inst insts[] = {PA_SM100_LIST(SM100_ROW, "sm100")};
+#undef SM100_ROW
+#define SM100_FN(Y, D) sm100_launch_d##D,
+static const sm100_fn fns[] = {PA_SM100_LIST(SM100_FN, _)};
+#undef SM100_FN
+static_assert(sizeof insts / sizeof insts[0] == sizeof fns / sizeof fns[0], "one entry point per instance row");
+
+extern "C" const pa_cuda_inst *pa_sm100_instance(int64_t dqk, int64_t dv)
+{
+    for (size_t i = 0; i < sizeof insts / sizeof insts[0]; ++i)
+        if (dqk == insts[i].d && dv == insts[i].d) return &insts[i];
+    return NULL;
+}
 
 extern "C" portattn_status_t pa_cuda_sm100_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    const int64_t d = p->head_dim_qk;
+    const pa_cuda_inst *in = pa_sm100_instance(p->head_dim_qk, p->head_dim_v);
+    if (!in) return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm100: call outside the instances");
     if (p->batch <= 0 || pb->max_seqlen_q <= 0) return PORTATTN_SUCCESS; /* nothing to write */
     pa_fwd_args a;
     portattn_status_t s = pa_fwd_fill_args(pb, &a, err, err_len);
@@ -28,8 +47,7 @@ extern "C" portattn_status_t pa_cuda_sm100_launch(const pa_problem *pb, void *st
     if (s) return s;
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
     const cudaStream_t st = (cudaStream_t)stream;
-    const cudaError_t e = d == 64 ? sm100_launch_d64(&tq, &tk, &tv, &to, &a, bf16, pb->max_seqlen_q, st)
-                                  : sm100_launch_d128(&tq, &tk, &tv, &to, &a, bf16, pb->max_seqlen_q, st);
+    const cudaError_t e = fns[in - insts](&tq, &tk, &tv, &to, &a, bf16, pb->max_seqlen_q, st);
     if (e != cudaSuccess) return pa_cuda_status(e, "cuda-sm100: kernel launch", err, err_len);
     return PORTATTN_SUCCESS;
 }

@@ -105,7 +105,7 @@ static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
         if (sm80_decode_ok(dp, dwhy, sizeof dwhy)) {
             if (kernel && kernel_len) {
                 char note[48];
-                const int d = pa_sm80_decode_dim(dp);
+                const int d = pa_sm80_decode_instance(dp)->d;
                 pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80-decode<%s,d%d%s,splits=%d>",
                        pa_dtype_name(dp->p.dtype), d, pa_dims_note(dp, d, note, sizeof note), pa_sm80_decode_splits(dp));
             }
@@ -149,8 +149,9 @@ static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kern
     const portattn_fwd_params_t *p = &pb->p; /* the device was checked by sm80_supports */
     const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
     if (!dt) return PA_REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
-    if (!pa_sm80_dims_ok(pb, why, why_len)) return 0;
-    const int d = pa_sm80_dim(pb);
+    const pa_cuda_inst *in = pa_sm80_instance(pb, why, why_len);
+    if (!in) return 0;
+    const int d = in->d;
     if (p->seqlen_q > PA_SM80_MAX_SEQ || p->seqlen_k > PA_SM80_MAX_SEQ)
         return PA_REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
     if (p->heads_q > INT32_MAX || p->batch > INT32_MAX || p->batch * p->heads_q > PA_SM80_MAX_BH)
@@ -170,7 +171,7 @@ static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kern
         ((!pb->kv_cache && !pa_fwd_layouts_ok(pb, why, why_len)) || !pa_cuda_fwd_ptrs_ok(pb, why, why_len)))
         return 0;
     if (kernel && kernel_len)
-        pa_kernel_name(kernel, kernel_len, pb->kv_cache ? "sm80-paged" : "sm80", dt, d, pb, bm, PA_SM80_BN(d), NULL);
+        pa_kernel_name(kernel, kernel_len, in->family, dt, d, pb, bm, in->bn, NULL);
     return 1;
 }
 

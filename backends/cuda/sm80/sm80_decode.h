@@ -18,20 +18,21 @@
 #include "backend.h"
 #include "fwd_resolve.h" /* PA_DECODE_MAX_SQ: query tokens per sequence the decode kernel takes */
 
-/* Instances (head dim D); a call runs on the smallest that holds both of its head dims, the columns
- * past them zero-filled (pa_fwd_instance_dim): the loads skip them, so the bandwidth-bound kernel
- * keeps its speed on any multiple of 8. */
-#define PA_SM80_DEC_DIMS(X) X(64) X(128) X(256)
+/* Instances (head dim D): PA_SM80_DEC_LIST in sm80_instances.h, with each one's ring depth
+ * (PA_SM80_DEC_STAGES: ~64 KB in flight per CTA for d64/d128, 64 KB for d256). A call runs on the
+ * smallest that holds both of its head dims, the columns past them zero-filled (pa_fwd_instance_dim):
+ * the loads skip them, so the bandwidth-bound kernel keeps its speed on any multiple of 8. */
+#include "cuda_inst.h"
+#include "sm80_instances.h"
 #define PA_SM80_DEC_WARPS 4
 #define PA_SM80_DEC_KT 16          /* keys per warp tile (one page never splits a tile: page >= 16) */
 #define PA_SM80_DEC_MIN_PAGE 16
 #define PA_SM80_DEC_MAX_SPLITS 128
-/* cp.async ring slots per warp: ~64 KB in flight per CTA for d64/d128, 64 KB for d256. */
-#define PA_SM80_DEC_STAGES(d) ((d) == 64 ? 4 : (d) == 128 ? 3 : 2)
 /* Static shared memory of the kernel: the warps' row max and sum (sm_m, sm_l). */
 #define PA_SM80_DEC_STATIC_SMEM (2 * PA_SM80_DEC_WARPS * 16 * 4)
 /* Q tile (16 rows) + per warp STAGES x (K tile + V tile), rows of d x 2 bytes. */
-#define PA_SM80_DEC_SMEM(d) ((16 + PA_SM80_DEC_WARPS * PA_SM80_DEC_STAGES(d) * 2 * PA_SM80_DEC_KT) * (d) * 2)
+#define PA_SM80_DEC_SMEM_SHAPE(d, st) ((16 + PA_SM80_DEC_WARPS * (st) * 2 * PA_SM80_DEC_KT) * (d) * 2)
+#define PA_SM80_DEC_SMEM(d) PA_SM80_DEC_SMEM_SHAPE(d, PA_SM80_DEC_STAGES(d))
 
 /* Everything the decode kernels read, resolved on the host. */
 typedef struct sm80_dec_args {
@@ -61,8 +62,9 @@ extern "C" {
 
 /* 1 if the decode path takes this (validated) problem; else 0 and why. */
 int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t why_len);
-/* The instance a call runs on (0: none holds its head dims). */
-int pa_sm80_decode_dim(const pa_problem *pb);
+/* The instance a call runs on (NULL: none holds its head dims), from the table sm80_decode_launch.cu
+ * generates from sm80_instances.h. */
+const pa_cuda_inst *pa_sm80_decode_instance(const pa_problem *pb);
 /* Splits the launch would use (device SM count and the work; params->num_splits caps it). */
 int pa_sm80_decode_splits(const pa_problem *pb);
 /* Workspace bytes for those splits (0 with one split). */

@@ -9,16 +9,21 @@
 #include "sm80_decode_kernel.cuh"
 #include "sm80_launch.h"
 
-static const int dec_dims[] = {
-#define PA_X(d) d,
-    PA_SM80_DEC_DIMS(PA_X)
+/* The instance table and, in the same row order, the instance files' entry points: both from
+ * sm80_instances.h. */
+#define SM80_DEC_ROW(Y, D, ST) {Y, D, 16, PA_SM80_DEC_KT, PA_SM80_DEC_WARPS, ST, PA_SM80_DEC_SMEM_SHAPE(D, ST) + PA_SM80_DEC_STATIC_SMEM},
+static const pa_cuda_inst dec_insts[] = {PA_SM80_DEC_LIST(SM80_DEC_ROW, "sm80-decode")};
+#undef SM80_DEC_ROW
+typedef cudaError_t (*sm80_dec_fn)(const sm80_dec_args *, int, cudaStream_t);
+#define PA_X(D) sm80_decode_d##D,
+static const sm80_dec_fn dec_fns[] = {PA_SM80_DEC_DIMS(PA_X)};
 #undef PA_X
-};
+#define DEC_ROWS ((int)(sizeof dec_insts / sizeof dec_insts[0]))
+static_assert(DEC_ROWS == (int)(sizeof dec_fns / sizeof dec_fns[0]), "one entry point per instance row");
 
-extern "C" int pa_sm80_decode_dim(const pa_problem *pb)
+extern "C" const pa_cuda_inst *pa_sm80_decode_instance(const pa_problem *pb)
 {
-    return pa_fwd_instance_dim(dec_dims, (int)(sizeof dec_dims / sizeof dec_dims[0]), pb->p.head_dim_qk,
-                               pb->p.head_dim_v);
+    return pa_cuda_inst_for(dec_insts, DEC_ROWS, pb->p.head_dim_qk, pb->p.head_dim_v);
 }
 
 extern "C" int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t why_len)
@@ -28,9 +33,9 @@ extern "C" int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t w
     if (p->seqlen_q > PA_DECODE_MAX_SQ)
         return PA_REFUSE("decode kernel: %lld query tokens per sequence (takes <= %d)", (long long)p->seqlen_q,
                       PA_DECODE_MAX_SQ);
-    if (!pa_fwd_dims_ok(dec_dims, (int)(sizeof dec_dims / sizeof dec_dims[0]), pb, "decode kernel", why, why_len))
-        return 0;
-    const int d = pa_sm80_decode_dim(pb);
+    const pa_cuda_inst *in = pa_cuda_inst_ok(dec_insts, DEC_ROWS, pb, "decode kernel", why, why_len);
+    if (!in) return 0;
+    const int d = in->d;
     if (p->block_table && p->page_size < PA_SM80_DEC_MIN_PAGE)
         return PA_REFUSE("decode kernel: page_size %lld (takes >= %d)", (long long)p->page_size, PA_SM80_DEC_MIN_PAGE);
     const int64_t rows = p->seqlen_q * pb->group, mtiles = (rows + 15) / 16;
@@ -42,7 +47,7 @@ extern "C" int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t w
     if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
     int optin = 0;
     if (!pa_cuda_device_smem(&optin, NULL)) return PA_REFUSE("cannot read the device's shared memory limit");
-    const int need = PA_SM80_DEC_SMEM(d) + PA_SM80_DEC_STATIC_SMEM;
+    const int need = in->smem;
     if (optin < need)
         return PA_REFUSE("decode d%d needs %d bytes of shared memory, device allows %d per block", d, need, optin);
     if (p->batch * p->heads_kv * rows > INT32_MAX)
@@ -61,7 +66,7 @@ extern "C" int pa_sm80_decode_splits(const pa_problem *pb)
     if (p->num_splits > 0) return p->num_splits < PA_SM80_DEC_MAX_SPLITS ? p->num_splits : PA_SM80_DEC_MAX_SPLITS;
     int sms = 0, per_sm = 0;
     if (!pa_cuda_device_info(NULL, NULL, &sms, NULL, 0) || sms < 1 || !pa_cuda_device_smem(NULL, &per_sm)) return 1;
-    const int smem = PA_SM80_DEC_SMEM(pa_sm80_decode_dim(pb)) + 1024; /* + the runtime's reserve */
+    const int smem = PA_SM80_DEC_SMEM(pa_sm80_decode_instance(pb)->d) + 1024; /* + the runtime's reserve */
     int per = per_sm / smem;
     per = per < 1 ? 1 : (per > 4 ? 4 : per);
     const int64_t slots = (int64_t)sms * per;
@@ -88,7 +93,7 @@ static size_t decode_ws_bytes(const pa_problem *pb, int splits, size_t *lse_offs
 {
     const portattn_fwd_params_t *p = &pb->p;
     const size_t rows = (size_t)p->batch * (size_t)p->heads_kv * (size_t)(p->seqlen_q * pb->group);
-    const size_t o_bytes = align256((size_t)splits * rows * (size_t)pa_sm80_decode_dim(pb) * 4); /* rows of D */
+    const size_t o_bytes = align256((size_t)splits * rows * (size_t)pa_sm80_decode_instance(pb)->d * 4); /* rows of D */
     if (lse_offset) *lse_offset = o_bytes;
     return splits <= 1 ? 0 : o_bytes + align256((size_t)splits * rows * 4);
 }
@@ -150,13 +155,7 @@ extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *s
     a.pdl = pa_cuda_device_info(&major, NULL, NULL, NULL, 0) && major >= 9;
 
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
-    cudaError_t e = cudaErrorInvalidValue; /* no instance: supports() refused it first */
-    switch (pa_sm80_decode_dim(pb)) {
-#define PA_X(D)                                                                                                  \
-    case D: e = sm80_decode_d##D(&a, bf16, st); break;
-        PA_SM80_DEC_DIMS(PA_X)
-#undef PA_X
-    }
+    cudaError_t e = dec_fns[pa_sm80_decode_instance(pb) - dec_insts](&a, bf16, st);
     if (own) {
         cudaError_t f = cudaFreeAsync(own, st);
         if (e == cudaSuccess) e = f;

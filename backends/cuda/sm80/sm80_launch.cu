@@ -19,45 +19,40 @@ extern "C" int pa_sm80_block_rows(int d)
                                                                                              : PA_SM80_BM(256);
 }
 
-static const int sm80_dims[] = {
-#define PA_X(d) d,
-    PA_SM80_DIMS(PA_X)
+/* The instance tables and, in the same row order, the instance files' entry points: both from
+ * sm80_instances.h. Each row's shared memory is its default shape's (d256: the 128-row one). */
+#define SM80_FWD_ROW(Y, D, BM, BN, W, ST) {Y, D, BM, BN, W, ST, PA_SM80_SMEM_SHAPE(D, BM, BN, ST)},
+#define SM80_PAGED_ROW(Y, D) {Y, D, PA_SM80_BM(D), PA_SM80_BN(D), PA_SM80_WARPS(D), PA_SM80_STAGES(D), PA_SM80_SMEM_BYTES(D)},
+static const pa_cuda_inst fwd_insts[] = {PA_SM80_FWD_LIST(SM80_FWD_ROW, "sm80")};
+static const pa_cuda_inst paged_insts[] = {PA_SM80_PAGED_LIST(SM80_PAGED_ROW, "sm80-paged")};
+#undef SM80_FWD_ROW
+#undef SM80_PAGED_ROW
+typedef cudaError_t (*sm80_fwd_fn)(const sm80_args *, int, int64_t, cudaStream_t);
+typedef cudaError_t (*sm80_paged_fn)(const sm80_args *, const pa_kv_args *, int, int64_t, cudaStream_t);
+#define PA_X(D) sm80_launch_d##D,
+static const sm80_fwd_fn sm80_fwd_fns[] = {PA_SM80_DIMS(PA_X)};
 #undef PA_X
-};
-#define SM80_NDIMS ((int)(sizeof sm80_dims / sizeof sm80_dims[0]))
-static const int sm80_paged_dims[] = {
-#define PA_X(d) d,
-    PA_SM80_PAGED_DIMS(PA_X)
+#define PA_X(D) sm80_launch_paged_d##D,
+static const sm80_paged_fn sm80_paged_fns[] = {PA_SM80_PAGED_DIMS(PA_X)};
 #undef PA_X
-};
-#define SM80_NPAGED ((int)(sizeof sm80_paged_dims / sizeof sm80_paged_dims[0]))
+#define SM80_ROWS(t) ((int)(sizeof t / sizeof t[0]))
+static_assert(SM80_ROWS(fwd_insts) == SM80_ROWS(sm80_fwd_fns) && SM80_ROWS(paged_insts) == SM80_ROWS(sm80_paged_fns),
+              "one entry point per instance row");
 
-extern "C" int pa_sm80_dim(const pa_problem *pb)
+extern "C" const pa_cuda_inst *pa_sm80_instance(const pa_problem *pb, char *why, size_t why_len)
 {
-    return pb->kv_cache ? pa_fwd_instance_dim(sm80_paged_dims, SM80_NPAGED, pb->p.head_dim_qk, pb->p.head_dim_v)
-                        : pa_fwd_instance_dim(sm80_dims, SM80_NDIMS, pb->p.head_dim_qk, pb->p.head_dim_v);
-}
-
-extern "C" int pa_sm80_dims_ok(const pa_problem *pb, char *why, size_t why_len)
-{
-    return pb->kv_cache ? pa_fwd_dims_ok(sm80_paged_dims, SM80_NPAGED, pb, "paged prefill (KV cache)", why, why_len)
-                        : pa_fwd_dims_ok(sm80_dims, SM80_NDIMS, pb, "cuda-sm80", why, why_len);
+    return pb->kv_cache ? pa_cuda_inst_ok(paged_insts, SM80_ROWS(paged_insts), pb, "paged prefill (KV cache)", why, why_len)
+                        : pa_cuda_inst_ok(fwd_insts, SM80_ROWS(fwd_insts), pb, "cuda-sm80", why, why_len);
 }
 
 /* A KV-cache call: the new tokens go into the cache first (same stream), then the paged instance. */
-static portattn_status_t sm80_launch_paged(const pa_problem *pb, const sm80_args *a, int d, int bf16,
+static portattn_status_t sm80_launch_paged(const pa_problem *pb, const sm80_args *a, const pa_cuda_inst *in, int bf16,
                                            cudaStream_t st, char *err, size_t err_len)
 {
     const pa_kv_args kv = pa_kv_args_of(pb);
     portattn_status_t s = pa_cuda_append(pb, st, err, err_len);
     if (s) return s;
-    cudaError_t e = cudaErrorInvalidValue; /* no instance: supports() refused it first */
-    switch (d) {
-#define PA_X(D)                                                                                                  \
-    case D: e = sm80_launch_paged_d##D(a, &kv, bf16, pb->max_seqlen_q, st); break;
-        PA_SM80_PAGED_DIMS(PA_X)
-#undef PA_X
-    }
+    const cudaError_t e = sm80_paged_fns[in - paged_insts](a, &kv, bf16, pb->max_seqlen_q, st);
     if (e != cudaSuccess) return pa_cuda_status(e, "cuda-sm80 paged: kernel launch", err, err_len);
     return PORTATTN_SUCCESS;
 }
@@ -65,8 +60,8 @@ static portattn_status_t sm80_launch_paged(const pa_problem *pb, const sm80_args
 extern "C" portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    const int d = pa_sm80_dim(pb);
-    if (!d || (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16) || p->seqlen_q > PA_SM80_MAX_SEQ ||
+    const pa_cuda_inst *in = pa_sm80_instance(pb, NULL, 0);
+    if (!in || (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16) || p->seqlen_q > PA_SM80_MAX_SEQ ||
         p->seqlen_k > PA_SM80_MAX_SEQ || p->heads_q > INT32_MAX || p->batch > INT32_MAX ||
         p->batch * p->heads_q > PA_SM80_MAX_BH)
         return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm80: call outside the instances");
@@ -78,20 +73,10 @@ extern "C" portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *str
 
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
     cudaStream_t st = (cudaStream_t)stream;
-    if (pb->kv_cache) return sm80_launch_paged(pb, &a, d, bf16, st, err, err_len);
+    if (pb->kv_cache) return sm80_launch_paged(pb, &a, in, bf16, st, err, err_len);
     const int64_t msq = pb->max_seqlen_q;
-    cudaError_t e;
-    if (d == 256 && pa_sm80_block_rows(256) != PA_SM80_BM(256)) {
-        e = sm80_launch_d256_small(&a, bf16, msq, st);
-    } else {
-        switch (d) {
-#define PA_X(D)                                                                                                  \
-    case D: e = sm80_launch_d##D(&a, bf16, msq, st); break;
-            PA_SM80_DIMS(PA_X)
-#undef PA_X
-        default: return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm80: no d%d instance", d);
-        }
-    }
+    const cudaError_t e = in->d == 256 && pa_sm80_block_rows(256) != in->bm ? sm80_launch_d256_small(&a, bf16, msq, st)
+                                                                          : sm80_fwd_fns[in - fwd_insts](&a, bf16, msq, st);
     if (e != cudaSuccess) return pa_cuda_status(e, "cuda-sm80: kernel launch", err, err_len);
     return PORTATTN_SUCCESS;
 }

@@ -6,33 +6,28 @@
 #include "backend.h"
 #include "fwd_resolve.h"
 
-/* Instances: head dim x {f16, bf16}; a call runs on the smallest instance that holds both of its head
- * dims (pa_fwd_instance_dim: Dqk != Dv and every multiple of 8 up to 256). The list is FlashAttention-2's
- * less d224, which runs on d256 at 7/8 of its columns. Warps split the CTA's BM query rows (128; d192
- * 64); each warp owns its rows in full. d32, d64, d96 and d128 have 4 warps of two 16-row MMA tiles, so
- * each K and V fragment read from shared memory feeds two MMAs (d32 with 128-key tiles, FlashAttention-2's
- * shape, 11-13% faster than 64). d96 at 64-key tiles ran d80 and d96 14-22% faster than the d128
- * instance (H200, sm80 forced); its sm_80 build spills 32 bytes (sm_90: none), allowed by the ISA gate
- * by name. d160..d256 have one 16-row tile per warp (the O accumulator of two would not fit beside S)
- * and a one-slot ring (FlashAttention-2's order: V_j lands during Q K_j^T, K_{j+1} during P V_j):
- * d160 8 warps; d192 4 warps, two CTAs per SM, 64-key tiles (on the H200 8-10% faster than 128 rows
- * of 8 warps, which was 18-25% faster than 32-key tiles). d256 has two shapes, picked per device at
- * run time as FlashAttention-2 does: 128 x 64 with 8 warps (128 KB, one CTA per SM: the A100) and
- * 64 x 64 with 4 warps (96 KB: two CTAs per SM where an SM holds 2 x 97 KB, H100/H200; also the only
- * d256 shape within sm_86/89's 99 KB). PA_SM80_BM/WARPS/MIN_CTAS/SMEM_BYTES name the default shape of
- * each head dim (d256: the larger). */
-#define PA_SM80_DIMS(X) X(32) X(64) X(96) X(128) X(160) X(192) X(256)
-/* Instances of the paged family (prefill over a KV cache, f16 and bf16 each): a call runs on the
- * smallest that holds both of its head dims, as the contiguous family. */
-#define PA_SM80_PAGED_DIMS(X) X(64) X(128)
-#define PA_SM80_WIDE(d) ((d) >= 160)
-#define PA_SM80_WARPS(d) (PA_SM80_WIDE(d) && (d) != 192 ? 8 : 4)
-#define PA_SM80_BM(d) ((d) == 192 ? 64 : 128)
-#define PA_SM80_BN(d) ((d) == 32 ? 128 : 64)
+/* Instances: head dim x {f16, bf16}, one row each in sm80_instances.h (PA_SM80_FWD_LIST, and the
+ * paged family's PA_SM80_PAGED_LIST with the same shapes); a call runs on the smallest instance that
+ * holds both of its head dims (pa_fwd_instance_dim: Dqk != Dv and every multiple of 8 up to 256). The
+ * list is FlashAttention-2's less d224, which runs on d256 at 7/8 of its columns. Warps split the CTA's
+ * BM query rows (128; d192 64); each warp owns its rows in full. d32, d64, d96 and d128 have 4 warps of
+ * two 16-row MMA tiles, so each K and V fragment read from shared memory feeds two MMAs (d32 with
+ * 128-key tiles, FlashAttention-2's shape, 11-13% faster than 64). d96 at 64-key tiles ran d80 and d96
+ * 14-22% faster than the d128 instance (H200, sm80 forced); its sm_80 build spills 32 bytes (sm_90:
+ * none), allowed by the ISA gate by name. d160..d256 have one 16-row tile per warp (the O accumulator
+ * of two would not fit beside S) and a one-slot ring (FlashAttention-2's order: V_j lands during Q K_j^T,
+ * K_{j+1} during P V_j): d160 8 warps; d192 4 warps, two CTAs per SM, 64-key tiles (on the H200 8-10%
+ * faster than 128 rows of 8 warps, which was 18-25% faster than 32-key tiles). d256 has two shapes,
+ * picked per device at run time as FlashAttention-2 does: 128 x 64 with 8 warps (128 KB, one CTA per
+ * SM: the A100) and 64 x 64 with 4 warps (96 KB: two CTAs per SM where an SM holds 2 x 97 KB,
+ * H100/H200; also the only d256 shape within sm_86/89's 99 KB). PA_SM80_BM/BN/WARPS/STAGES (from the
+ * list) and PA_SM80_MIN_CTAS/SMEM_BYTES name the default shape of each head dim (d256: the larger). */
+#include "cuda_inst.h"
+#include "sm80_instances.h"
+
 /* CTAs per SM that __launch_bounds__ asks ptxas to fit (caps registers at 65536 / (CTAs x threads)):
  * one of 8 warps, two of 4, so that every shape gets 255 registers a thread. */
 #define PA_SM80_MIN_CTAS(d) (PA_SM80_WARPS(d) == 8 ? 1 : 2)
-#define PA_SM80_STAGES(d) (PA_SM80_WIDE(d) ? 1 : 2)
 /* d256's second shape: 64 rows, 4 warps, two CTAs per SM. */
 #define PA_SM80_D256_SMALL_BM 64
 #define PA_SM80_D256_SMALL_WARPS 4
@@ -59,11 +54,10 @@ extern "C" {
 #endif
 
 portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *stream, char *err, size_t err_len);
-/* The instance a call runs on (0: none holds its head dims); over a KV cache (pb->kv_cache) the
- * paged family's (kv_args.h). */
-int pa_sm80_dim(const pa_problem *pb);
-/* supports()' form: 1, or 0 and why (head dims not multiples of 8, or over the largest instance). */
-int pa_sm80_dims_ok(const pa_problem *pb, char *why, size_t why_len);
+/* The instance a call runs on (the paged family's over a KV cache, pb->kv_cache), from the tables
+ * sm80_launch.cu generates from sm80_instances.h; NULL and why (head dims not multiples of 8, or over
+ * the largest instance) when none holds its head dims. */
+const pa_cuda_inst *pa_sm80_instance(const pa_problem *pb, char *why, size_t why_len);
 /* Query rows per CTA of head dim d's shape on the current device (d256: 64 where two 64-row CTAs
  * fit an SM or the 128-row one does not fit a block, else 128); 0 if the device cannot be read. */
 int pa_sm80_block_rows(int d);

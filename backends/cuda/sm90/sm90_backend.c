@@ -43,8 +43,9 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (!sm90_device(why, why_len)) return 0;
     const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
     if (!dt) return PA_REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
-    if (!pa_sm90_dims_ok(pb, why, why_len)) return 0;
-    const int d = pa_sm90_dim(pb);
+    const pa_cuda_inst *in = pa_sm90_instance(pb, why, why_len);
+    if (!in) return 0;
+    const int d = in->d;
     /* Varlen: seqlen_q/k are the packed totals (the tensor maps' rows, int32 row arithmetic); the
      * grid and the decode-shape test go by the longest sequence, max_seqlen_q. */
     const int64_t msq = pb->max_seqlen_q; /* seqlen_q without varlen */
@@ -67,7 +68,7 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
     int optin = 0;
     if (!pa_cuda_device_smem(&optin, NULL)) return PA_REFUSE("cannot read the device's shared memory limit");
-    const int smem = pb->kv_cache ? PA_SM90_KV_SMEM(d) : PA_SM90_SMEM(d);
+    const int smem = in->smem;
     if (optin < smem)
         return PA_REFUSE("d%d%s needs %d bytes of shared memory, device allows %d per block", d,
                       pb->kv_cache ? " (KV cache)" : "", smem, optin);
@@ -77,7 +78,7 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (kernel && kernel_len) {
         char pack[24];
         snprintf(pack, sizeof pack, "packgqa%d", qpack);
-        pa_kernel_name(kernel, kernel_len, pb->kv_cache ? "sm90-kv" : "sm90", dt, d, pb, bm, PA_SM90_BN(d),
+        pa_kernel_name(kernel, kernel_len, in->family, dt, d, pb, bm, in->bn,
                        qpack > 1 ? pack : NULL);
     }
     return 1;

@@ -26,30 +26,34 @@ PA_SM90_KV_DIMS(PA_X)
 
 extern "C" int pa_sm90_compiled(void) { return 1; }
 
-static const int sm90_dims[] = {
-#define PA_X(d) d,
-    PA_SM90_DIMS(PA_X)
+/* The instance tables and, in the same row order, the instance files' entry points: both from
+ * sm90_instances.h. bm and warps are the default shape's (d64's short shape: pa_sm90_nc). */
+#define SM90_FWD_ROW(Y, D, BN, ST, NC, NS) {Y, D, PA_SM90_BM_NC(NC), BN, 4 * (NC), ST, PA_SM90_SMEM_SHAPE(D, NC, BN, ST)},
+#define SM90_KV_ROW(Y, D, ST)                                                                                 \
+    {Y, D, PA_SM90_BM_NC(PA_SM90_NC(D)), PA_SM90_BN(D), 4 * PA_SM90_NC(D), ST,                              \
+     PA_SM90_SMEM_SHAPE(D, PA_SM90_NC(D), PA_SM90_BN(D), ST)},
+static const pa_cuda_inst fwd_insts[] = {PA_SM90_FWD_LIST(SM90_FWD_ROW, "sm90")};
+static const pa_cuda_inst kv_insts[] = {PA_SM90_KV_LIST(SM90_KV_ROW, "sm90-kv")};
+#undef SM90_FWD_ROW
+#undef SM90_KV_ROW
+typedef cudaError_t (*sm90_fwd_fn)(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const pa_fwd_args *,
+                                   int, int, int64_t, int64_t, cudaStream_t);
+typedef cudaError_t (*sm90_kv_fn)(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const pa_fwd_args *,
+                                  const pa_kv_args *, int, int64_t, int64_t, cudaStream_t);
+#define PA_X(D) sm90_launch_d##D,
+static const sm90_fwd_fn fwd_fns[] = {PA_SM90_DIMS(PA_X)};
 #undef PA_X
-};
-#define SM90_NDIMS ((int)(sizeof sm90_dims / sizeof sm90_dims[0]))
-static const int sm90_kv_dims[] = {
-#define PA_X(d) d,
-    PA_SM90_KV_DIMS(PA_X)
+#define PA_X(D) sm90_launch_kv_d##D,
+static const sm90_kv_fn kv_fns[] = {PA_SM90_KV_DIMS(PA_X)};
 #undef PA_X
-};
-#define SM90_NKV ((int)(sizeof sm90_kv_dims / sizeof sm90_kv_dims[0]))
+#define SM90_ROWS(t) ((int)(sizeof t / sizeof t[0]))
+static_assert(SM90_ROWS(fwd_insts) == SM90_ROWS(fwd_fns) && SM90_ROWS(kv_insts) == SM90_ROWS(kv_fns),
+              "one entry point per instance row");
 
-extern "C" int pa_sm90_dim(const pa_problem *pb)
+extern "C" const pa_cuda_inst *pa_sm90_instance(const pa_problem *pb, char *why, size_t why_len)
 {
-    const int64_t dqk = pb->p.head_dim_qk, dv = pb->p.head_dim_v;
-    return pb->kv_cache ? pa_fwd_instance_dim(sm90_kv_dims, SM90_NKV, dqk, dv)
-                        : pa_fwd_instance_dim(sm90_dims, SM90_NDIMS, dqk, dv);
-}
-
-extern "C" int pa_sm90_dims_ok(const pa_problem *pb, char *why, size_t why_len)
-{
-    return pb->kv_cache ? pa_fwd_dims_ok(sm90_kv_dims, SM90_NKV, pb, "cuda-sm90 (KV cache)", why, why_len)
-                        : pa_fwd_dims_ok(sm90_dims, SM90_NDIMS, pb, "cuda-sm90", why, why_len);
+    return pb->kv_cache ? pa_cuda_inst_ok(kv_insts, SM90_ROWS(kv_insts), pb, "cuda-sm90 (KV cache)", why, why_len)
+                        : pa_cuda_inst_ok(fwd_insts, SM90_ROWS(fwd_insts), pb, "cuda-sm90", why, why_len);
 }
 
 extern "C" int pa_sm90_nc(const pa_problem *pb, int d)
@@ -103,40 +107,32 @@ static int64_t sm90_l2_pairs(const pa_problem *pb)
 extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    const int d = pa_sm90_dim(pb);
+    const pa_cuda_inst *in = pa_sm90_instance(pb, NULL, 0);
+    if (!in) return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm90: call outside the instances");
+    const int d = in->d;
     if (p->batch <= 0 || pb->max_seqlen_q <= 0) return PORTATTN_SUCCESS; /* nothing to write */
     pa_fwd_args a;
     portattn_status_t s = pa_fwd_fill_args(pb, &a, err, err_len);
     if (s) return s;
     CUtensorMap tq, tk, tv;
     const int nc = pa_sm90_nc(pb, d), qpack = pa_sm90_qpack(pb, PA_SM90_BM_NC(nc));
-    s = pa_tmap_fwd(pb, "cuda-sm90", PA_SM90_BM_NC(nc) / qpack, qpack, PA_SM90_BN(d), &tq, &tk, &tv, NULL, err,
+    s = pa_tmap_fwd(pb, "cuda-sm90", PA_SM90_BM_NC(nc) / qpack, qpack, in->bn, &tq, &tk, &tv, NULL, err,
                     err_len);
     if (s) return s;
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
     cudaStream_t st = (cudaStream_t)stream;
     const int64_t msq = pb->max_seqlen_q; /* row blocks per (batch, head): the longest sequence's */
     const int64_t l2_pairs = sm90_l2_pairs(pb);
-    cudaError_t e = cudaErrorInvalidValue; /* no instance: supports() refused it first */
+    cudaError_t e;
     if (pb->kv_cache) {
         /* the new tokens go into the cache first (same stream), then the KV-cache instance */
         pa_kv_args kv = pa_kv_args_of(pb);
         kv.qpack = qpack;
         s = pa_cuda_append(pb, st, err, err_len);
         if (s) return s;
-        switch (d) {
-#define PA_X(D)                                                                                                  \
-    case D: e = sm90_launch_kv_d##D(&tq, &tk, &tv, &a, &kv, bf16, msq, l2_pairs, st); break;
-            PA_SM90_KV_DIMS(PA_X)
-#undef PA_X
-        }
+        e = kv_fns[in - kv_insts](&tq, &tk, &tv, &a, &kv, bf16, msq, l2_pairs, st);
     } else {
-        switch (d) {
-#define PA_X(D)                                                                                                  \
-    case D: e = sm90_launch_d##D(&tq, &tk, &tv, &a, bf16, nc, msq, l2_pairs, st); break;
-            PA_SM90_DIMS(PA_X)
-#undef PA_X
-        }
+        e = fwd_fns[in - fwd_insts](&tq, &tk, &tv, &a, bf16, nc, msq, l2_pairs, st);
     }
     if (e != cudaSuccess) return pa_cuda_status(e, "cuda-sm90: kernel launch", err, err_len);
     return PORTATTN_SUCCESS;

@@ -4,42 +4,36 @@
 #define PORTATTN_SM90_LAUNCH_H
 
 #include "backend.h"
+#include "cuda_inst.h"
+#include "sm90_instances.h"
 
-/* One producer warpgroup and NC consumer warpgroups of 64 query rows each: two for d128/d256, three
+/* The instances and their shapes are rows of sm90_instances.h (PA_SM90_FWD_LIST, PA_SM90_KV_LIST),
+ * from which PA_SM90_NC, PA_SM90_NC_SHORT, PA_SM90_BN, PA_SM90_STAGES and PA_SM90_KV_STAGES come.
+ * One producer warpgroup and NC consumer warpgroups of 64 query rows each: two for d128/d256, three
  * for d64 (whose exponentials cost as much as its GEMMs: a third warpgroup keeps the tensor cores fed
  * while two do softmax, as FlashAttention-3's 192-row d64 tiles). The producer gives registers to
  * the consumers: 40 x 128 + 232 x 256 and 24 x 128 + 160 x 384 = 64,512 of the SM's 65,536. */
-#define PA_SM90_NC(d) ((d) == 64 ? 3 : 2)
-/* d64 also has a two-consumer (128-row) instance for short queries (pa_sm90_nc): 77 or 128 rows in
- * 128-row blocks waste a third less than in 192-row ones. 0: the head dim has none. */
-#define PA_SM90_NC_SHORT(d) ((d) == 64 ? 2 : 0)
+/* d64 also has a two-consumer (128-row) instance for short queries (pa_sm90_nc, NC_SHORT): 77 or 128
+ * rows in 128-row blocks waste a third less than in 192-row ones. */
 #define PA_SM90_BM_NC(nc) (64 * (nc))
 #define PA_SM90_THREADS_NC(nc) (128 * ((nc) + 1))
 #define PA_SM90_PRODUCER_REGS_NC(nc) ((nc) == 3 ? 24 : 40)
 #define PA_SM90_CONSUMER_REGS_NC(nc) ((nc) == 3 ? 160 : 232)
 #define PA_SM90_BM(d) PA_SM90_BM_NC(PA_SM90_NC(d))
-/* Instances (head dim D, f16/bf16); a call runs on the smallest that holds both of its head dims
+/* Instances (head dim D, f16/bf16, PA_SM90_FWD_LIST); a call runs on the smallest that holds both of its head dims
  * (pa_fwd_instance_dim): the tensor maps span the call's columns, so the TMA zero-fills the rest of
  * each 64-column box without reading it. 128-key tiles for d64 (3 K/V slots) and d128 (2), 112 for
  * d192 (2; FlashAttention-3's d192 tile: the largest multiple of 16 whose two slots fit beside Q),
  * 64 for d256 (2; its O accumulator alone is 128 registers a thread). Shared memory
  * (PA_SM90_SMEM, with two Q slots for d64): about 145, 161, 217 and 193 KB of the H100/H200's 227 KB
  * per block. */
-#define PA_SM90_DIMS(X) X(64) X(128) X(192) X(256)
-#define PA_SM90_BN(d) ((d) == 256 ? 64 : (d) == 192 ? 112 : 128)
-/* KV-cache instances (the default shape of each: a chunk of a prompt is rarely short): K and V from
+/* KV-cache instances (PA_SM90_KV_LIST; the default shape of each: a chunk of a prompt is rarely short): K and V from
  * per-sequence caches or through a page table, lengths from seqused_k, packed queries or not. A call
  * runs on the smallest that holds both head dims (d160/d192 on d256). Pages must hold at least
  * PA_SM90_MIN_PAGE rows: a tile of a page pool is one TMA box per page, and a box must land on a
  * whole 8-row swizzle atom of the slot. */
-#define PA_SM90_KV_DIMS(X) X(64) X(128) X(256)
 #define PA_SM90_MIN_PAGE 8
-/* d128 with three slots needs 225 KB (fits the 227 KB): -DPA_SM90_STAGES_D128=3 in both CMAKE_C_FLAGS
- * and CMAKE_CUDA_FLAGS builds it for an A/B (deeper prefetch across short items; not yet measured). */
-#ifndef PA_SM90_STAGES_D128
-#define PA_SM90_STAGES_D128 2
-#endif
-#define PA_SM90_STAGES(d) ((d) == 64 ? 3 : (d) == 128 ? PA_SM90_STAGES_D128 : 2)
+/* K/V slots: 3 for d64, 2 for the others (d128: -DPA_SM90_STAGES_D128=3 for an A/B, sm90_instances.h). */
 /* Q slots: two for d64, so that the producer loads the next work item's Q while the consumers still
  * wait on this one's (items of one or two key tiles would otherwise pay a Q load latency each, one
  * after another): +1-5% on short non-causal d64 (H200, A/B in NOTES.md). d128 measured 1-2% slower
@@ -60,7 +54,6 @@
  * 0.88x to 0.91-0.93x the contiguous kernel's speed at pages of 32, 0.95x to 0.98-0.99x at 64 (H200,
  * one producer warp, two interleaved rounds, NOTES.md), where the dense d128 kernel measured 0-2%
  * slower with three. */
-#define PA_SM90_KV_STAGES(d) ((d) == 128 ? 3 : PA_SM90_STAGES(d))
 #define PA_SM90_KV_SMEM(d) PA_SM90_SMEM_SHAPE(d, PA_SM90_NC(d), PA_SM90_BN(d), PA_SM90_KV_STAGES(d))
 /* Sequence lengths and indices are int32 inside the kernel, as in cuda-sm80. */
 #define PA_SM90_MAX_SEQ ((1 << 30) - 1)
@@ -70,10 +63,10 @@ extern "C" {
 #endif
 
 portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *stream, char *err, size_t err_len);
-/* The instance a call runs on (0: none holds its head dims). */
-int pa_sm90_dim(const pa_problem *pb);
-/* supports()' form: 1, or 0 and why (head dims not multiples of 8, or over the largest instance). */
-int pa_sm90_dims_ok(const pa_problem *pb, char *why, size_t why_len);
+/* The instance a call runs on (the KV-cache family's over a KV cache), from the tables sm90_launch.cu
+ * generates from sm90_instances.h; NULL and why (head dims not multiples of 8, or over the largest
+ * instance) when none holds its head dims. */
+const pa_cuda_inst *pa_sm90_instance(const pa_problem *pb, char *why, size_t why_len);
 /* The consumer warpgroups of a call on instance d: the short-query shape where its 128-row blocks
  * pad less than the default 192-row ones (d64, at most 256 query rows, no KV cache), else
  * PA_SM90_NC(d). */
