@@ -8,19 +8,33 @@
 extern "C" {
 #endif
 
+/* What a backend's supports() decided for a call, which run() and workspace() then take as it is
+ * instead of deriving it again (docs/design.md section 3): the instance it chose and what it derived
+ * on the way (the route between its kernel families, the shape, the split count). Lives in the
+ * caller's frame; the selector zeroes it once and the supports() that accepts the call fills what its
+ * backend reads. */
+typedef struct pa_choice {
+    const void *inst; /* the instance descriptor (CUDA families: a row of their pa_cuda_inst table), or NULL */
+    int route;        /* which of the backend's kernel families takes the call (the backend's own codes) */
+    int bm;           /* query rows per CTA or work item of the shape chosen */
+    int nc, qpack;    /* cuda-sm90: consumer warpgroups, query heads per work item */
+    int splits;       /* split-KV parts of a decode call (1: none) */
+} pa_choice;
+
 typedef struct pa_backend {
     portattn_backend_t id;
     const char *name;
     /* 1 if the hardware/runtime is present; `detail` gets the device name or why not.
      * Called on every selection: cache anything expensive. */
     int (*probe)(char *detail, size_t detail_len);
-    /* 1 if it can run the (validated) problem, naming its kernel; else 0 and the reason.
-     * Pure: never launches. The selector calls it for "supported?" and before each launch. */
-    int (*supports)(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len);
-    /* Launches on `stream`. On failure returns a status with the message in `err`. */
-    portattn_status_t (*run)(const pa_problem *pb, void *stream, char *err, size_t err_len);
-    /* Optional (NULL = never needs one): workspace bytes run() uses for this problem. */
-    size_t (*workspace)(const pa_problem *pb);
+    /* 1 if it can run the (validated) problem, with its choice in *ch (never NULL) and its kernel
+     * named; else 0 and the reason. Pure: never launches. The selector calls it for "supported?" and
+     * before each launch. */
+    int (*supports)(const pa_problem *pb, pa_choice *ch, char *kernel, size_t kernel_len, char *why, size_t why_len);
+    /* Launches on `stream` what supports() chose (ch). On failure returns a status with the message in `err`. */
+    portattn_status_t (*run)(const pa_problem *pb, const pa_choice *ch, void *stream, char *err, size_t err_len);
+    /* Optional (NULL = never needs one): workspace bytes run() uses for this problem and choice. */
+    size_t (*workspace)(const pa_problem *pb, const pa_choice *ch);
 } pa_backend;
 
 /* Backward entry points of a backend that has a backward pass (the same id's pa_backend gives its

@@ -144,9 +144,9 @@ static int64_t keys_per_row(const pa_problem *pb)
     return n;
 }
 
-static portattn_status_t cpu_run(const pa_problem *pb, void *stream, char *err, size_t err_len)
+static portattn_status_t cpu_run(const pa_problem *pb, const pa_choice *ch, void *stream, char *err, size_t err_len)
 {
-    (void)stream; /* synchronous */
+    (void)ch, (void)stream; /* one kernel; synchronous */
     job jb;
     jb.pb = pb;
     jb.qblocks = (pb->max_seqlen_q + ROWS_PER_ITEM - 1) / ROWS_PER_ITEM;
@@ -186,9 +186,10 @@ static int cpu_probe(char *detail, size_t len)
     return 1;
 }
 
-static int cpu_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+static int cpu_supports(const pa_problem *pb, pa_choice *ch, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
+    (void)ch; /* nothing to choose */
     const struct { const char *name; const void *ptr; } ptrs[] = {
         {"q.data", p->q.data}, {"k.data", p->k.data}, {"v.data", p->v.data}, {"o.data", p->o.data},
         {"lse", p->lse}, {"cu_seqlens_q", p->cu_seqlens_q}, {"cu_seqlens_k", p->cu_seqlens_k},

@@ -178,14 +178,15 @@ static portattn_status_t forced_present(portattn_backend_t forced, const char *b
  * wording them costs more host time than the rest of the choice, so forward takes the quiet pass
  * and words a failure by choosing again with explain (the same choice: probes and supports depend on
  * the problem and the device only). */
-static portattn_status_t select_pass(const pa_problem *pb, const pa_backend **be, portattn_selection_t *sel,
-                                     int explain, char *why, size_t why_len)
+static portattn_status_t select_pass(const pa_problem *pb, const pa_backend **be, pa_choice *ch,
+                                     portattn_selection_t *sel, int explain, char *why, size_t why_len)
 {
     portattn_backend_t forced;
     const char *by;
     portattn_status_t st = forced_backend(pb, &forced, &by, why, why_len);
     if (st) return st;
     memset(sel, 0, sizeof *sel);
+    memset(ch, 0, sizeof *ch);
     char text[256];
     char *t = explain ? text : NULL, *kernel = explain ? sel->kernel : NULL;
     const size_t tn = explain ? sizeof text : 0, kn = explain ? sizeof sel->kernel : 0;
@@ -194,7 +195,7 @@ static portattn_status_t select_pass(const pa_problem *pb, const pa_backend **be
         const char *name = portattn_backend_name(forced);
         const pa_backend *b;
         if ((st = forced_present(forced, by, explain, &b, why, why_len))) return st;
-        if (!b->supports(pb, kernel, kn, t, tn)) {
+        if (!b->supports(pb, ch, kernel, kn, t, tn)) {
             snprintf(why, why_len, "%s (forced by %s) cannot run this call: %s", name, by, explain ? text : "");
             return refusal(why, why_len);
         }
@@ -210,7 +211,7 @@ static portattn_status_t select_pass(const pa_problem *pb, const pa_backend **be
                 skip = "not compiled in";
             else if (pa_backend_forced_only(b->id))
                 skip = "forced calls only (never run on its hardware)";
-            else if (!b->probe(t, tn) || !b->supports(pb, kernel, kn, t, tn))
+            else if (!b->probe(t, tn) || !b->supports(pb, ch, kernel, kn, t, tn))
                 skip = text;
             else
                 *be = b;
@@ -226,14 +227,14 @@ static portattn_status_t select_pass(const pa_problem *pb, const pa_backend **be
     return PORTATTN_SUCCESS;
 }
 
-static portattn_status_t select_backend(const pa_problem *pb, const pa_backend **be, portattn_selection_t *sel,
-                                        int explain, char *why, size_t why_len)
+static portattn_status_t select_backend(const pa_problem *pb, const pa_backend **be, pa_choice *ch,
+                                        portattn_selection_t *sel, int explain, char *why, size_t why_len)
 {
     gpu_device_error(NULL, 0); /* forget errors of earlier calls */
-    portattn_status_t st = select_pass(pb, be, sel, explain, why, why_len);
+    portattn_status_t st = select_pass(pb, be, ch, sel, explain, why, why_len);
     if (st && !explain && st != PORTATTN_ERROR_INVALID_ARGUMENT) {
         *be = NULL;
-        st = select_pass(pb, be, sel, 1, why, why_len);
+        st = select_pass(pb, be, ch, sel, 1, why, why_len);
     }
     return st;
 }
@@ -268,16 +269,17 @@ static void pointer_memo(int on)
     (void)on;
 }
 
-/* The one rule of all three entry points: validate, then select (no backend for an empty call). */
+/* The one rule of all three entry points: validate, then select (no backend for an empty call); the
+ * winner's choice in *ch, which the workspace size and the launch take as it is. */
 static portattn_status_t resolve(const portattn_fwd_params_t *params, pa_problem *pb, const pa_backend **be,
-                                 portattn_selection_t *sel, int explain, char *why, size_t why_len)
+                                 pa_choice *ch, portattn_selection_t *sel, int explain, char *why, size_t why_len)
 {
     pointer_memo(1);
     portattn_status_t st = pa_validate(params, pb, why, why_len);
     *be = NULL;
     if (!st)
         st = problem_is_empty(pb) ? select_for_empty(pb, sel, why, why_len)
-                                  : select_backend(pb, be, sel, explain, why, why_len);
+                                  : select_backend(pb, be, ch, sel, explain, why, why_len);
     pointer_memo(0);
     return st;
 }
@@ -287,8 +289,9 @@ portattn_status_t portattn_forward_query(const portattn_fwd_params_t *params, po
     char why[1024];
     pa_problem pb;
     const pa_backend *be;
+    pa_choice ch;
     if (!selection) return pa_set_error(PORTATTN_ERROR_INVALID_ARGUMENT, "selection is NULL");
-    portattn_status_t st = resolve(params, &pb, &be, selection, 1, why, sizeof why);
+    portattn_status_t st = resolve(params, &pb, &be, &ch, selection, 1, why, sizeof why);
     return st ? pa_set_error(st, "%s", why) : pa_clear_error();
 }
 
@@ -297,12 +300,13 @@ portattn_status_t portattn_forward_workspace_size(const portattn_fwd_params_t *p
     char why[1024];
     pa_problem pb;
     const pa_backend *be;
+    pa_choice ch;
     portattn_selection_t sel;
     if (!bytes) return pa_set_error(PORTATTN_ERROR_INVALID_ARGUMENT, "bytes is NULL");
     *bytes = 0;
-    portattn_status_t st = resolve(params, &pb, &be, &sel, 0, why, sizeof why);
+    portattn_status_t st = resolve(params, &pb, &be, &ch, &sel, 0, why, sizeof why);
     if (st) return pa_set_error(st, "%s", why);
-    if (be && be->workspace) *bytes = be->workspace(&pb);
+    if (be && be->workspace) *bytes = be->workspace(&pb, &ch);
     return pa_clear_error();
 }
 
@@ -311,13 +315,15 @@ portattn_status_t portattn_forward(const portattn_fwd_params_t *params, void *st
     char why[1024];
     pa_problem pb;
     const pa_backend *be;
+    pa_choice ch;
     portattn_selection_t sel;
-    portattn_status_t st = resolve(params, &pb, &be, &sel, 0, why, sizeof why);
+    portattn_status_t st = resolve(params, &pb, &be, &ch, &sel, 0, why, sizeof why);
     if (st) return pa_set_error(st, "%s", why);
     if (!be) return pa_clear_error(); /* nothing to compute */
-    st = be->run(&pb, stream, why, sizeof why);
+    st = be->run(&pb, &ch, stream, why, sizeof why);
     if (st) {
-        be->supports(&pb, sel.kernel, sizeof sel.kernel, NULL, 0); /* the kernel's name, for the message */
+        pa_choice again;
+        be->supports(&pb, &again, sel.kernel, sizeof sel.kernel, NULL, 0); /* the kernel's name, for the message */
         return pa_set_error(st, "%s (%s): %s", be->name, sel.kernel, why);
     }
     return pa_clear_error();

@@ -25,15 +25,17 @@ static int stub_supports(portattn_backend_t id, char *kernel, size_t kernel_len,
     return 1;
 }
 #define STUB(var, id, name)                                                                                      \
-    static portattn_status_t run_##var(const pa_problem *pb, void *stream, char *err, size_t err_len)           \
+    static portattn_status_t run_##var(const pa_problem *pb, const pa_choice *ch, void *stream, char *err,      \
+                                       size_t err_len)                                                           \
     {                                                                                                            \
-        (void)pb, (void)stream, (void)err, (void)err_len;                                                        \
+        (void)pb, (void)ch, (void)stream, (void)err, (void)err_len;                                              \
         ran = id;                                                                                                \
         return PORTATTN_SUCCESS;                                                                                 \
     }                                                                                                            \
-    static int supports_##var(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len) \
+    static int supports_##var(const pa_problem *pb, pa_choice *ch, char *kernel, size_t kernel_len, char *why,  \
+                              size_t why_len)                                                                    \
     {                                                                                                            \
-        (void)pb;                                                                                                \
+        (void)pb, (void)ch;                                                                                      \
         return stub_supports(id, kernel, kernel_len, why, why_len);                                              \
     }                                                                                                            \
     const pa_backend var = {id, name, stub_probe, supports_##var, run_##var, NULL};

@@ -17,8 +17,9 @@ static int emu_probe(char *detail, size_t detail_len)
     return 1;
 }
 
-static int emu_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+static int emu_supports(const pa_problem *pb, pa_choice *ch, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
+    (void)ch; /* one kernel */
     const portattn_fwd_params_t *p = &pb->p;
     if (p->backend != PORTATTN_BACKEND_HIP_CDNA)
         return PA_REFUSE("the hip-cdna emulation runs only when forced by params->backend");
@@ -29,8 +30,9 @@ static int emu_supports(const pa_problem *pb, char *kernel, size_t kernel_len, c
     return pa_hip_nothing_to_do(pb) || pa_cuda_fwd_ptrs_ok(pb, why, why_len);
 }
 
-static portattn_status_t emu_run(const pa_problem *pb, void *stream, char *err, size_t err_len)
+static portattn_status_t emu_run(const pa_problem *pb, const pa_choice *ch, void *stream, char *err, size_t err_len)
 {
+    (void)ch;
     return pa_hip_cdna_emu_run(pb, stream, err, err_len);
 }
 

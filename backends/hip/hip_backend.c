@@ -165,8 +165,9 @@ static int hip_probe(hip_family *f, char *detail, size_t detail_len)
     return 1;
 }
 
-/* The kernel a call runs on, by its shape alone, so that supports() and run() agree: hip-cdna's
- * decode kernel for the decode-shaped calls it takes, the family's fast kernel, else hip-generic. */
+/* The kernel a call runs on, by its shape alone: hip-cdna's decode kernel for the decode-shaped calls
+ * it takes, the family's fast kernel, else hip-generic. supports() decides it and hands it to run()
+ * and the workspace in its choice (pa_choice.route). */
 typedef enum { ROUTE_NONE, ROUTE_DECODE, ROUTE_FAST, ROUTE_GENERIC } hip_route;
 
 static hip_route hip_route_of(const hip_family *f, const pa_problem *pb, char *kernel, size_t kernel_len, char *why,
@@ -195,10 +196,12 @@ static int hip_fast_ptrs_ok(const pa_hip_rt *rt, int dev, const pa_problem *pb, 
                             pa_hip_ptr_check(rt, p->cu_seqlens_k, dev, "cu_seqlens_k", why, why_len)));
 }
 
-static int hip_supports(hip_family *f, const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+static int hip_supports(hip_family *f, const pa_problem *pb, pa_choice *ch, char *kernel, size_t kernel_len, char *why,
+                        size_t why_len)
 {
     const hip_route r = hip_route_of(f, pb, kernel, kernel_len, why, why_len);
     if (r == ROUTE_NONE) return 0;
+    ch->route = (int)r;
     if (pa_hip_nothing_to_do(pb)) return 1; /* no launch (the front end appends only with queries) */
     hip_family *code = r == ROUTE_DECODE ? &g_cdnadec : r == ROUTE_GENERIC ? &g_hipgen : f;
     const pa_hip_rt *rt;
@@ -236,11 +239,10 @@ static portattn_status_t hip_run_fast(hip_family *f, const pa_problem *pb, void 
     return PORTATTN_SUCCESS;
 }
 
-static portattn_status_t hip_run(hip_family *f, const pa_problem *pb, void *stream, char *err, size_t err_len)
+static portattn_status_t hip_run(hip_family *f, const pa_problem *pb, const pa_choice *ch, void *stream, char *err,
+                                 size_t err_len)
 {
-    char why[256];
-    const hip_route r = hip_route_of(f, pb, NULL, 0, why, sizeof why);
-    if (r == ROUTE_NONE) return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "%s", why);
+    const hip_route r = (hip_route)ch->route;
     if (pa_hip_nothing_to_do(pb)) return PORTATTN_SUCCESS;
     if (r == ROUTE_FAST) return hip_run_fast(f, pb, stream, err, err_len);
     const pa_hip_rt *rt;
@@ -251,23 +253,20 @@ static portattn_status_t hip_run(hip_family *f, const pa_problem *pb, void *stre
                               : pa_cdna_dec_launch(rt, m->fn, pb, stream, err, err_len);
 }
 
-static int cdna_use_decode(const pa_problem *pb)
+static size_t cdna_workspace(const pa_problem *pb, const pa_choice *ch)
 {
-    char why[256];
-    return hip_route_of(&g_cdna, pb, NULL, 0, why, sizeof why) == ROUTE_DECODE;
+    return ch->route == ROUTE_DECODE ? pa_cdna_dec_workspace(pb) : 0;
 }
-
-static size_t cdna_workspace(const pa_problem *pb) { return cdna_use_decode(pb) ? pa_cdna_dec_workspace(pb) : 0; }
 
 #define HIP_BACKEND(fam, id, name, ws)                                                                         \
     static int fam##_probe(char *d, size_t n) { return hip_probe(&g_##fam, d, n); }                          \
-    static int fam##_supports(const pa_problem *pb, char *k, size_t kl, char *w, size_t wl)                  \
+    static int fam##_supports(const pa_problem *pb, pa_choice *ch, char *k, size_t kl, char *w, size_t wl)   \
     {                                                                                                        \
-        return hip_supports(&g_##fam, pb, k, kl, w, wl);                                                     \
+        return hip_supports(&g_##fam, pb, ch, k, kl, w, wl);                                                 \
     }                                                                                                        \
-    static portattn_status_t fam##_run(const pa_problem *pb, void *s, char *e, size_t el)                    \
+    static portattn_status_t fam##_run(const pa_problem *pb, const pa_choice *ch, void *s, char *e, size_t el) \
     {                                                                                                        \
-        return hip_run(&g_##fam, pb, s, e, el);                                                              \
+        return hip_run(&g_##fam, pb, ch, s, e, el);                                                          \
     }                                                                                                        \
     const pa_backend pa_backend_hip_##fam = {id, name, fam##_probe, fam##_supports, fam##_run, ws};
 

@@ -36,7 +36,8 @@ static int sm100_probe(char *detail, size_t detail_len)
     return 1;
 }
 
-static int sm100_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+static int sm100_supports(const pa_problem *pb, pa_choice *ch, char *kernel, size_t kernel_len, char *why,
+                          size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
     if (!sm100_device(why, why_len)) return 0;
@@ -73,15 +74,16 @@ static int sm100_supports(const pa_problem *pb, char *kernel, size_t kernel_len,
     if (!pa_fwd_layouts_ok(pb, why, why_len) || !pa_tma_strides_ok(pb, 1, why, why_len) ||
         !pa_cuda_fwd_ptrs_ok(pb, why, why_len))
         return 0;
+    ch->inst = pa_sm100_instance(d, d);
     if (kernel && kernel_len)
         pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm100<%s,d%lld,2x%dx%d>", dt, (long long)d, PA_SM100_BM,
                PA_SM100_BN);
     return 1;
 }
 
-static portattn_status_t sm100_run(const pa_problem *pb, void *stream, char *err, size_t err_len)
+static portattn_status_t sm100_run(const pa_problem *pb, const pa_choice *ch, void *stream, char *err, size_t err_len)
 {
-    return pa_cuda_sm100_launch(pb, stream, err, err_len);
+    return pa_cuda_sm100_launch(pb, ch, stream, err, err_len);
 }
 
 const pa_backend pa_backend_cuda_sm100 = {

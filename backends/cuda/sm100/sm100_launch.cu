@@ -33,11 +33,11 @@ extern "C" const pa_cuda_inst *pa_sm100_instance(int64_t dqk, int64_t dv)
     return NULL;
 }
 
-extern "C" portattn_status_t pa_cuda_sm100_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
+extern "C" portattn_status_t pa_cuda_sm100_launch(const pa_problem *pb, const pa_choice *ch, void *stream, char *err,
+                                                 size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    const pa_cuda_inst *in = pa_sm100_instance(p->head_dim_qk, p->head_dim_v);
-    if (!in) return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm100: call outside the instances");
+    const pa_cuda_inst *in = (const pa_cuda_inst *)ch->inst; /* supports() checked the call against it */
     if (p->batch <= 0 || pb->max_seqlen_q <= 0) return PORTATTN_SUCCESS; /* nothing to write */
     pa_fwd_args a;
     portattn_status_t s = pa_fwd_fill_args(pb, &a, err, err_len);

@@ -48,11 +48,17 @@ static int sm80_serving_decodes(const pa_problem *pb, pa_problem *out)
     return 1;
 }
 
+/* The routes of a call (pa_choice.route): the prefill instances (paged over a KV cache), the decode
+ * kernel on the call's problem, or on its serving decode batch rewritten per sequence. */
+enum { SM80_PREFILL, SM80_DECODE, SM80_DECODE_SERVING };
+
 /* The problem the decode kernel would take for this call (pb itself, or the rewritten serving decode
- * batch in *tmp), or NULL when the call is not decode-shaped. */
-static const pa_problem *sm80_decode_view(const pa_problem *pb, pa_problem *tmp)
+ * batch in *tmp, with *route saying which), or NULL when the call is not decode-shaped. */
+static const pa_problem *sm80_decode_view(const pa_problem *pb, pa_problem *tmp, int *route)
 {
+    *route = SM80_DECODE;
     if (sm80_decode_candidate(pb)) return pb;
+    *route = SM80_DECODE_SERVING;
     return sm80_serving_decodes(pb, tmp) ? tmp : NULL;
 }
 
@@ -65,22 +71,16 @@ static int sm80_device_ok(char *why, size_t why_len)
     return 1;
 }
 
-/* Decode kernel, by shape alone: dtype, the kernel's limits, layouts. */
-static int sm80_decode_shape_ok(const pa_problem *pb, char *why, size_t why_len)
+/* Decode kernel: dtype, the kernel's limits (its instance into ch->inst), layouts, and every pointer
+ * it reads on the device. */
+static int sm80_decode_ok(const pa_problem *pb, pa_choice *ch, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
     if (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16)
         return PA_REFUSE("dtype %s not supported (f16, bf16)", pa_dtype_name(p->dtype));
-    if (!pa_sm80_decode_supports(pb, why, why_len)) return 0;
-    return p->batch == 0 || p->seqlen_q == 0 || pa_fwd_layouts_ok(pb, why, why_len);
-}
-
-/* Decode kernel: its shape, and every pointer it reads on the device. */
-static int sm80_decode_ok(const pa_problem *pb, char *why, size_t why_len)
-{
-    const portattn_fwd_params_t *p = &pb->p;
-    if (!sm80_decode_shape_ok(pb, why, why_len)) return 0;
+    if (!(ch->inst = pa_sm80_decode_supports(pb, why, why_len))) return 0;
     if (p->batch == 0 || p->seqlen_q == 0) return 1;
+    if (!pa_fwd_layouts_ok(pb, why, why_len)) return 0;
     const int needs_kv = p->seqlen_k > 0;
     const pa_cuda_ptr ptrs[] = {
         {p->q.data, "q.data", 1}, {p->o.data, "o.data", 1}, {p->k.data, "k.data", needs_kv},
@@ -91,60 +91,63 @@ static int sm80_decode_ok(const pa_problem *pb, char *why, size_t why_len)
     return pa_cuda_ptrs_ok(ptrs, sizeof ptrs / sizeof ptrs[0], why, why_len);
 }
 
-static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len);
+static int sm80_prefill_supports(const pa_problem *pb, pa_choice *ch, char *kernel, size_t kernel_len, char *why,
+                                 size_t why_len);
 
-static int sm80_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+/* The decode kernel's choice: its instance (sm80_decode_ok) and the split count, fixed here for the
+ * workspace size and the launch alike. */
+static int sm80_decode_chosen(const pa_problem *dp, pa_choice *ch, char *kernel, size_t kernel_len)
+{
+    ch->splits = pa_sm80_decode_splits(dp, ch->inst);
+    if (kernel && kernel_len) {
+        char note[48];
+        const int d = ((const pa_cuda_inst *)ch->inst)->d;
+        pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80-decode<%s,d%d%s,splits=%d>", pa_dtype_name(dp->p.dtype), d,
+               pa_dims_note(dp, d, note, sizeof note), ch->splits);
+    }
+    return 1;
+}
+
+static int sm80_supports(const pa_problem *pb, pa_choice *ch, char *kernel, size_t kernel_len, char *why,
+                         size_t why_len)
 {
     if (!sm80_device_ok(why, why_len)) return 0;
-    /* Checked for both kernels, so that the launch can route by shape alone. */
+    /* Checked for both kernels, whichever the call takes. */
     if (pb->p.workspace && !pa_cuda_ptr_check(pb->p.workspace, "workspace", why, why_len)) return 0;
     pa_problem tmp;
-    const pa_problem *dp = sm80_decode_view(pb, &tmp);
+    const pa_problem *dp = sm80_decode_view(pb, &tmp, &ch->route);
     if (dp) {
         char dwhy[256];
-        if (sm80_decode_ok(dp, dwhy, sizeof dwhy)) {
-            if (kernel && kernel_len) {
-                char note[48];
-                const int d = pa_sm80_decode_instance(dp)->d;
-                pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80-decode<%s,d%d%s,splits=%d>",
-                       pa_dtype_name(dp->p.dtype), d, pa_dims_note(dp, d, note, sizeof note), pa_sm80_decode_splits(dp));
-            }
-            return 1;
-        }
+        if (sm80_decode_ok(dp, ch, dwhy, sizeof dwhy)) return sm80_decode_chosen(dp, ch, kernel, kernel_len);
         if (pb->kv_cache) {
             char pwhy[256];
-            if (sm80_prefill_supports(pb, kernel, kernel_len, pwhy, sizeof pwhy)) return 1;
+            if (sm80_prefill_supports(pb, ch, kernel, kernel_len, pwhy, sizeof pwhy)) return 1;
             return PA_REFUSE("KV cache: the decode kernel declines (%s), the paged prefill too (%s)", dwhy, pwhy);
         }
     }
-    return sm80_prefill_supports(pb, kernel, kernel_len, why, why_len);
+    return sm80_prefill_supports(pb, ch, kernel, kernel_len, why, why_len);
 }
 
-/* The kernel supports() picked: the selector ran it (pointer checks included) just before, so the
- * launch re-derives the choice from the shape alone (pointer queries cost microseconds a call):
- * the decode kernel's problem, or NULL for the prefill kernels. */
-static const pa_problem *sm80_use_decode(const pa_problem *pb, pa_problem *tmp)
-{
-    char why[256];
-    const pa_problem *dp = sm80_decode_view(pb, tmp);
-    return dp && sm80_decode_shape_ok(dp, why, sizeof why) ? dp : NULL;
-}
-
-static portattn_status_t sm80_run(const pa_problem *pb, void *stream, char *err, size_t err_len)
+/* What supports() chose: the prefill instances, or the decode kernel on the call's problem or on its
+ * serving decode batch (rewritten again here: a struct copy, no device query). */
+static portattn_status_t sm80_run(const pa_problem *pb, const pa_choice *ch, void *stream, char *err, size_t err_len)
 {
     pa_problem tmp;
-    const pa_problem *dp = sm80_use_decode(pb, &tmp);
-    return dp ? pa_sm80_decode_launch(dp, stream, err, err_len) : pa_cuda_sm80_launch(pb, stream, err, err_len);
+    if (ch->route == SM80_PREFILL) return pa_cuda_sm80_launch(pb, ch, stream, err, err_len);
+    if (ch->route == SM80_DECODE_SERVING) pb = sm80_serving_decodes(pb, &tmp) ? &tmp : pb;
+    return pa_sm80_decode_launch(pb, ch, stream, err, err_len);
 }
 
-static size_t sm80_workspace(const pa_problem *pb)
+static size_t sm80_workspace(const pa_problem *pb, const pa_choice *ch)
 {
     pa_problem tmp;
-    const pa_problem *dp = sm80_use_decode(pb, &tmp);
-    return dp ? pa_sm80_decode_workspace(dp) : 0;
+    if (ch->route == SM80_PREFILL) return 0;
+    if (ch->route == SM80_DECODE_SERVING) pb = sm80_serving_decodes(pb, &tmp) ? &tmp : pb;
+    return pa_sm80_decode_workspace(pb, ch);
 }
 
-static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+static int sm80_prefill_supports(const pa_problem *pb, pa_choice *ch, char *kernel, size_t kernel_len, char *why,
+                                 size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p; /* the device was checked by sm80_supports */
     const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
@@ -170,6 +173,7 @@ static int sm80_prefill_supports(const pa_problem *pb, char *kernel, size_t kern
     if (p->batch > 0 && pb->max_seqlen_q > 0 &&
         ((!pb->kv_cache && !pa_fwd_layouts_ok(pb, why, why_len)) || !pa_cuda_fwd_ptrs_ok(pb, why, why_len)))
         return 0;
+    ch->route = SM80_PREFILL, ch->inst = in, ch->bm = bm;
     if (kernel && kernel_len)
         pa_kernel_name(kernel, kernel_len, in->family, dt, d, pb, bm, in->bn, NULL);
     return 1;

@@ -60,17 +60,17 @@ typedef struct sm80_dec_args {
 extern "C" {
 #endif
 
-/* 1 if the decode path takes this (validated) problem; else 0 and why. */
-int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t why_len);
-/* The instance a call runs on (NULL: none holds its head dims), from the table sm80_decode_launch.cu
- * generates from sm80_instances.h. */
-const pa_cuda_inst *pa_sm80_decode_instance(const pa_problem *pb);
-/* Splits the launch would use (device SM count and the work; params->num_splits caps it). */
-int pa_sm80_decode_splits(const pa_problem *pb);
-/* Workspace bytes for those splits (0 with one split). */
-size_t pa_sm80_decode_workspace(const pa_problem *pb);
-/* Append (if any), decode kernel, combine (if split), all on `stream`. */
-portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *stream, char *err, size_t err_len);
+/* The instance the decode path runs this (validated) problem on, from the table sm80_decode_launch.cu
+ * generates from sm80_instances.h; NULL and why when the path does not take it. */
+const pa_cuda_inst *pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t why_len);
+/* Splits for a call on instance `in` (device SM count and the work; params->num_splits caps it): the
+ * backend's supports() fixes them in its choice (pa_choice.splits). */
+int pa_sm80_decode_splits(const pa_problem *pb, const pa_cuda_inst *in);
+/* Workspace bytes for the choice's instance and splits (0 with one split). */
+size_t pa_sm80_decode_workspace(const pa_problem *pb, const pa_choice *ch);
+/* Append (if any), decode kernel, combine (if split), all on `stream`, as the choice says. */
+portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, const pa_choice *ch, void *stream, char *err,
+                                        size_t err_len);
 
 #ifdef __cplusplus
 }

@@ -21,12 +21,8 @@ static const sm80_dec_fn dec_fns[] = {PA_SM80_DEC_DIMS(PA_X)};
 #define DEC_ROWS ((int)(sizeof dec_insts / sizeof dec_insts[0]))
 static_assert(DEC_ROWS == (int)(sizeof dec_fns / sizeof dec_fns[0]), "one entry point per instance row");
 
-extern "C" const pa_cuda_inst *pa_sm80_decode_instance(const pa_problem *pb)
-{
-    return pa_cuda_inst_for(dec_insts, DEC_ROWS, pb->p.head_dim_qk, pb->p.head_dim_v);
-}
-
-extern "C" int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t why_len)
+/* 1 and the instance in *out if the decode path takes this problem; else 0 and why. */
+static int decode_ok(const pa_problem *pb, const pa_cuda_inst **out, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
     if (pb->varlen) return PA_REFUSE("decode kernel: no varlen queries");
@@ -52,7 +48,14 @@ extern "C" int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t w
         return PA_REFUSE("decode d%d needs %d bytes of shared memory, device allows %d per block", d, need, optin);
     if (p->batch * p->heads_kv * rows > INT32_MAX)
         return PA_REFUSE("decode kernel: %lld packed rows over the combine grid", (long long)(p->batch * p->heads_kv * rows));
+    *out = in;
     return 1;
+}
+
+extern "C" const pa_cuda_inst *pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t why_len)
+{
+    const pa_cuda_inst *in = NULL;
+    return decode_ok(pb, &in, why, why_len) ? in : NULL;
 }
 
 /* FlashAttention-2's rule with a tighter bound: the fewest splits whose wave efficiency (CTAs over
@@ -60,13 +63,13 @@ extern "C" int pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t w
  * H200's 264 slots idle at batch 1: 28 splits x 8 KV heads; 32 fill 97%, as cuDNN's grid does),
  * at least 128 keys per split (4 warps x 2 tiles), at most 128 splits. Keys are counted at the capacity (seqlen_k): device-resident cache lengths
  * are not read on the host. params->num_splits overrides (1 = never split). */
-extern "C" int pa_sm80_decode_splits(const pa_problem *pb)
+extern "C" int pa_sm80_decode_splits(const pa_problem *pb, const pa_cuda_inst *in)
 {
     const portattn_fwd_params_t *p = &pb->p;
     if (p->num_splits > 0) return p->num_splits < PA_SM80_DEC_MAX_SPLITS ? p->num_splits : PA_SM80_DEC_MAX_SPLITS;
     int sms = 0, per_sm = 0;
     if (!pa_cuda_device_info(NULL, NULL, &sms, NULL, 0) || sms < 1 || !pa_cuda_device_smem(NULL, &per_sm)) return 1;
-    const int smem = PA_SM80_DEC_SMEM(pa_sm80_decode_instance(pb)->d) + 1024; /* + the runtime's reserve */
+    const int smem = PA_SM80_DEC_SMEM_SHAPE(in->d, in->stages) + 1024; /* + the runtime's reserve */
     int per = per_sm / smem;
     per = per < 1 ? 1 : (per > 4 ? 4 : per);
     const int64_t slots = (int64_t)sms * per;
@@ -87,36 +90,38 @@ extern "C" int pa_sm80_decode_splits(const pa_problem *pb)
 
 static size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
 
-/* Workspace bytes for `splits` (0 with one split); *lse_offset: where the partial LSEs start, after
- * the partial O [split][row][d]. One place for the size and the layout. */
-static size_t decode_ws_bytes(const pa_problem *pb, int splits, size_t *lse_offset)
+/* Workspace bytes for `splits` on instance d (0 with one split); *lse_offset: where the partial LSEs
+ * start, after the partial O [split][row][d]. One place for the size and the layout. */
+static size_t decode_ws_bytes(const pa_problem *pb, int d, int splits, size_t *lse_offset)
 {
     const portattn_fwd_params_t *p = &pb->p;
     const size_t rows = (size_t)p->batch * (size_t)p->heads_kv * (size_t)(p->seqlen_q * pb->group);
-    const size_t o_bytes = align256((size_t)splits * rows * (size_t)pa_sm80_decode_instance(pb)->d * 4); /* rows of D */
+    const size_t o_bytes = align256((size_t)splits * rows * (size_t)d * 4); /* rows of D */
     if (lse_offset) *lse_offset = o_bytes;
     return splits <= 1 ? 0 : o_bytes + align256((size_t)splits * rows * 4);
 }
 
-extern "C" size_t pa_sm80_decode_workspace(const pa_problem *pb)
+extern "C" size_t pa_sm80_decode_workspace(const pa_problem *pb, const pa_choice *ch)
 {
-    return decode_ws_bytes(pb, pa_sm80_decode_splits(pb), NULL);
+    return decode_ws_bytes(pb, ((const pa_cuda_inst *)ch->inst)->d, ch->splits, NULL);
 }
 
-extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
+extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, const pa_choice *ch, void *stream, char *err,
+                                                   size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
+    const pa_cuda_inst *in = (const pa_cuda_inst *)ch->inst;
     cudaStream_t st = (cudaStream_t)stream;
     sm80_dec_args a;
     memset(&a, 0, sizeof a);
     if (!pa_fwd_score_map(pb, &a.transform, &a.softcap, &a.mult, &a.pre_mul, &a.post_mul))
         return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "scale/softcap out of range");
-    a.splits = pa_sm80_decode_splits(pb);
+    a.splits = ch->splits;
 
     /* Split partials go to the caller's workspace, else to a stream-ordered allocation; where the
      * runtime cannot allocate (no memory pools, out of memory) the call runs unsplit, which needs
      * none. All of it is settled before the append, so a refused call leaves the cache untouched. */
-    size_t lse_offset = 0, need = decode_ws_bytes(pb, a.splits, &lse_offset);
+    size_t lse_offset = 0, need = decode_ws_bytes(pb, in->d, a.splits, &lse_offset);
     void *ws = p->workspace, *own = NULL;
     if (need && ws && p->workspace_size < need)
         return pa_fmt(err, err_len, PORTATTN_ERROR_INVALID_ARGUMENT,
@@ -155,7 +160,7 @@ extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, void *s
     a.pdl = pa_cuda_device_info(&major, NULL, NULL, NULL, 0) && major >= 9;
 
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
-    cudaError_t e = dec_fns[pa_sm80_decode_instance(pb) - dec_insts](&a, bf16, st);
+    cudaError_t e = dec_fns[in - dec_insts](&a, bf16, st);
     if (own) {
         cudaError_t f = cudaFreeAsync(own, st);
         if (e == cudaSuccess) e = f;

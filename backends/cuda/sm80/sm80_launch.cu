@@ -57,14 +57,11 @@ static portattn_status_t sm80_launch_paged(const pa_problem *pb, const sm80_args
     return PORTATTN_SUCCESS;
 }
 
-extern "C" portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
+extern "C" portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, const pa_choice *ch, void *stream, char *err,
+                                                size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    const pa_cuda_inst *in = pa_sm80_instance(pb, NULL, 0);
-    if (!in || (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16) || p->seqlen_q > PA_SM80_MAX_SEQ ||
-        p->seqlen_k > PA_SM80_MAX_SEQ || p->heads_q > INT32_MAX || p->batch > INT32_MAX ||
-        p->batch * p->heads_q > PA_SM80_MAX_BH)
-        return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm80: call outside the instances");
+    const pa_cuda_inst *in = (const pa_cuda_inst *)ch->inst; /* supports() checked the call against it */
     if (p->batch <= 0 || pb->max_seqlen_q <= 0) return PORTATTN_SUCCESS; /* nothing to write */
 
     sm80_args a;
@@ -75,8 +72,8 @@ extern "C" portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *str
     cudaStream_t st = (cudaStream_t)stream;
     if (pb->kv_cache) return sm80_launch_paged(pb, &a, in, bf16, st, err, err_len);
     const int64_t msq = pb->max_seqlen_q;
-    const cudaError_t e = in->d == 256 && pa_sm80_block_rows(256) != in->bm ? sm80_launch_d256_small(&a, bf16, msq, st)
-                                                                          : sm80_fwd_fns[in - fwd_insts](&a, bf16, msq, st);
+    const cudaError_t e = in->d == 256 && ch->bm != in->bm ? sm80_launch_d256_small(&a, bf16, msq, st)
+                                                           : sm80_fwd_fns[in - fwd_insts](&a, bf16, msq, st);
     if (e != cudaSuccess) return pa_cuda_status(e, "cuda-sm80: kernel launch", err, err_len);
     return PORTATTN_SUCCESS;
 }

@@ -53,7 +53,10 @@
 extern "C" {
 #endif
 
-portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, void *stream, char *err, size_t err_len);
+/* The prefill launch of what supports() chose: the instance row in ch->inst, its rows per CTA in ch->bm
+ * (d256: which of its two shapes). */
+portattn_status_t pa_cuda_sm80_launch(const pa_problem *pb, const pa_choice *ch, void *stream, char *err,
+                                      size_t err_len);
 /* The instance a call runs on (the paged family's over a KV cache, pb->kv_cache), from the tables
  * sm80_launch.cu generates from sm80_instances.h; NULL and why (head dims not multiples of 8, or over
  * the largest instance) when none holds its head dims. */

@@ -37,7 +37,8 @@ static int sm90_kv_ok(const pa_problem *pb, char *why, size_t why_len)
     return pa_fwd_kv_layouts_ok(pb, why, why_len);
 }
 
-static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
+static int sm90_supports(const pa_problem *pb, pa_choice *ch, char *kernel, size_t kernel_len, char *why,
+                         size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
     if (!sm90_device(why, why_len)) return 0;
@@ -60,7 +61,7 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if (p->seqlen_q > PA_SM90_MAX_SEQ || p->seqlen_k > PA_SM90_MAX_SEQ)
         return PA_REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
     if (pb->kv_cache && !sm90_kv_ok(pb, why, why_len)) return 0;
-    const int bm = PA_SM90_BM_NC(pa_sm90_nc(pb, d)), qpack = pa_sm90_qpack(pb, bm);
+    const int nc = pa_sm90_nc(pb, d), bm = PA_SM90_BM_NC(nc), qpack = pa_sm90_qpack(pb, bm);
     const int64_t blocks = (msq + bm / qpack - 1) / (bm / qpack);
     if (p->batch > INT32_MAX || p->heads_q > INT32_MAX || blocks * p->batch * (p->heads_q / qpack) > INT32_MAX)
         return PA_REFUSE("batch %lld x heads %lld x row blocks over 2^31-1 work items", (long long)p->batch,
@@ -75,6 +76,7 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     if ((!pb->kv_cache && !pa_fwd_layouts_ok(pb, why, why_len)) || !pa_tma_strides_ok(pb, 0, why, why_len) ||
         !pa_cuda_fwd_ptrs_ok(pb, why, why_len))
         return 0;
+    ch->inst = in, ch->nc = nc, ch->bm = bm, ch->qpack = qpack;
     if (kernel && kernel_len) {
         char pack[24];
         snprintf(pack, sizeof pack, "packgqa%d", qpack);
@@ -84,9 +86,9 @@ static int sm90_supports(const pa_problem *pb, char *kernel, size_t kernel_len, 
     return 1;
 }
 
-static portattn_status_t sm90_run(const pa_problem *pb, void *stream, char *err, size_t err_len)
+static portattn_status_t sm90_run(const pa_problem *pb, const pa_choice *ch, void *stream, char *err, size_t err_len)
 {
-    return pa_cuda_sm90_launch(pb, stream, err, err_len);
+    return pa_cuda_sm90_launch(pb, ch, stream, err, err_len);
 }
 
 const pa_backend pa_backend_cuda_sm90 = {

@@ -104,18 +104,17 @@ static int64_t sm90_l2_pairs(const pa_problem *pb)
     return (heads > 0 ? heads : 1) * group;
 }
 
-extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *stream, char *err, size_t err_len)
+extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, const pa_choice *ch, void *stream, char *err,
+                                                size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    const pa_cuda_inst *in = pa_sm90_instance(pb, NULL, 0);
-    if (!in) return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm90: call outside the instances");
-    const int d = in->d;
+    const pa_cuda_inst *in = (const pa_cuda_inst *)ch->inst; /* supports() checked the call against it */
     if (p->batch <= 0 || pb->max_seqlen_q <= 0) return PORTATTN_SUCCESS; /* nothing to write */
     pa_fwd_args a;
     portattn_status_t s = pa_fwd_fill_args(pb, &a, err, err_len);
     if (s) return s;
     CUtensorMap tq, tk, tv;
-    const int nc = pa_sm90_nc(pb, d), qpack = pa_sm90_qpack(pb, PA_SM90_BM_NC(nc));
+    const int nc = ch->nc, qpack = ch->qpack;
     s = pa_tmap_fwd(pb, "cuda-sm90", PA_SM90_BM_NC(nc) / qpack, qpack, in->bn, &tq, &tk, &tv, NULL, err,
                     err_len);
     if (s) return s;

@@ -62,7 +62,10 @@
 extern "C" {
 #endif
 
-portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, void *stream, char *err, size_t err_len);
+/* The launch of what supports() chose: the instance row in ch->inst, its consumer warpgroups and
+ * query heads per work item in ch->nc and ch->qpack. */
+portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, const pa_choice *ch, void *stream, char *err,
+                                      size_t err_len);
 /* The instance a call runs on (the KV-cache family's over a KV cache), from the tables sm90_launch.cu
  * generates from sm90_instances.h; NULL and why (head dims not multiples of 8, or over the largest
  * instance) when none holds its head dims. */
