@@ -504,6 +504,57 @@ __device__ __forceinline__ void sm90_first_s(sm90_tile_softmax<T, BN, KV> &sm, f
     }
 }
 
+/* A key tile n but the item's last, overlapped with the next: S_{n+1} is issued before P_n V_n, and its
+ * mask, max and exponentials run while P_n V_n does (FlashAttention-3's order); only the rounding of
+ * P_{n+1} into the A fragments waits for P_n V_n, which still reads them. No branch sits around a wgmma
+ * of a stage and only S (whose group has retired) is rewritten inside one, so ptxas keeps both in
+ * flight. Q is given back after S of the item's last tile. */
+template <int D, int NC, int BN, int ST, int QS, typename T, bool KV>
+__device__ __forceinline__ void sm90_mid_step(sm90_tile_softmax<T, BN, KV> &sm, float (&o)[D / 2], float (&sc)[BN / 2],
+                                              float (&corr)[2], uint32_t (&pf)[BN / 16][4], const sm90_work &w, int n,
+                                              int n_hi, int it, uint32_t q_wg, uint32_t k_s, uint32_t v_s, uint32_t bar,
+                                              uint32_t empty_q, bool leader, T tag)
+{
+    const int s = it % ST, s1 = (it + 1) % ST;
+    sm90_rescale_o<D>(o, corr);
+    pa_bar_wait(FULL_K(s1), ((it + 1) / ST) & 1);
+    pa_bar_wait(FULL_V(s), (it / ST) & 1);
+    sm90_wgmma_fence();
+    sm90_issue_s<D, NC, BN>(sc, q_wg, k_s, s1, tag);
+    sm90_issue_pv<D, BN>(o, pf, v_s, s, tag);
+    sm90_wgmma_wait<1>(); /* S_{n+1} done; P_n V_n may still run */
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);
+    if (leader) {
+        pa_bar_arrive(EMPTY_K(s1));
+        if (n + 2 == n_hi) pa_bar_arrive(empty_q);
+    }
+    sm.step(sc, n + 1, w.full_lo, w.full_hi, corr);
+    sm90_wgmma_wait<0>();
+    sm90_pv_retired<D, BN>(o, sc, pf);
+    if (leader) pa_bar_arrive(EMPTY_V(s));
+    sm.pack(sc, pf, tag);
+}
+
+/* An item's last key tile: its P V alone, after the V rows past the item's last key are zeroed (the
+ * caller counts the tile). */
+template <int D, int NC, int BN, int ST, int QS, bool VL, bool KV, typename T>
+__device__ __forceinline__ void sm90_last_pv(const pa_fwd_args &a, float (&o)[D / 2], float (&sc)[BN / 2],
+                                             const float (&corr)[2], uint32_t (&pf)[BN / 16][4], const sm90_work &w,
+                                             int sk, int n, int it, uint32_t v_s, uint32_t bar, int tid, bool leader,
+                                             T tag)
+{
+    const int s = it % ST;
+    sm90_rescale_o<D>(o, corr);
+    pa_bar_wait(FULL_V(s), (it / ST) & 1);
+    sm90_zero_v_tail<D, NC, BN, VL, KV>(a, w, sk, n, v_s, s, tid);
+    sm90_wgmma_fence();
+    sm90_issue_pv<D, BN>(o, pf, v_s, s, tag);
+    sm90_wgmma_wait<0>();
+    sm90_pv_retired<D, BN>(o, sc, pf);
+    if (leader) pa_bar_arrive(EMPTY_V(s));
+}
+
 #endif
 
 /* VL: the varlen instance. The per-sequence extents as run-time values cost the non-varlen kernel
@@ -596,43 +647,13 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
          * reads, so P_{n+1} goes to a second set. Q is given back after the item's last S product. */
         sm90_first_s<D, NC, BN, ST, QS>(sm, sc, corr, pf, w, n_lo, n_hi, it, q_wg, k_s, bar, empty_q, leader, tag);
 
-        /* Every tile but the last: S_{n+1} is issued before P_n V_n, and its mask, max and
-         * exponentials run while P_n V_n does (FlashAttention-3's order); only the rounding of
-         * P_{n+1} into the A fragments waits for P_n V_n, which still reads them. No branch sits
-         * around a wgmma of a stage and only S (whose group has retired) is rewritten inside one, so
-         * ptxas keeps both in flight. */
+        /* Every tile but the last overlaps S_{n+1} with P_n V_n. */
         int n = n_lo;
-        for (; n + 1 < n_hi; ++n, ++it) {
-            const int s = it % ST, s1 = (it + 1) % ST;
-            sm90_rescale_o<D>(o, corr);
-            pa_bar_wait(FULL_K(s1), ((it + 1) / ST) & 1);
-            pa_bar_wait(FULL_V(s), (it / ST) & 1);
-            sm90_wgmma_fence();
-            sm90_issue_s<D, NC, BN>(sc, q_wg, k_s, s1, tag);
-            sm90_issue_pv<D, BN>(o, pf, v_s, s, tag);
-            sm90_wgmma_wait<1>(); /* S_{n+1} done; P_n V_n may still run */
-#pragma unroll
-            for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);
-            if (leader) {
-                pa_bar_arrive(EMPTY_K(s1));
-                if (n + 2 == n_hi) pa_bar_arrive(empty_q);
-            }
-            sm.step(sc, n + 1, w.full_lo, w.full_hi, corr);
-            sm90_wgmma_wait<0>();
-            sm90_pv_retired<D, BN>(o, sc, pf);
-            if (leader) pa_bar_arrive(EMPTY_V(s));
-            sm.pack(sc, pf, tag);
-        }
+        for (; n + 1 < n_hi; ++n, ++it)
+            sm90_mid_step<D, NC, BN, ST, QS>(sm, o, sc, corr, pf, w, n, n_hi, it, q_wg, k_s, v_s, bar, empty_q, leader,
+                                             tag);
         if (n < n_hi) { /* the last tile: its P V alone */
-            const int s = it % ST;
-            sm90_rescale_o<D>(o, corr);
-            pa_bar_wait(FULL_V(s), (it / ST) & 1);
-            sm90_zero_v_tail<D, NC, BN, VL, KV>(a, w, sk, n, v_s, s, tid);
-            sm90_wgmma_fence();
-            sm90_issue_pv<D, BN>(o, pf, v_s, s, tag);
-            sm90_wgmma_wait<0>();
-            sm90_pv_retired<D, BN>(o, sc, pf);
-            if (leader) pa_bar_arrive(EMPTY_V(s));
+            sm90_last_pv<D, NC, BN, ST, QS, VL, KV>(a, o, sc, corr, pf, w, sk, n, it, v_s, bar, tid, leader, tag);
             ++it;
         }
         sm90_epilogue<T, NO, VL, KV>(a, w, o, sm.mrow, sm.lsum, rowc, KV ? kv.qpack : 1, lane, tag);
