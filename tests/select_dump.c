@@ -52,6 +52,17 @@ static int arena_init(arena *a, dm_kind kind)
     return 1;
 }
 
+static void arena_free(arena *a)
+{
+    for (int i = 0; i < B_COUNT; i++) {
+        if (a->kind == DM_HOST)
+            free(a->buf[i]);
+        else if (a->buf[i])
+            dm_free(a->kind, a->buf[i]);
+        a->buf[i] = NULL;
+    }
+}
+
 /* A head dim: mostly the instance dims, else any in 8..264 (odd ones too). */
 static int64_t head_dim(void)
 {
@@ -251,8 +262,11 @@ int main(int argc, char **argv)
     char why[256];
     const int gpu = dm_available(DM_CUDA, why, sizeof why);
     arena host, dev;
+    memset(&dev, 0, sizeof dev);
+    dev.kind = DM_CUDA;
     if (!arena_init(&host, DM_HOST) || (gpu && !arena_init(&dev, DM_CUDA))) {
         fprintf(stderr, "select_dump: cannot allocate the buffers\n");
+        arena_free(&host), arena_free(&dev);
         return 1;
     }
     printf("# select_dump calls=%ld memory=%s\n", calls, gpu ? "cuda (15%% host)" : "host");
@@ -286,5 +300,6 @@ int main(int argc, char **argv)
             printf(" | %s | %s | %s", sel.backend_name, sel.kernel, sel.reason);
         printf(" | err: %s | ws %s %zu | err: %s\n", qerr, portattn_status_string(ws), bytes, werr);
     }
+    arena_free(&host), arena_free(&dev);
     return 0;
 }
