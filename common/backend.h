@@ -11,8 +11,8 @@ extern "C" {
 /* What a backend's supports() decided for a call, which run() and workspace() then take as it is
  * instead of deriving it again (docs/design.md section 3): the instance it chose and what it derived
  * on the way (the route between its kernel families, the shape, the split count). Lives in the
- * caller's frame; the selector zeroes it once and the supports() that accepts the call fills what its
- * backend reads. */
+ * caller's frame; the selector zeroes it before each supports() it calls, and the supports() that
+ * accepts the call fills what its backend reads. */
 typedef struct pa_choice {
     const void *inst; /* the instance descriptor (CUDA families: a row of their pa_cuda_inst table), or NULL */
     int route;        /* which of the backend's kernel families takes the call (the backend's own codes) */

@@ -173,6 +173,15 @@ static portattn_status_t forced_present(portattn_backend_t forced, const char *b
     return PORTATTN_SUCCESS;
 }
 
+/* A backend's supports() on a zeroed choice: one that refuses after filling part of it (an instance, a
+ * route) leaves nothing behind for the next backend asked. */
+static int supports_fresh(const pa_backend *b, const pa_problem *pb, pa_choice *ch, char *kernel, size_t kn, char *why,
+                          size_t why_len)
+{
+    memset(ch, 0, sizeof *ch);
+    return b->supports(pb, ch, kernel, kn, why, why_len);
+}
+
 /* Picks the backend for a validated problem. On success *be is set and sel filled; with `explain`
  * also the kernel's name and why faster backends were passed over. A launch needs neither, and
  * wording them costs more host time than the rest of the choice, so forward takes the quiet pass
@@ -186,7 +195,6 @@ static portattn_status_t select_pass(const pa_problem *pb, const pa_backend **be
     portattn_status_t st = forced_backend(pb, &forced, &by, why, why_len);
     if (st) return st;
     memset(sel, 0, sizeof *sel);
-    memset(ch, 0, sizeof *ch);
     char text[256];
     char *t = explain ? text : NULL, *kernel = explain ? sel->kernel : NULL;
     const size_t tn = explain ? sizeof text : 0, kn = explain ? sizeof sel->kernel : 0;
@@ -195,7 +203,7 @@ static portattn_status_t select_pass(const pa_problem *pb, const pa_backend **be
         const char *name = portattn_backend_name(forced);
         const pa_backend *b;
         if ((st = forced_present(forced, by, explain, &b, why, why_len))) return st;
-        if (!b->supports(pb, ch, kernel, kn, t, tn)) {
+        if (!supports_fresh(b, pb, ch, kernel, kn, t, tn)) {
             snprintf(why, why_len, "%s (forced by %s) cannot run this call: %s", name, by, explain ? text : "");
             return refusal(why, why_len);
         }
@@ -211,7 +219,7 @@ static portattn_status_t select_pass(const pa_problem *pb, const pa_backend **be
                 skip = "not compiled in";
             else if (pa_backend_forced_only(b->id))
                 skip = "forced calls only (never run on its hardware)";
-            else if (!b->probe(t, tn) || !b->supports(pb, ch, kernel, kn, t, tn))
+            else if (!b->probe(t, tn) || !supports_fresh(b, pb, ch, kernel, kn, t, tn))
                 skip = text;
             else
                 *be = b;
@@ -323,7 +331,7 @@ portattn_status_t portattn_forward(const portattn_fwd_params_t *params, void *st
     st = be->run(&pb, &ch, stream, why, sizeof why);
     if (st) {
         pa_choice again;
-        be->supports(&pb, &again, sel.kernel, sizeof sel.kernel, NULL, 0); /* the kernel's name, for the message */
+        supports_fresh(be, &pb, &again, sel.kernel, sizeof sel.kernel, NULL, 0); /* the kernel's name, for the message */
         return pa_set_error(st, "%s (%s): %s", be->name, sel.kernel, why);
     }
     return pa_clear_error();
