@@ -405,19 +405,18 @@ int pa_cuda_fwd_ptrs_ok(const pa_problem *pb, char *why, size_t why_len)
     return pa_cuda_ptrs_ok(ptrs, sizeof ptrs / sizeof ptrs[0], why, why_len);
 }
 
-
-/* The family's head dims, ascending, for pa_fwd_instance_dim and pa_fwd_dims_ok's words. */
+/* The family's head dims, ascending, for pa_fwd_instance_dim and pa_fwd_dims_ok's words (the launchers
+ * assert that no table has more than PA_CUDA_INST_MAX rows). */
 static int inst_dims(const pa_cuda_inst *t, int n, int *dims)
 {
-    enum { most = 16 };
-    n = n < most ? n : most;
+    n = n < PA_CUDA_INST_MAX ? n : PA_CUDA_INST_MAX;
     for (int i = 0; i < n; ++i) dims[i] = t[i].d;
     return n;
 }
 
 const pa_cuda_inst *pa_cuda_inst_for(const pa_cuda_inst *t, int n, int64_t dqk, int64_t dv)
 {
-    int dims[16] = {0};
+    int dims[PA_CUDA_INST_MAX] = {0};
     n = inst_dims(t, n, dims);
     const int d = pa_fwd_instance_dim(dims, n, dqk, dv);
     for (int i = 0; i < n && d; ++i)
@@ -429,7 +428,7 @@ const pa_cuda_inst *pa_cuda_inst_ok(const pa_cuda_inst *t, int n, const pa_probl
                                     size_t why_len)
 {
     const pa_cuda_inst *in = pa_cuda_inst_for(t, n, pb->p.head_dim_qk, pb->p.head_dim_v);
-    int dims[16] = {0};
+    int dims[PA_CUDA_INST_MAX] = {0};
     if (!in) pa_fwd_dims_ok(dims, inst_dims(t, n, dims), pb, who, why, why_len);
     return in;
 }

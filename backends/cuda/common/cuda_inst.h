@@ -19,6 +19,14 @@ typedef struct pa_cuda_inst {
     int smem;           /* bytes of shared memory a block of the default shape needs */
 } pa_cuda_inst;
 
+/* Rows of an instance table, and the most a family may have (pa_cuda_inst_for's head-dim list). */
+#define PA_CUDA_ROWS(t) ((int)(sizeof(t) / sizeof((t)[0])))
+#define PA_CUDA_INST_MAX 16
+/* Beside a table of rows, its table of entry points in the same order (launchers, C++). */
+#define PA_CUDA_INST_FNS_OK(insts, fns)                                                                        \
+    static_assert(PA_CUDA_ROWS(insts) == PA_CUDA_ROWS(fns) && PA_CUDA_ROWS(insts) <= PA_CUDA_INST_MAX,         \
+                  "one entry point per instance row, at most PA_CUDA_INST_MAX rows")
+
 #ifdef __cplusplus
 extern "C" {
 #endif

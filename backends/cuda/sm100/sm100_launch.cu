@@ -24,11 +24,11 @@ static const pa_cuda_inst insts[] = {PA_SM100_LIST(SM100_ROW, "sm100")};
 #define SM100_FN(Y, D) sm100_launch_d##D,
 static const sm100_fn fns[] = {PA_SM100_LIST(SM100_FN, _)};
 #undef SM100_FN
-static_assert(sizeof insts / sizeof insts[0] == sizeof fns / sizeof fns[0], "one entry point per instance row");
+PA_CUDA_INST_FNS_OK(insts, fns);
 
 extern "C" const pa_cuda_inst *pa_sm100_instance(int64_t dqk, int64_t dv)
 {
-    for (size_t i = 0; i < sizeof insts / sizeof insts[0]; ++i)
+    for (int i = 0; i < PA_CUDA_ROWS(insts); ++i)
         if (dqk == insts[i].d && dv == insts[i].d) return &insts[i];
     return NULL;
 }

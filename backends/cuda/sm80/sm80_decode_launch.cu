@@ -18,8 +18,7 @@ typedef cudaError_t (*sm80_dec_fn)(const sm80_dec_args *, int, cudaStream_t);
 #define PA_X(D) sm80_decode_d##D,
 static const sm80_dec_fn dec_fns[] = {PA_SM80_DEC_DIMS(PA_X)};
 #undef PA_X
-#define DEC_ROWS ((int)(sizeof dec_insts / sizeof dec_insts[0]))
-static_assert(DEC_ROWS == (int)(sizeof dec_fns / sizeof dec_fns[0]), "one entry point per instance row");
+PA_CUDA_INST_FNS_OK(dec_insts, dec_fns);
 
 /* 1 and the instance in *out if the decode path takes this problem; else 0 and why. */
 static int decode_ok(const pa_problem *pb, const pa_cuda_inst **out, char *why, size_t why_len)
@@ -29,7 +28,7 @@ static int decode_ok(const pa_problem *pb, const pa_cuda_inst **out, char *why, 
     if (p->seqlen_q > PA_DECODE_MAX_SQ)
         return PA_REFUSE("decode kernel: %lld query tokens per sequence (takes <= %d)", (long long)p->seqlen_q,
                       PA_DECODE_MAX_SQ);
-    const pa_cuda_inst *in = pa_cuda_inst_ok(dec_insts, DEC_ROWS, pb, "decode kernel", why, why_len);
+    const pa_cuda_inst *in = pa_cuda_inst_ok(dec_insts, PA_CUDA_ROWS(dec_insts), pb, "decode kernel", why, why_len);
     if (!in) return 0;
     const int d = in->d;
     if (p->block_table && p->page_size < PA_SM80_DEC_MIN_PAGE)

@@ -35,14 +35,13 @@ static const sm80_fwd_fn sm80_fwd_fns[] = {PA_SM80_DIMS(PA_X)};
 #define PA_X(D) sm80_launch_paged_d##D,
 static const sm80_paged_fn sm80_paged_fns[] = {PA_SM80_PAGED_DIMS(PA_X)};
 #undef PA_X
-#define SM80_ROWS(t) ((int)(sizeof t / sizeof t[0]))
-static_assert(SM80_ROWS(fwd_insts) == SM80_ROWS(sm80_fwd_fns) && SM80_ROWS(paged_insts) == SM80_ROWS(sm80_paged_fns),
-              "one entry point per instance row");
+PA_CUDA_INST_FNS_OK(fwd_insts, sm80_fwd_fns);
+PA_CUDA_INST_FNS_OK(paged_insts, sm80_paged_fns);
 
 extern "C" const pa_cuda_inst *pa_sm80_instance(const pa_problem *pb, char *why, size_t why_len)
 {
-    return pb->kv_cache ? pa_cuda_inst_ok(paged_insts, SM80_ROWS(paged_insts), pb, "paged prefill (KV cache)", why, why_len)
-                        : pa_cuda_inst_ok(fwd_insts, SM80_ROWS(fwd_insts), pb, "cuda-sm80", why, why_len);
+    return pb->kv_cache ? pa_cuda_inst_ok(paged_insts, PA_CUDA_ROWS(paged_insts), pb, "paged prefill (KV cache)", why, why_len)
+                        : pa_cuda_inst_ok(fwd_insts, PA_CUDA_ROWS(fwd_insts), pb, "cuda-sm80", why, why_len);
 }
 
 /* A KV-cache call: the new tokens go into the cache first (same stream), then the paged instance. */

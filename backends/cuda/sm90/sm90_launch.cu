@@ -46,14 +46,13 @@ static const sm90_fwd_fn fwd_fns[] = {PA_SM90_DIMS(PA_X)};
 #define PA_X(D) sm90_launch_kv_d##D,
 static const sm90_kv_fn kv_fns[] = {PA_SM90_KV_DIMS(PA_X)};
 #undef PA_X
-#define SM90_ROWS(t) ((int)(sizeof t / sizeof t[0]))
-static_assert(SM90_ROWS(fwd_insts) == SM90_ROWS(fwd_fns) && SM90_ROWS(kv_insts) == SM90_ROWS(kv_fns),
-              "one entry point per instance row");
+PA_CUDA_INST_FNS_OK(fwd_insts, fwd_fns);
+PA_CUDA_INST_FNS_OK(kv_insts, kv_fns);
 
 extern "C" const pa_cuda_inst *pa_sm90_instance(const pa_problem *pb, char *why, size_t why_len)
 {
-    return pb->kv_cache ? pa_cuda_inst_ok(kv_insts, SM90_ROWS(kv_insts), pb, "cuda-sm90 (KV cache)", why, why_len)
-                        : pa_cuda_inst_ok(fwd_insts, SM90_ROWS(fwd_insts), pb, "cuda-sm90", why, why_len);
+    return pb->kv_cache ? pa_cuda_inst_ok(kv_insts, PA_CUDA_ROWS(kv_insts), pb, "cuda-sm90 (KV cache)", why, why_len)
+                        : pa_cuda_inst_ok(fwd_insts, PA_CUDA_ROWS(fwd_insts), pb, "cuda-sm90", why, why_len);
 }
 
 extern "C" int pa_sm90_nc(const pa_problem *pb, int d)
