@@ -256,11 +256,21 @@ struct sm80b_mask {
     __device__ __forceinline__ bool out(int ko, int ro) const { return ko - ro < lo || ko - ro > hi || ko >= kl || ro >= rl; }
 };
 
+/* The thread's two words of (m, j) (keys g and g + 8 of the 16-key tile m, rows 8 j + 2 t..) into a
+ * shared P^T or dS^T tile (128-byte rows), `st` the offset of its (0, 0) word: j moves it by a chunk,
+ * an XOR. */
+__device__ __forceinline__ void sm80b_store_pair(uint8_t *smem, uint32_t st, int m, int j, const uint32_t *w)
+{
+    const uint32_t o = (st ^ (uint32_t)(j << 4)) + m * 16 * 128;
+    *(uint32_t *)(smem + o) = w[0];
+    *(uint32_t *)(smem + o + 8 * 128) = w[1];
+}
+
 /* P^T = 2^(S^T scaled - LSE_2) for the warp's keys x rows, masked, in place; in 16 bits as A fragments pp
  * and into shared P^T (for the warp of the same keys, which takes the other dims). Under softcap the
  * score's derivative 1 - tanh^2 is folded into the fp32 P^T after packing (dS needs it, dV not). Element
  * (m, j, e): key n0 + kw + 16 m + g + 8 (e >> 1), row m0 + r0 + 8 j + 2 t + (e & 1). `st`: the byte
- * offset of the thread's (m, j) = (0, 0) word in the shared tile; j moves it by a chunk, an XOR. MASK
+ * offset of the thread's (m, j) = (0, 0) word in the shared tile (sm80b_store_pair). MASK
  * (a tile some element of which is masked) and TRANSFORM (a score map other than a scale: softcap) are
  * compile-time, so that the common tile runs neither test per element. */
 template <typename T, bool MASK, bool TRANSFORM, int MX, int NQ>
@@ -295,9 +305,7 @@ __device__ __forceinline__ void sm80b_probs(float (&p)[MX][NQ][4], uint32_t (&pp
             uint32_t *lo = &pp[m][j >> 1][(j & 1) * 2];
             lo[0] = pa_pack(p[m][j][0], p[m][j][1], T());
             lo[1] = pa_pack(p[m][j][2], p[m][j][3], T());
-            const uint32_t o = (st ^ (uint32_t)(j << 4)) + m * 16 * 128;
-            *(uint32_t *)(smem + o) = lo[0];
-            *(uint32_t *)(smem + o + 8 * 128) = lo[1];
+            sm80b_store_pair(smem, st, m, j, lo);
 #pragma unroll
             for (int e = 0; e < 4; ++e) p[m][j][e] *= fac[e];
         }
@@ -317,9 +325,7 @@ __device__ __forceinline__ void sm80b_dscores(uint32_t (&pp)[MX][NQ / 2][4], con
             uint32_t *lo = &pp[m][j >> 1][(j & 1) * 2];
             lo[0] = pa_pack(p[m][j][0] * (dp[m][j][0] - d2.x), p[m][j][1] * (dp[m][j][1] - d2.y), T());
             lo[1] = pa_pack(p[m][j][2] * (dp[m][j][2] - d2.x), p[m][j][3] * (dp[m][j][3] - d2.y), T());
-            const uint32_t o = (st ^ (uint32_t)(j << 4)) + m * 16 * 128;
-            *(uint32_t *)(smem + o) = lo[0];
-            *(uint32_t *)(smem + o + 8 * 128) = lo[1];
+            sm80b_store_pair(smem, st, m, j, lo);
         }
 }
 
