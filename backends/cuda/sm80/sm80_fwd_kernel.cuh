@@ -188,11 +188,11 @@ template <typename T, int D, int BN, int NT, bool PAGED> struct sm80_kv_loader {
 
 /* S = Q K_n^T for the warp's MT row tiles (rows row0.. of the Q tile at sq_base): Q fragments by
  * ldmatrix, K as the col-major B operand; each K fragment serves the warp's MT row tiles. Fully
- * unrolled, the loop of d128..d256 runs out of registers next to the O accumulator. */
-template <typename T, int D, int MT, int BN> __device__ __forceinline__ void
+ * unrolled (WHOLE), the loop of d128..d256 runs out of registers next to the O accumulator. */
+template <typename T, int D, int MT, int BN, bool WHOLE> __device__ __forceinline__ void
 sm80_scores(float (&s)[MT][BN / 8][4], uint32_t sq_base, int row0, uint32_t kt, int lane, T tag)
 {
-    constexpr int NS = BN / 8, PITCH = (D / 8 + 7) / 8 * 8, QK_UNROLL = D > 64 ? 2 : D / 16;
+    constexpr int NS = BN / 8, PITCH = (D / 8 + 7) / 8 * 8, QK_UNROLL = WHOLE || D <= 64 ? D / 16 : 2;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -248,46 +248,54 @@ sm80_score_map(float (&s)[MT][BN / 8][4], const sm80_args &a, bool full, int n, 
     }
 }
 
-/* Online softmax, base 2. A row with nothing visible yet keeps max -inf; its exponent base is taken
- * as 0 so that no -inf - -inf appears. P is packed straight into the A fragments of the P V product
- * (one per 16 keys); O is rescaled only when some row of the warp raised its max (rare once it
- * settles). */
-template <typename T, int MT, int NS, int NO> __device__ __forceinline__ void
-sm80_softmax_step(const float (&s)[MT][NS][4], uint32_t (&pf)[MT][NS / 2][4], float (&mrow)[MT][2],
-                  float (&lsum)[MT][2], float (&acc)[MT][NO][4], float mult, T tag)
+/* Row max of tile mt over this tile's scores and the previous max: the exponent base of its rows and
+ * the factor that rescales their O and row sums. A row with nothing visible yet keeps max -inf; its
+ * base is taken as 0 so that no -inf - -inf appears. */
+template <int MT, int NS> __device__ __forceinline__ void
+sm80_row_max(const float (&s)[MT][NS][4], int mt, float (&mrow)[MT][2], float (&lsum)[MT][2], float (&base)[2],
+             float (&corr)[MT][2], bool &rescale, float mult)
 {
-    bool rescale = false;
-    float corr[MT][2];
+    float mnew[2] = {mrow[mt][0], mrow[mt][1]};
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-        float mnew[2] = {mrow[mt][0], mrow[mt][1]}, base[2];
-#pragma unroll
-        for (int j = 0; j < NS; ++j) {
-            mnew[0] = fmaxf(mnew[0], fmaxf(s[mt][j][0], s[mt][j][1]));
-            mnew[1] = fmaxf(mnew[1], fmaxf(s[mt][j][2], s[mt][j][3]));
-        }
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 1));
-            mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 2));
-            base[r] = mnew[r] == -INFINITY ? 0.f : mnew[r] * mult;
-            corr[mt][r] = pa_ex2(mrow[mt][r] * mult - base[r]); /* 1 if the max held, 0 from -inf */
-            rescale |= corr[mt][r] != 1.f;
-            mrow[mt][r] = mnew[r];
-            lsum[mt][r] *= corr[mt][r];
-        }
-#pragma unroll
-        for (int j = 0; j < NS; ++j) {
-            const float p0 = pa_ex2(fmaf(s[mt][j][0], mult, -base[0]));
-            const float p1 = pa_ex2(fmaf(s[mt][j][1], mult, -base[0]));
-            const float p2 = pa_ex2(fmaf(s[mt][j][2], mult, -base[1]));
-            const float p3 = pa_ex2(fmaf(s[mt][j][3], mult, -base[1]));
-            lsum[mt][0] += p0 + p1;
-            lsum[mt][1] += p2 + p3;
-            pf[mt][j >> 1][(j & 1) * 2 + 0] = pa_pack(p0, p1, tag);
-            pf[mt][j >> 1][(j & 1) * 2 + 1] = pa_pack(p2, p3, tag);
-        }
+    for (int j = 0; j < NS; ++j) {
+        mnew[0] = fmaxf(mnew[0], fmaxf(s[mt][j][0], s[mt][j][1]));
+        mnew[1] = fmaxf(mnew[1], fmaxf(s[mt][j][2], s[mt][j][3]));
     }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 1));
+        mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 2));
+        base[r] = mnew[r] == -INFINITY ? 0.f : mnew[r] * mult;
+        corr[mt][r] = pa_ex2(mrow[mt][r] * mult - base[r]); /* 1 if the max held, 0 from -inf */
+        rescale |= corr[mt][r] != 1.f;
+        mrow[mt][r] = mnew[r];
+        lsum[mt][r] *= corr[mt][r];
+    }
+}
+
+/* P = 2^(s * mult - base) of tile mt into the row sums and, packed, the A fragments of the P V product
+ * (one per 16 keys). */
+template <typename T, int MT, int NS> __device__ __forceinline__ void
+sm80_exp_pack(const float (&s)[MT][NS][4], int mt, const float (&base)[2], uint32_t (&pf)[MT][NS / 2][4],
+              float (&lsum)[MT][2], float mult, T tag)
+{
+#pragma unroll
+    for (int j = 0; j < NS; ++j) {
+        const float p0 = pa_ex2(fmaf(s[mt][j][0], mult, -base[0]));
+        const float p1 = pa_ex2(fmaf(s[mt][j][1], mult, -base[0]));
+        const float p2 = pa_ex2(fmaf(s[mt][j][2], mult, -base[1]));
+        const float p3 = pa_ex2(fmaf(s[mt][j][3], mult, -base[1]));
+        lsum[mt][0] += p0 + p1;
+        lsum[mt][1] += p2 + p3;
+        pf[mt][j >> 1][(j & 1) * 2 + 0] = pa_pack(p0, p1, tag);
+        pf[mt][j >> 1][(j & 1) * 2 + 1] = pa_pack(p2, p3, tag);
+    }
+}
+
+/* O *= corr row by row, when some row of the warp needs it (rare once the maxima settle). */
+template <int MT, int NO> __device__ __forceinline__ void
+sm80_rescale(float (&acc)[MT][NO][4], const float (&corr)[MT][2], bool rescale)
+{
     if (__any_sync(0xffffffffu, rescale)) {
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
@@ -296,6 +304,31 @@ sm80_softmax_step(const float (&s)[MT][NS][4], uint32_t (&pf)[MT][NS / 2][4], fl
                 acc[mt][j][0] *= corr[mt][0], acc[mt][j][1] *= corr[mt][0];
                 acc[mt][j][2] *= corr[mt][1], acc[mt][j][3] *= corr[mt][1];
             }
+    }
+}
+
+/* Online softmax, base 2: each row tile's max, then its exponentials, and O rescaled after them; or
+ * (RESCALE_FIRST) every max, O rescaled, then the exponentials, so that the branch sits ahead of the
+ * stretch from the first exponential to the last P V MMA. */
+template <typename T, int MT, int NS, int NO, bool RESCALE_FIRST> __device__ __forceinline__ void
+sm80_softmax_step(const float (&s)[MT][NS][4], uint32_t (&pf)[MT][NS / 2][4], float (&mrow)[MT][2],
+                  float (&lsum)[MT][2], float (&acc)[MT][NO][4], float mult, T tag)
+{
+    bool rescale = false;
+    float base[MT][2], corr[MT][2];
+    if constexpr (RESCALE_FIRST) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) sm80_row_max<MT, NS>(s, mt, mrow, lsum, base[mt], corr, rescale, mult);
+        sm80_rescale<MT, NO>(acc, corr, rescale);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) sm80_exp_pack<T, MT, NS>(s, mt, base[mt], pf, lsum, mult, tag);
+    } else {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+            sm80_row_max<MT, NS>(s, mt, mrow, lsum, base[mt], corr, rescale, mult);
+            sm80_exp_pack<T, MT, NS>(s, mt, base[mt], pf, lsum, mult, tag);
+        }
+        sm80_rescale<MT, NO>(acc, corr, rescale);
     }
 }
 
@@ -369,6 +402,17 @@ sm80_epilogue(const sm80_args &a, uint8_t *smem, T *oh, float (&acc)[MT][D / 8][
     }
 }
 
+/* The tile loop's second wait: V_n landed for every thread and every warp is done with K_n, whose slot
+ * then takes K_{n+STAGES}. One commit group either way, so that the wait counts hold on every path. */
+template <int STAGES, typename LD> __device__ __forceinline__ void
+sm80_wait_v_load_k(const LD &ld, uint32_t kt, bool more, int n_next)
+{
+    sm80_cp_async_wait<2 * STAGES - 2>();
+    __syncthreads();
+    if (more) ld.k(kt, n_next);
+    sm80_cp_async_commit();
+}
+
 template <typename T, int D, int MT, int BN, int NW, int STAGES, int MINB, bool PAGED>
 __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, const pa_kv_args kv)
 {
@@ -376,6 +420,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, con
     constexpr int WR = 16 * MT, BM = WR * NW;                  /* query rows per warp, per CTA */
     constexpr int QB = BM * PITCH * 16, KVB = BN * PITCH * 16; /* bytes of the Q tile, of one K or V tile */
     constexpr int NS = BN / 8, NO = D / 8;                     /* 8-wide column tiles of S and of O */
+    constexpr int SCHED = PA_SM80_SCHED(D);
     static_assert(D % 16 == 0 && BN % 16 == 0, "tile shape");
     static_assert(BN == PA_SM80_BN(D) && STAGES == PA_SM80_STAGES(D), "instance shape");
     static_assert(QB + 2 * STAGES * KVB == PA_SM80_SMEM_SHAPE(D, BM, BN, STAGES), "smem size");
@@ -465,15 +510,15 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, con
 
             float s[MT][NS][4];
             const uint32_t kt = sk_base + slot * KVB;
-            sm80_scores<T, D, MT, BN>(s, sq_base, warp * WR, kt, lane, tag);
+            sm80_scores<T, D, MT, BN, (SCHED & PA_SM80_QK_WHOLE) != 0>(s, sq_base, warp * WR, kt, lane, tag);
             sm80_score_map<MT, BN>(s, a, n >= full_lo && n < full_hi, n, lane, kdiag, dlo, dhi, sk);
-            uint32_t pf[MT][NS / 2][4];
-            sm80_softmax_step<T, MT, NS, NO>(s, pf, mrow, lsum, acc, a.mult, tag);
 
-            sm80_cp_async_wait<2 * STAGES - 2>(); /* V_n landed for this thread */
-            __syncthreads();                      /* ... for all; every warp is done with K_n */
-            if (n + STAGES < n_hi) ld.k(kt, n + STAGES);
-            sm80_cp_async_commit();
+            /* The second wait: V_n landed (issued a tile ago), every warp is done with K_n; before
+             * the softmax (EARLY_V) or after it. */
+            if constexpr ((SCHED & PA_SM80_EARLY_V) != 0) sm80_wait_v_load_k<STAGES>(ld, kt, n + STAGES < n_hi, n + STAGES);
+            uint32_t pf[MT][NS / 2][4];
+            sm80_softmax_step<T, MT, NS, NO, (SCHED & PA_SM80_RESCALE_FIRST) != 0>(s, pf, mrow, lsum, acc, a.mult, tag);
+            if constexpr ((SCHED & PA_SM80_EARLY_V) == 0) sm80_wait_v_load_k<STAGES>(ld, kt, n + STAGES < n_hi, n + STAGES);
             sm80_pv<T, D, MT, BN>(acc, pf, sv_base + slot * KVB, lane, tag);
         }
         sm80_cp_async_wait<0>(); /* with no key tile, Q may still be landing */

@@ -21,7 +21,7 @@ extern "C" int pa_sm80_block_rows(int d)
 
 /* The instance tables and, in the same row order, the instance files' entry points: both from
  * sm80_instances.h. Each row's shared memory is its default shape's (d256: the 128-row one). */
-#define SM80_FWD_ROW(Y, D, BM, BN, W, ST) {Y, D, BM, BN, W, ST, PA_SM80_SMEM_SHAPE(D, BM, BN, ST)},
+#define SM80_FWD_ROW(Y, D, BM, BN, W, ST, SC) {Y, D, BM, BN, W, ST, PA_SM80_SMEM_SHAPE(D, BM, BN, ST)},
 #define SM80_PAGED_ROW(Y, D) {Y, D, PA_SM80_BM(D), PA_SM80_BN(D), PA_SM80_WARPS(D), PA_SM80_STAGES(D), PA_SM80_SMEM_BYTES(D)},
 static const pa_cuda_inst fwd_insts[] = {PA_SM80_FWD_LIST(SM80_FWD_ROW, "sm80")};
 static const pa_cuda_inst paged_insts[] = {PA_SM80_PAGED_LIST(SM80_PAGED_ROW, "sm80-paged")};
