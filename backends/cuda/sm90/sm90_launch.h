@@ -46,7 +46,7 @@
 /* Dynamic shared memory: QS Q tiles, ST K and V slots, the barriers, QS + 1 work items of 64 bytes
  * (the producer's handoff to the consumers) with a barrier each, and 1 KB to align the tiles. */
 #define PA_SM90_SMEM_SHAPE(d, nc, bn, st)                                                               \
-    (PA_SM90_QS(d) * PA_SM90_BM_NC(nc) * (d) * 2 + 2 * (st) * (bn) * (d) * 2 +                      \
+    (PA_SM90_QS(d) * PA_SM90_BM_NC(nc) * PA_SM90_DA(d) * 2 + 2 * (st) * (bn) * PA_SM90_DA(d) * 2 +  \
      8 * (2 * PA_SM90_QS(d) + 4 * (st)) + 72 * (PA_SM90_QS(d) + 1) + 1024)
 #define PA_SM90_SMEM(d) PA_SM90_SMEM_SHAPE(d, PA_SM90_NC(d), PA_SM90_BN(d), PA_SM90_STAGES(d))
 /* The KV-cache instances: d128 with three K/V slots (225 KB). Over a page pool a tile is several TMA
