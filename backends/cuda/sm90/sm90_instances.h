@@ -3,8 +3,8 @@
  * generated from (docs/design.md section 8). A new head dim is a row here and its instance file
  * (sm90_fwd_d<D>.cu or sm90_fwd_kv_d<D>.cu, which CMake finds by name); D a multiple of 32, its shared
  * memory rows whole 64-column blocks (the TMA's boxes and the 128-byte swizzle: PA_SM90_DA), new wgmma N
- * sizes from tools/gen_sm90_wgmma.py. D32 and d96 compute only their own columns (Q K^T D / 16 steps
- * deep, P V N = D wide) in the shared-memory layout of the next multiple of 64. Rows ascend by D: a call runs on
+ * sizes from tools/gen_sm90_wgmma.py. D32, d96, d160 and d224 compute only their own columns (Q K^T
+ * D / 16 steps deep, P V N = D wide) in the shared-memory layout of the next multiple of 64. Rows ascend by D: a call runs on
  * the smallest instance that holds both of its head dims. Plain C; why these shapes: sm90_launch.h. */
 #ifndef PORTATTN_SM90_INSTANCES_H
 #define PORTATTN_SM90_INSTANCES_H
@@ -23,7 +23,9 @@
     X(Y, 64, 128, 3, 3, 2)                                                                                   \
     X(Y, 96, 128, PA_SM90_STAGES_D128, 2, 0)                                                                 \
     X(Y, 128, 128, PA_SM90_STAGES_D128, 2, 0)                                                                \
+    X(Y, 160, 112, 2, 2, 0)                                                                                  \
     X(Y, 192, 112, 2, 2, 0)                                                                                  \
+    X(Y, 224, 64, 2, 2, 0)                                                                                   \
     X(Y, 256, 64, 2, 2, 0)
 
 /* Over a KV cache: X(Y, D, STAGES), the dense row of the same D's shape with its own ring depth. */
