@@ -5,7 +5,7 @@
 # name in hex), so it is made from another one in OUTDIR, beside links to the other device libraries.
 # Prints the compiler flag to use (--rocm-device-lib-path=OUTDIR), or nothing when the installed device
 # libraries have the file; exit 1 when it cannot be made. Used by CMake (cmake/portattn_hip.cmake) and
-# tests/isa_gate_hip.sh.
+# tests/isa/isa_gate_hip.sh.
 # usage: hip_devlibs.sh OUTDIR gfxNNN
 set -uo pipefail
 out=${1:?output dir}

@@ -1,6 +1,6 @@
 /* The generic forward kernel, one source for every vendor: cuda-generic's kernel (GPU oracle and
  * fallback, backends/cuda/generic/generic_fwd.cu) and the HIP backends' fallback
- * (backends/hip/hipgen.hip, and its CPU simulation in tests/hip_fake). One warp per query row,
+ * (backends/hip/hipgen.hip, and its CPU simulation in tests/sim/hip_fake). One warp per query row,
  * KT-key tiles staged in shared memory as fp32, online softmax in fp32. Simple on purpose: every
  * feature and dtype, not speed.
  *

@@ -1,6 +1,6 @@
 /* A forward kernel's view of a KV cache (the KV-cache instances of cuda-sm80 and cuda-sm90): what
  * they read besides pa_fwd_args, and the page-address arithmetic of a K/V row. Plain C with
- * host+device inline functions (problem.h's PA_HD), so that tests/test_sm80_pages.c checks the very
+ * host+device inline functions (problem.h's PA_HD), so that tests/sim/test_sm80_pages.c checks the very
  * function the kernels call. */
 #ifndef PORTATTN_KV_ARGS_H
 #define PORTATTN_KV_ARGS_H

@@ -1,6 +1,6 @@
 /* hip-cdna's split-KV decode: the launch shape and everything its kernels read, resolved on the host
  * (cdna_decode_host.c) from a validated problem. Plain C: the hipcc entry points (cdna_decode.hip),
- * the host and the CPU-simulated device (tests/hip_fake) share it. Design: NOTES.md, "Decode". */
+ * the host and the CPU-simulated device (tests/sim/hip_fake) share it. Design: NOTES.md, "Decode". */
 #ifndef PORTATTN_CDNA_DECODE_ARGS_H
 #define PORTATTN_CDNA_DECODE_ARGS_H
 

@@ -1,6 +1,6 @@
 /* hip-cdna's decode entry points, one list for every place that names them: the hipcc entry points
  * (cdna_decode.hip), the host's lookup and launches (hip_backend.c, cdna_decode_host.c), the
- * code-object check and the CPU-simulated device (tests/hip_fake). Plain C.
+ * code-object check and the CPU-simulated device (tests/sim/hip_fake). Plain C.
  * X(name, kind, bf16, head dim, output columns, first output column); kind: PA_CDNA_DEC_ATTN (the
  * split attention; d256 as two launches of 128 output columns, as the prefill), PA_CDNA_DEC_COMBINE
  * (the split merge) or PA_CDNA_DEC_APPEND (k_new/v_new into the cache; copies 16-bit elements). */

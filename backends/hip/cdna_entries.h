@@ -1,6 +1,6 @@
 /* The hip-cdna kernel instances, one list for every place that names them: the hipcc entry points
  * (cdna_fwd.hip), the host's lookup and launches (hip_backend.c), the code-object check
- * (tests/test_hip_code_objects.c) and the CPU-simulated device (tests/hip_fake). Plain C.
+ * (tests/isa/test_hip_code_objects.c) and the CPU-simulated device (tests/sim/hip_fake). Plain C.
  * X(name, bf16, head dim, output columns, first output column): a call runs on the smallest head dim
  * here that holds its Dqk and Dv (pa_fwd_instance_dim) and launches every instance of that dim and
  * its dtype whose first output column is below its Dv (d256: one per half of the output columns). */

@@ -3,7 +3,7 @@
  *
  * A workgroup of 4 waves owns 128 query rows of one (batch, head); each wave owns 32 of them in
  * full. K and V tiles of 32 keys go through LDS (hip_lds.h layout, conflict-free by
- * tests/test_hip_lds.c). Each wave computes S^T = K Q^T (32 keys x 32 queries): in that accumulator a
+ * tests/sim/test_hip_lds.c). Each wave computes S^T = K Q^T (32 keys x 32 queries): in that accumulator a
  * lane holds one query column (16 of the 32 keys; the other 16 sit in lane ^ 32), so the softmax is a
  * per-lane loop plus one xor-32 exchange, and registers 4s..4s+3 are, rounded to 16 bits, the B
  * operand (P^T) of step s of O^T += V^T P^T. Q stays in registers for the whole tile loop, as the B
@@ -14,8 +14,8 @@
  * serve every call whose head dims are multiples of 8 up to theirs: columns past the call's Dqk (Q, K)
  * and Dv (V) are never loaded and read as zeros, so S and the LSE are exact, and O's columns past Dv
  * (zeros) are never stored.
- * Built for gfx90a/gfx942 and gated by tests/isa_gate_hip.sh; the case table runs it through the
- * hip-cdna backend against tests/hip_fake's simulated gfx90a, and cdna_fwd_emu.cu builds it with
+ * Built for gfx90a/gfx942 and gated by tests/isa/isa_gate_hip.sh; the case table runs it through the
+ * hip-cdna backend against tests/sim/hip_fake's simulated gfx90a, and cdna_fwd_emu.cu builds it with
  * nvcc for an NVIDIA GPU. backends/hip/NOTES.md says how far it has been checked.
  *
  * pa_cdna_fwd_body reads top-down as the FlashAttention loop, each phase a device function (all
@@ -39,7 +39,7 @@
  * 2^-14 to zero, which would drop every weight more than 9.7 nats under the row max from O but not
  * from the sum (an attention sink over a long tail); shifted, weights down to 2^-29 (20 nats) stay
  * normal. A power of two, so the shift itself rounds nothing (one v_mul_f32 a score). */
-#ifndef PA_CDNA_P_LOG2 /* tests/hip_sim/test_hip_cdna_flush_sim.cpp builds the kernel without it (0) */
+#ifndef PA_CDNA_P_LOG2 /* tests/sim/hip_sim/test_hip_cdna_flush_sim.cpp builds the kernel without it (0) */
 #define PA_CDNA_P_LOG2 15
 #endif
 

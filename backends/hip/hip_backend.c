@@ -7,7 +7,7 @@
  * decline by its shape (f32, odd head dims, serving calls, any strides, ...) to hip-generic
  * (hipgen_kernel.h, cuda-generic's source: code objects of their own, launched by hipgen_host.c).
  *
- * Both pass the full case table through this file against tests/hip_fake's simulated device, so the
+ * Both pass the full case table through this file against tests/sim/hip_fake's simulated device, so the
  * selector picks them on an AMD GPU; the backend detail says what they have not been through
  * (README, backends/hip/NOTES.md). */
 #include <pthread.h>

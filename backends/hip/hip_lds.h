@@ -1,6 +1,6 @@
 /* LDS (shared memory) layout of the HIP kernels, derived from one bank model per target.
  * Plain C, for the host tests and for HIP device code alike; the kernels take every LDS address from
- * the functions below, so the bank-conflict proof (tests/test_hip_lds.c) checks the addresses the
+ * the functions below, so the bank-conflict proof (tests/sim/test_hip_lds.c) checks the addresses the
  * kernels use, not a copy of them.
  *
  * Tiles hold rows of head-dim elements (f16/bf16) as 16-byte chunks. Chunk c of row r is stored at
@@ -41,7 +41,7 @@ PA_LDS_FN int pa_lds_chunk_addr(const pa_lds_model *m, int row, int ch, int chun
     if (share > 1) {
         /* q = (row / share) % chunks with bits 1 and 2 swapped: the V gathers of P.V read keys
          * k and k + 4 (32x32) or k, k + 4, k + 8, k + 12 (16x16) in one phase, which must land on
-         * different chunk groups (tests/test_hip_lds.c proves it for d64 on 64 banks) */
+         * different chunk groups (tests/sim/test_hip_lds.c proves it for d64 on 64 banks) */
         const int q = (row / share) % chunks;
         x = (q & ~6) | ((q & 2) << 1) | ((q & 4) >> 1);
     }
@@ -80,7 +80,7 @@ PA_LDS_FN int pa_lds_v_half_addr(const pa_lds_model *m, int lane, int mn, int ke
 /* ---- RDNA3 (gfx1100, wave32; rdna3_fwd_kernel.h) ------------------------------------------------
  * RDNA3's bank count is not verified (docs/design.md section 9: 32 x 4 B per CU half, community
  * notes), so its tiles use one layout that must be conflict-free under two models at once, `lo` (32
- * banks) and `hi` (64 banks), each with its own phases (tests/test_hip_lds.c checks both). The XOR
+ * banks) and `hi` (64 banks), each with its own phases (tests/sim/test_hip_lds.c checks both). The XOR
  * x(row) is derived from the two periods: rows of at least hi's period take row % P_hi (whose low
  * bits are row % P_lo); shorter rows (d64: 8 chunks, `share` = 2 rows per 64-bank row) take
  * (row % chunks) ^ ((row / chunks) % share): distinct over each aligned run of `chunks` rows (what 32
@@ -107,7 +107,7 @@ PA_LDS_FN int pa_lds_rdna3_store_addr(const pa_lds_model *lo, const pa_lds_model
  * chunks 2 * kstep and 2 * kstep + 1; row0 is a multiple of 16, the period of the RDNA3 XOR. Written
  * as one per-lane base XOR the chunk's byte offset, plus the row0 term: the kernel keeps one address
  * register for every K and Q read (per-chunk addresses, hoisted out of the key loop, spilled on
- * clang-15). tests/test_hip_lds.c checks it against pa_lds_rdna3_chunk_addr. */
+ * clang-15). tests/sim/test_hip_lds.c checks it against pa_lds_rdna3_chunk_addr. */
 PA_LDS_FN int pa_lds_wmma_lane_base(const pa_lds_model *lo, const pa_lds_model *hi, int lane, int chunks)
 {
     return pa_lds_rdna3_chunk_addr(lo, hi, lane % 16, 0, chunks);
@@ -127,7 +127,7 @@ PA_LDS_FN int pa_lds_wmma_addr(const pa_lds_model *lo, const pa_lds_model *hi, i
  * constant in the unrolled gather, the first is the instruction's offset field and the kernel keeps
  * just two address registers (the generic chunk address per key and lane spilled on clang-15). It is
  * chunk (c0 + h) ^ x with c0 = col0 / 8 even and h = (l / 8) % 2, i.e. (c0 ^ x) + h or - h as bit 0 of
- * x is clear or set; tests/test_hip_lds.c checks it against pa_lds_rdna3_chunk_addr. */
+ * x is clear or set; tests/sim/test_hip_lds.c checks it against pa_lds_rdna3_chunk_addr. */
 PA_LDS_FN int pa_lds_wmma_v_key_addr(const pa_lds_model *lo, const pa_lds_model *hi, int key, int col0, int chunks)
 {
     return pa_lds_rdna3_chunk_addr(lo, hi, key, col0 / 8, chunks); /* (c0 ^ x): byte address of the lane-0 chunk */

@@ -2,7 +2,7 @@
  * from docs/design.md section 9 (checked element by element against AMD's matrix instruction
  * calculator). A is M x K, B is K x N, C/D is M x N; "item" is the element's index in the lane's
  * operand vector (half4: items 0..3; float16: regs 0..15). Plain C for host tests and device code;
- * tests/test_hip_layout.c checks them against the documented examples and for being bijections. */
+ * tests/sim/test_hip_layout.c checks them against the documented examples and for being bijections. */
 #ifndef PORTATTN_HIP_MFMA_LAYOUT_H
 #define PORTATTN_HIP_MFMA_LAYOUT_H
 

@@ -1,6 +1,6 @@
 /* The wave primitives of the HIP kernels, in one place: the real AMD builtins under hipcc
  * (hip_wave_amd.h), and an exact emulation under nvcc or on the CPU (emu/hip_wave_emu.h), so that
- * the same kernel source runs on an NVIDIA GPU or as CPU fibers (tests/hip_fake): a 64-lane wave as
+ * the same kernel source runs on an NVIDIA GPU or as CPU fibers (tests/sim/hip_fake): a 64-lane wave as
  * 64 consecutive threads, MFMA computed from the lane maps of hip_mfma_layout.h, cross-lane
  * exchanges through shared memory. The kernels use nothing wave-level outside this header, so the
  * emulated and the real paths differ only here.

@@ -1,6 +1,6 @@
 /* The hip-generic kernel instances, one list for every place that names them: the entry points
  * (hipgen.hip), the host's lookup and launches (hipgen_host.c), the code-object check
- * (tests/test_hip_code_objects.c) and the CPU-simulated device (tests/hip_fake). Plain C.
+ * (tests/isa/test_hip_code_objects.c) and the CPU-simulated device (tests/sim/hip_fake). Plain C.
  * X(name, kind): the forward in each dtype, and the KV-cache append by element size; in kind order,
  * so that a kind indexes the functions the host looks up in list order. */
 #ifndef PORTATTN_HIPGEN_ENTRIES_H

@@ -2,7 +2,7 @@
  * dims that are not multiples of 8, packed queries over a KV cache, the KV-cache calls hip-rdna3's
  * WMMA kernel and hip-cdna's decode kernel decline, any strides). It is cuda-generic's kernel
  * (common/gen_fwd_body.h) on the vocabulary below: the AMD builtins under hipcc, with W the target's
- * wave (64 on CDNA, 32 on RDNA), and an exact CPU model of them for tests/hip_fake
+ * wave (64 on CDNA, 32 on RDNA), and an exact CPU model of them for tests/sim/hip_fake
  * (emu/hipgen_vocab_emu.h).
  * Instances: hipgen_entries.h. */
 #ifndef PORTATTN_HIPGEN_KERNEL_H

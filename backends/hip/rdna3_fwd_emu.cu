@@ -1,6 +1,6 @@
 /* The hip-rdna3 kernel source compiled by nvcc against the wave emulation of hip_wave.h (a wave32 is
  * one NVIDIA warp of 32 consecutive threads): the same launch shape as rdna3_fwd.hip. Built by
- * tests/isa_gate_hip.sh; not yet run on a GPU (no library backend uses it). */
+ * tests/isa/isa_gate_hip.sh; not yet run on a GPU (no library backend uses it). */
 #include "rdna3_entries.h"
 #include "rdna3_fwd_kernel.h"
 #include "hip_grid.h"
@@ -16,7 +16,7 @@ extern "C" cudaError_t pa_hip_rdna3_emu_launch(const pa_fwd_args *a, int bf16, i
     void *args[] = {&arg};
     cudaError_t e = cudaSuccess;
     /* d256 is left out: its 44 KiB of LDS plus the emulation's scratch pass CUDA's 48 KiB of static
-     * shared memory (it runs on the CPU simulation, tests/hip_fake); its entries name a d64 stand-in
+     * shared memory (it runs on the CPU simulation, tests/sim/hip_fake); its entries name a d64 stand-in
      * so that the list compiles */
 #define LAUNCH(name, b16, dk, dn, c0)                                                                         \
     if (e == cudaSuccess && dk == d && b16 == bf16 && c0 < a->dv)                                             \

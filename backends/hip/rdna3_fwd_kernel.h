@@ -4,7 +4,7 @@
  *
  * A workgroup of 4 wave32s owns 64 query rows of one (batch, head); each wave owns 16 of them in
  * full. The block's Q rows and tiles of K and V go through LDS (hip_lds.h's RDNA3 layout, conflict-free
- * under both a 32- and a 64-bank model by tests/test_hip_lds.c); a tile is 32 keys (two WMMA blocks)
+ * under both a 32- and a 64-bank model by tests/sim/test_hip_lds.c); a tile is 32 keys (two WMMA blocks)
  * at d64/d128 and 16 at d256 (PA_RDNA3_BN_OF). Per 16-key block each wave computes S^T = K Q^T (16
  * keys x 16 queries): in the f32 accumulator lane l holds query l % 16 and keys 2r + l / 16 (reg r),
  * so the softmax is a per-lane loop plus one xor-16 exchange. K rows (A) are read from LDS, two
@@ -22,13 +22,13 @@
  * Register budget: gfx1100 is built by clang 17+ (clang-19 here), which gives a wave up to 256 VGPRs
  * (clang-15 stopped at 128: it forced Q re-reads from LDS, 16-key tiles and d256 as four launches).
  * Under clang-19: 169-170 VGPRs at d64, 249 at d128, 254 at d256 (O^T alone is 128 there), no spills;
- * tests/isa_gate_hip.sh requires 0 spills and 0 scratch. Per-lane LDS addresses are still recomputed
+ * tests/isa/isa_gate_hip.sh requires 0 spills and 0 scratch. Per-lane LDS addresses are still recomputed
  * every tile from pa_opaque values rather than hoisted (a clang-15 measure, kept: d128 and d256 sit
  * at the 256-VGPR ceiling).
  *
- * Built for gfx1100 and gated by tests/isa_gate_hip.sh; the same source runs on the CPU under the
- * emulation (the case table through the hip-rdna3 backend against tests/hip_fake, and
- * tests/hip_sim/test_hip_rdna3_sim.cpp). backends/hip/NOTES.md says how far it has been checked. */
+ * Built for gfx1100 and gated by tests/isa/isa_gate_hip.sh; the same source runs on the CPU under the
+ * emulation (the case table through the hip-rdna3 backend against tests/sim/hip_fake, and
+ * tests/sim/hip_sim/test_hip_rdna3_sim.cpp). backends/hip/NOTES.md says how far it has been checked. */
 #ifndef PORTATTN_RDNA3_FWD_KERNEL_H
 #define PORTATTN_RDNA3_FWD_KERNEL_H
 

@@ -7,7 +7,7 @@
  * read or written out of bounds; descriptions too large to back with memory are only passed when
  * validation must reject them (int64 or address-space overflow). Each call goes through all three
  * entry points, which must agree (status and message); a failure must carry a message; and an
- * accepted call of modest size must match the independent reference (tests/naive_ref.c) on
+ * accepted call of modest size must match the independent reference (tests/cases/naive_ref.c) on
  * pseudo-random inputs with poisoned outputs. Any violation aborts (a finding). */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* One wave of each matrix and cross-lane instruction the HIP kernels use, written once against
  * hip_wave.h, so that the same body runs the real instruction (hipcc, amd_probe.hip) and the
- * project's emulation of it (amd_probe_emu.cpp, the CPU fibers of tests/hip_fake). Lane l reads its
+ * project's emulation of it (amd_probe_emu.cpp, the CPU fibers of tests/sim/hip_fake). Lane l reads its
  * operands from in[] and writes its results to out[] at fixed per-lane offsets; the host compares the
  * two runs bit for bit. A single workgroup of one wave: 64 threads (CDNA) or 32 (RDNA3). */
 #ifndef PORTATTN_AMD_WAVE_PROBES_H

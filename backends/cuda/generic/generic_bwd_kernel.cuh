@@ -1,5 +1,5 @@
 /* cuda-generic backward kernels (launched by generic_bwd.cu; also compiled on the CPU by
- * tests/generic_sim): the GPU gradient oracle, correct for every feature and dtype, not fast.
+ * tests/sim/generic_sim): the GPU gradient oracle, correct for every feature and dtype, not fast.
  * Same math as the CPU backward (common/cpu_bwd.c) in fp32: P = exp(S - LSE) from the forward's LSE,
  * D = rowsum(dO * O), dS = P * (dP - D) times the softcap derivative.
  * Two kernels, one warp per output row, each lane holding head dims lane, lane + 32, ...:

@@ -1,6 +1,6 @@
 /* The cuda-sm100 forward kernel (FlashAttention-4 / cuDNN structure, 1 CTA), included by one .cu per
  * head dim and built for sm_100a and sm_103a (unchanged also for sm_90a in the emulation build and
- * for the host in tests/sm100_sim). NEVER RUN ON A B200/B300: see NOTES.md for what is verified.
+ * for the host in tests/sim/sm100_sim). NEVER RUN ON A B200/B300: see NOTES.md for what is verified.
  *
  * A CTA owns 2 x 128 query rows (two Q tiles) of one (batch, head) and runs 10 warps:
  *   warps 0-3 softmax of Q tile 0, warps 4-7 softmax of tile 1 (one thread per row: warp w reads

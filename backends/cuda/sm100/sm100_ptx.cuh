@@ -15,7 +15,7 @@
  * sm_103a keeps them all on its faster SFU. The simulation and the emulation build take the sm_100a
  * path, so that the tests cover the polynomial. */
 #if defined(PA_SM100_HOST_SIM)
-/* CPU simulation (tests/sm100_sim/test_sm100_sim.cpp): the wrappers are the test's, on the host. */
+/* CPU simulation (tests/sim/sm100_sim/test_sm100_sim.cpp): the wrappers are the test's, on the host. */
 #define PA_SM100_DEVICE 1
 #define PA_SM100_EXP2_FMA 1
 #elif defined(PA_SM100_EMULATE)

@@ -1,6 +1,6 @@
 /* cuda-sm100: an exact software model of the tcgen05 operations the kernel uses, for the emulation
  * build (the kernel source on sm_90 with these in place of the tcgen05 instructions) and for
- * the CPU test of the emulator itself (tests/test_sm100_emu.c). __host__ __device__, plain C.
+ * the CPU test of the emulator itself (tests/sim/test_sm100_emu.c). __host__ __device__, plain C.
  *
  * What it models (PTX ISA, tcgen05 sections):
  * - TMEM: 128 lanes x 512 columns of 32-bit cells; an address is (lane << 16) | column.

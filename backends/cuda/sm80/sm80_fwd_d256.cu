@@ -11,5 +11,5 @@ cudaError_t sm80_launch_d256_small(const sm80_args *a, int bf16, int64_t max_sq,
                 : sm80_launch_instance<__half, 256, BM, NW, MB>(a, max_sq, stream);
 }
 
-/* Read by the ISA gate from the PTX (tests/isa_gate_sm80.sh). */
+/* Read by the ISA gate from the PTX (tests/isa/isa_gate_sm80.sh). */
 extern "C" __device__ const int pa_sm80_smem_d256 = PA_SM80_SMEM_BYTES(256);

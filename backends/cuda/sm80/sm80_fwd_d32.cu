@@ -3,5 +3,5 @@
 
 SM80_INSTANCE_LAUNCHER(32)
 
-/* Read by the ISA gate from the PTX (tests/isa_gate_sm80.sh). */
+/* Read by the ISA gate from the PTX (tests/isa/isa_gate_sm80.sh). */
 extern "C" __device__ const int pa_sm80_smem_d32 = PA_SM80_SMEM_BYTES(32);

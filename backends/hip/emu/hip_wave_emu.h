@@ -1,5 +1,5 @@
-/* hip_wave.h's primitives emulated exactly (nvcc on an NVIDIA GPU, or the CPU fibers of tests/hip_fake
- * and the threads of tests/hip_sim): a 64-lane wave as 64 consecutive threads (32 for RDNA3's wave32),
+/* hip_wave.h's primitives emulated exactly (nvcc on an NVIDIA GPU, or the CPU fibers of tests/sim/hip_fake
+ * and the threads of tests/sim/hip_sim): a 64-lane wave as 64 consecutive threads (32 for RDNA3's wave32),
  * MFMA/WMMA computed from the lane maps of hip_mfma_layout.h, cross-lane exchanges through shared
  * memory between wave barriers. Included by hip_wave.h only; no AMD build compiles this folder. */
 #ifndef PORTATTN_HIP_WAVE_EMU_H

@@ -1,4 +1,4 @@
-/* hip-generic's vocabulary (hipgen_kernel.h) on the CPU, for tests/hip_fake (compiled with -D__CUDACC__
+/* hip-generic's vocabulary (hipgen_kernel.h) on the CPU, for tests/sim/hip_fake (compiled with -D__CUDACC__
  * and its shim first): each wave is W consecutive fibers, and cross-lane values pass through a shared
  * array between wave barriers. Included by hipgen_kernel.h only; no AMD build compiles this folder. */
 #ifndef PORTATTN_HIPGEN_VOCAB_EMU_H

@@ -42,8 +42,9 @@ if [ -n "$hits" ]; then
 fi
 
 # Tests read only what the tree keeps for them: a dated measurement under results/ may be moved or
-# pruned, so no test names one (fixed copies live in tests/data/).
-hits=$(grep -rnIE --exclude-dir=__pycache__ --exclude-dir=corpus --exclude-dir=data "results/[0-9]{4}-[0-9]{2}-" tests)
+# pruned, so no test names one (fixed copies live in tests/data/); the binding's pytest files too.
+hits=$(grep -rnIE --exclude-dir=__pycache__ --exclude-dir=corpus --exclude-dir=data "results/[0-9]{4}-[0-9]{2}-" \
+       tests python/tests)
 if [ -n "$hits" ]; then
     echo "FAIL: tests read dated files under results/:"
     echo "$hits"

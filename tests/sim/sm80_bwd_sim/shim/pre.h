@@ -19,7 +19,7 @@
 #define __align__(n)
 /* float2, float4 and uint4 as this simulation has always had them: at their members' alignment. */
 #define PA_SIM_VECTORS_UNALIGNED
-#include "cuda_runtime.h" /* the names every simulation shares (tests/sim_shim), fp16 and bf16 too */
+#include "cuda_runtime.h" /* the names every simulation shares (tests/sim/sim_shim), fp16 and bf16 too */
 
 #define SIM_SMEM_BYTES (232 * 1024)
 extern uint8_t smem[SIM_SMEM_BYTES];

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cuda_runtime.h" /* the names every simulation shares (tests/sim_shim) */
+#include "cuda_runtime.h" /* the names every simulation shares (tests/sim/sim_shim) */
 
 struct sim_warp {
     std::barrier<> bar{32};

@@ -1,4 +1,4 @@
-/* Included first (-include) by test_sm100_sim: the shared CUDA names (tests/sim_shim), and the block
+/* Included first (-include) by test_sm100_sim: the shared CUDA names (tests/sim/sim_shim), and the block
  * and warp synchronisation of the simulated CTA, which test_sm100_sim.cpp defines (warp barriers, votes
  * and the shared-memory address map are its own). */
 #pragma once

@@ -3,7 +3,7 @@
 // lane maps of hip_mfma_layout.h, each half-wave from its own copy of the replicated operands, the
 // xor-16 exchange through shared storage), every GPU thread a std::thread: 128 per workgroup, four
 // wave32s. The same cases, reference and checker as test_hip_cdna_sim (sim_common.h). Not AMD
-// hardware; T3 is the case table through the library's backend (tests/hip_fake); it checks the kernel's index math, WMMA operand layouts, masking, softmax
+// hardware; T3 is the case table through the library's backend (tests/sim/hip_fake); it checks the kernel's index math, WMMA operand layouts, masking, softmax
 // and data flow. Exit 0 pass, 1 fail. Seed: $PORTATTN_TEST_SEED, else the clock (printed).
 #include "rdna3_entries.h"
 #include "rdna3_fwd_kernel.h"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The function-length target: no function in the library's sources is longer than LIMIT lines,
-except those recorded in tests/function_length.txt, each at most as long as recorded there (a
+except those recorded in tests/lint/function_length.txt, each at most as long as recorded there (a
 ratchet: an entry may only shrink, and goes once its function is under the limit or gone).
 A brace scanner, not a parser: comments, strings and preprocessor lines are skipped; a function is
 a top-level (or namespace/extern "C"-level) brace block whose header holds a parenthesis and is not
@@ -86,7 +86,7 @@ def functions(path):
 def main():
     src = sys.argv[1]
     recorded = {}
-    listing = os.path.join(src, "tests", "function_length.txt")
+    listing = os.path.join(src, "tests", "lint", "function_length.txt")
     for ln in open(listing):
         ln = ln.split("#", 1)[0].split()
         if len(ln) == 3:
@@ -113,10 +113,10 @@ def main():
     for key, cap in sorted(recorded.items()):
         length = seen.get(key)
         if length is None or length <= LIMIT:
-            print(f"FAIL tests/function_length.txt: {key[0]} {key[1]} is {'gone' if length is None else f'{length} lines'}: drop its entry")
+            print(f"FAIL tests/lint/function_length.txt: {key[0]} {key[1]} is {'gone' if length is None else f'{length} lines'}: drop its entry")
             fail = 1
         elif length < cap:
-            print(f"FAIL tests/function_length.txt: {key[0]} {key[1]} shrank to {length} lines: record {length}")
+            print(f"FAIL tests/lint/function_length.txt: {key[0]} {key[1]} shrank to {length} lines: record {length}")
             fail = 1
     over = sum(1 for k, v in seen.items() if v > LIMIT)
     print(f"{len(seen)} functions, {over} over {LIMIT} lines (all recorded)" if not fail else "function length: FAIL")

@@ -2,7 +2,7 @@
  * smallest instance that holds its Dqk and Dv (d64, d128, d256), and the kernel name says the instance
  * and, where they differ from it, the call's head dims; head dims that are not multiples of 8 run on
  * hip-generic, and head dims over 256 are refused with that reason. On hip-cdna a call of one query token runs on the split-KV decode kernel, which
- * names its instance the same way. Run with the backend's device present (tests/hip_fake on the CPU).
+ * names its instance the same way. Run with the backend's device present (tests/sim/hip_fake on the CPU).
  * usage: test_hip_query <hip-cdna|hip-rdna3>. Exit 0 pass, 1 fail, 77 no such device. */
 #include <stdio.h>
 #include <string.h>

@@ -56,7 +56,7 @@ struct Case {
     int sinks = 0; // dominant keys per sequence over a tail 8-12 nats below (shape_sinks)
 };
 
-// Attention-sink inputs (as tests/harness.c): keys i sk / sinks score -0.5 i, every other key 8-12
+// Attention-sink inputs (as tests/cases/harness.c): keys i sk / sinks score -0.5 i, every other key 8-12
 // below, through head-dim element 0 (q = 4, k = score / (4 scale)); V in [0.5, 1.5), so dropping the
 // tail's small weights (gfx90a's MFMA flush of f16 P) moves every output by the tail's share.
 static void shape_sinks(const Case &c, std::vector<uint16_t> &q, std::vector<uint16_t> &k, std::vector<uint16_t> &v,

@@ -5,7 +5,7 @@
 // verbatim; shim/ only supplies the CUDA names. Each case is compared with a double-precision
 // attention over the same 16-bit inputs; outputs and LSE start as sentinels, so rows never written
 // and stray writes outside the sequences fail too. T3 is the case table through the library's backend
-// (tests/hip_fake); this is a second, independent check and not AMD hardware; it checks the kernel's index math, masking, softmax and data flow.
+// (tests/sim/hip_fake); this is a second, independent check and not AMD hardware; it checks the kernel's index math, masking, softmax and data flow.
 // The case table, reference and launch are shared with test_hip_rdna3_sim (sim_common.h).
 // Exit 0 pass, 1 fail. Seed: $PORTATTN_TEST_SEED, else the clock (printed).
 #include "cdna_entries.h"

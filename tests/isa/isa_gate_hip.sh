@@ -10,7 +10,7 @@
 # rdna3_fwd_emu.cu) for sm_90, and prints tools/hip_estimate.py's static model on MI250X, MI300X and
 # RX 7900 XTX. hip-cdna's decode kernels (cdna_decode.hip) are gated the same way for the CDNA targets,
 # and hip-generic (hipgen.hip) for every target (no scratch, no calls, LDS, wave width).
-# Neither kernel has run on AMD hardware (T3 on the CPU: tests/hip_fake; checks: tests/hip_sim/).
+# Neither kernel has run on AMD hardware (T3 on the CPU: tests/sim/hip_fake; checks: tests/sim/hip_sim/).
 # usage: isa_gate_hip.sh HIPCC NVCC SOURCE_DIR WORK_DIR [CLANG]     exit 0 pass, 1 fail, 77 no hipcc
 set -uo pipefail
 HIPCC=${1:-}
