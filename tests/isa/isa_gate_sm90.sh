@@ -24,7 +24,7 @@ isa_expect "$WORK/all.ptx" 76 -gt 0 "wgmma with the A operand in registers (P V)
 isa_count "$WORK/all.ptx" 76 'fence.proxy.async.shared::cta' # varlen: V rows zeroed before P V
 
 echo "== ptxas -v, sm_90a (per kernel: registers at entry, stack frame, spill stores/loads)"
-isa_ptxas_table 52 "d32 and d64 (192 and 128 rows), d96, d128, d160, d192, d224, d256, KV-cache d64/d128/d256 x f16/bf16 x dense/varlen"
+isa_ptxas_table 60 "d32, d48 and d64 (192 and 128 rows), d96, d128, d160, d192, d224, d256, KV-cache d64/d128/d256 x f16/bf16 x dense/varlen"
 echo "  registers after setmaxnreg (launch.h): producer/consumers $(grep -o 'PA_SM90_PRODUCER_REGS_NC(nc) .*' "$SRC/backends/cuda/sm90/sm90_launch.h" | sed 's/.*? //; s/)$//') / $(grep -o 'PA_SM90_CONSUMER_REGS_NC(nc) .*' "$SRC/backends/cuda/sm90/sm90_launch.h" | sed 's/.*? //; s/)$//') (3 consumers : 2 consumers)"
 grep -E 'C751[34]' "$WORK/ptxas.txt" | head -4
 isa_expect "$WORK/ptxas.txt" 76 -eq 0 "ptxas notes: wgmma serialized (C7513/C7514)" 'C751[34]|wgmma.mma_async instructions are serialized'

@@ -1,9 +1,9 @@
 /* cuda-sm90's compiled instances, one row each: the one list that the launcher's prototypes and
  * dispatch tables, supports()' choice of instance, its shared-memory check and the kernel's name are
  * generated from (docs/design.md section 8). A new head dim is a row here and its instance file
- * (sm90_fwd_d<D>.cu or sm90_fwd_kv_d<D>.cu, which CMake finds by name); D a multiple of 32, its shared
+ * (sm90_fwd_d<D>.cu or sm90_fwd_kv_d<D>.cu, which CMake finds by name); D a multiple of 16, its shared
  * memory rows whole 64-column blocks (the TMA's boxes and the 128-byte swizzle: PA_SM90_DA), new wgmma N
- * sizes from tools/gen_sm90_wgmma.py. D32, d96, d160 and d224 compute only their own columns (Q K^T
+ * sizes from tools/gen_sm90_wgmma.py. D32, d48, d96, d160 and d224 compute only their own columns (Q K^T
  * D / 16 steps deep, P V N = D wide) in the shared-memory layout of the next multiple of 64. Rows ascend by D: a call runs on
  * the smallest instance that holds both of its head dims. Plain C; why these shapes: sm90_launch.h. */
 #ifndef PORTATTN_SM90_INSTANCES_H
@@ -20,6 +20,7 @@
  * Y is passed through to X. */
 #define PA_SM90_FWD_LIST(X, Y)                                                                               \
     X(Y, 32, 128, 3, 3, 2)                                                                                   \
+    X(Y, 48, 128, 3, 3, 2)                                                                                   \
     X(Y, 64, 128, 3, 3, 2)                                                                                   \
     X(Y, 96, 128, PA_SM90_STAGES_D128, 2, 0)                                                                 \
     X(Y, 128, 128, PA_SM90_STAGES_D128, 2, 0)                                                                \
@@ -32,7 +33,7 @@
 #define PA_SM90_KV_LIST(X, Y) X(Y, 64, 3) X(Y, 128, 3) X(Y, 256, 2)
 
 /* Columns of a D-wide row in shared memory: whole 64-column blocks (a wgmma of N = D < DA reads part
- * of the last block's 128-byte swizzle atoms; the case table at d32, d80 and d96 passes on the H200). */
+ * of the last block's 128-byte swizzle atoms; the case table at d32..d224 passes on the H200). */
 #define PA_SM90_DA(d) (((d) + 63) / 64 * 64)
 
 /* ---- derived: the head dims of each list, X(D) ---------------------------------------------- */
