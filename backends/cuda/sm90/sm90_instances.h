@@ -4,8 +4,9 @@
  * (sm90_fwd_d<D>.cu or sm90_fwd_kv_d<D>.cu, which CMake finds by name); D a multiple of 16, its shared
  * memory rows whole 64-column blocks (the TMA's boxes and the 128-byte swizzle: PA_SM90_DA), new wgmma N
  * sizes from tools/gen_sm90_wgmma.py. D32, d48, d96, d160 and d224 compute only their own columns (Q K^T
- * D / 16 steps deep, P V N = D wide) in the shared-memory layout of the next multiple of 64. Rows ascend by D: a call runs on
- * the smallest instance that holds both of its head dims. Plain C; why these shapes: sm90_launch.h. */
+ * D / 16 steps deep, P V N = D wide) in the shared-memory layout of the next multiple of 64. Rows
+ * ascend by D: a call runs on the smallest instance that holds both of its head dims. Plain C; why
+ * these shapes: sm90_launch.h. */
 #ifndef PORTATTN_SM90_INSTANCES_H
 #define PORTATTN_SM90_INSTANCES_H
 
