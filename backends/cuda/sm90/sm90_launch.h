@@ -26,7 +26,8 @@
  * d192 (2; FlashAttention-3's d192 tile: the largest multiple of 16 whose two slots fit beside Q),
  * 64 for d256 (2; its O accumulator alone is 128 registers a thread). Shared memory
  * (PA_SM90_SMEM, with two Q slots for d64): about 145, 161, 217 and 193 KB of the H100/H200's 227 KB
- * per block. */
+ * per block. d32 and d48 take d64's shape, d96 d128's, d160 d192's and d224 d256's, in the same shared
+ * memory (their rows padded to whole 64-column blocks). */
 /* KV-cache instances (PA_SM90_KV_LIST; the default shape of each: a chunk of a prompt is rarely short): K and V from
  * per-sequence caches or through a page table, lengths from seqused_k, packed queries or not. A call
  * runs on the smallest that holds both head dims (d160/d192 on d256). Pages must hold at least
