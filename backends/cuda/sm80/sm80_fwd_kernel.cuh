@@ -309,7 +309,7 @@ sm80_rescale(float (&acc)[MT][NO][4], const float (&corr)[MT][2], bool rescale)
 
 /* Online softmax, base 2: each row tile's max, then its exponentials, and O rescaled after them; or
  * (RESCALE_FIRST) every max, O rescaled, then the exponentials, so that the branch sits ahead of the
- * stretch from the first exponential to the last P V MMA. */
+ * exponentials (and, with the V wait before the softmax too, of the whole stretch to the last P V MMA). */
 template <typename T, int MT, int NS, int NO, bool RESCALE_FIRST> __device__ __forceinline__ void
 sm80_softmax_step(const float (&s)[MT][NS][4], uint32_t (&pf)[MT][NS / 2][4], float (&mrow)[MT][2],
                   float (&lsum)[MT][2], float (&acc)[MT][NO][4], float mult, T tag)
@@ -513,12 +513,14 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, con
             sm80_scores<T, D, MT, BN, (SCHED & PA_SM80_QK_WHOLE) != 0>(s, sq_base, warp * WR, kt, lane, tag);
             sm80_score_map<MT, BN>(s, a, n >= full_lo && n < full_hi, n, lane, kdiag, dlo, dhi, sk);
 
-            /* The second wait: V_n landed (issued a tile ago), every warp is done with K_n; before
-             * the softmax (EARLY_V) or after it. */
-            if constexpr ((SCHED & PA_SM80_EARLY_V) != 0) sm80_wait_v_load_k<STAGES>(ld, kt, n + STAGES < n_hi, n + STAGES);
+            /* The second wait: V_n landed (issued a tile ago with two or more slots, at the top of
+             * this tile with one), every warp is done with K_n; before the softmax (EARLY_V) or after. */
+            constexpr bool EARLY_V = (SCHED & PA_SM80_EARLY_V) != 0;
+            constexpr bool RESCALE_FIRST = (SCHED & PA_SM80_RESCALE_FIRST) != 0;
+            if constexpr (EARLY_V) sm80_wait_v_load_k<STAGES>(ld, kt, n + STAGES < n_hi, n + STAGES);
             uint32_t pf[MT][NS / 2][4];
-            sm80_softmax_step<T, MT, NS, NO, (SCHED & PA_SM80_RESCALE_FIRST) != 0>(s, pf, mrow, lsum, acc, a.mult, tag);
-            if constexpr ((SCHED & PA_SM80_EARLY_V) == 0) sm80_wait_v_load_k<STAGES>(ld, kt, n + STAGES < n_hi, n + STAGES);
+            sm80_softmax_step<T, MT, NS, NO, RESCALE_FIRST>(s, pf, mrow, lsum, acc, a.mult, tag);
+            if constexpr (!EARLY_V) sm80_wait_v_load_k<STAGES>(ld, kt, n + STAGES < n_hi, n + STAGES);
             sm80_pv<T, D, MT, BN>(acc, pf, sv_base + slot * KVB, lane, tag);
         }
         sm80_cp_async_wait<0>(); /* with no key tile, Q may still be landing */

@@ -258,7 +258,7 @@ __device__ __forceinline__ void sm90_epilogue(const pa_fwd_args &a, const sm90_w
                                               const float (&mrow)[2], const float (&lsum_part)[2], int rowc, int g,
                                               int lane, T tag)
 {
-    constexpr int NG = (NO + 3) / 4; /* groups of four 8-column tiles; d48's last group has two */
+    constexpr int NG = (NO + 3) / 4; /* groups of four 8-column tiles; with D % 32 == 16 the last has two */
     T *oh = (T *)a.o + (VL ? (int64_t)w.q0 * a.os[1] : w.b * a.os[0]) + w.h * a.os[2];
     const int64_t lse0 = (VL ? (int64_t)w.q0 * a.ls[2] : w.b * a.ls[0]) + w.h * a.ls[1];
     const int t = lane & 3;
@@ -279,8 +279,9 @@ __device__ __forceinline__ void sm90_epilogue(const pa_fwd_args &a, const sm90_w
 #pragma unroll
             for (int c = 0; c < 4; ++c) {
                 const int j = 4 * g + c;
-                x[c] = l == 0.f || j >= NO ? 0u /* no visible key: 0, not 0 x NaN; past D: never stored */
-                                           : pa_pack(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv, tag);
+                const int jj = j < NO ? j : 0; /* past D: a zero that is never stored */
+                x[c] = l == 0.f || j >= NO ? 0u /* no visible key: 0, not 0 x NaN */
+                                           : pa_pack(o[4 * jj + 2 * r] * inv, o[4 * jj + 2 * r + 1] * inv, tag);
             }
             sm90_quad_transpose(x, lane);
             if (live && (4 * g + t) * 8 < a.dv) /* the instance's columns past the call's Dv are not the caller's */
@@ -578,7 +579,11 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
     constexpr int QBLK = BM * 128, KBLK = BN * 128;    /* bytes of one column block of Q, of K or V */
     constexpr int QBYTES = NB * QBLK, KVBYTES = NB * KBLK, QS = PA_SM90_QS(D);
     constexpr int NO = D / 8;              /* 8-wide column tiles of O */
-    static_assert(D % 16 == 0 && BN % 16 == 0 && BN <= 256, "tile shape");
+    static_assert(D % 16 == 0 && D <= 256 && BN % 16 == 0 && BN <= 256, "tile shape");
+    /* the host's size (opt-in, supports()) and this carve-up: Q and K/V slots, barriers, work items, alignment */
+    static_assert(QS * QBYTES + 2 * ST * KVBYTES + 8 * (2 * QS + 4 * ST) + 72 * (QS + 1) + 1024 ==
+                      PA_SM90_SMEM_SHAPE(D, NC, BN, ST),
+                  "shared memory size");
 
     extern __shared__ uint8_t smem_raw[];
     const uint32_t base = (pa_smem_u32(smem_raw) + 1023) & ~1023u; /* swizzle atoms need 1 KB alignment */

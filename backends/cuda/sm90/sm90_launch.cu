@@ -27,7 +27,7 @@ PA_SM90_KV_DIMS(PA_X)
 extern "C" int pa_sm90_compiled(void) { return 1; }
 
 /* The instance tables and, in the same row order, the instance files' entry points: both from
- * sm90_instances.h. bm and warps are the default shape's (d64's short shape: pa_sm90_nc). */
+ * sm90_instances.h. bm and warps are the default shape's (the short shape of d <= 64: pa_sm90_nc). */
 #define SM90_FWD_ROW(Y, D, BN, ST, NC, NS) {Y, D, PA_SM90_BM_NC(NC), BN, 4 * (NC), ST, PA_SM90_SMEM_SHAPE(D, NC, BN, ST)},
 #define SM90_KV_ROW(Y, D, ST)                                                                                 \
     {Y, D, PA_SM90_BM_NC(PA_SM90_NC(D)), PA_SM90_BN(D), 4 * PA_SM90_NC(D), ST,                              \
@@ -51,8 +51,14 @@ PA_CUDA_INST_FNS_OK(kv_insts, kv_fns);
 
 extern "C" const pa_cuda_inst *pa_sm90_instance(const pa_problem *pb, char *why, size_t why_len)
 {
-    return pb->kv_cache ? pa_cuda_inst_ok(kv_insts, PA_CUDA_ROWS(kv_insts), pb, "cuda-sm90 (KV cache)", why, why_len)
-                        : pa_cuda_inst_ok(fwd_insts, PA_CUDA_ROWS(fwd_insts), pb, "cuda-sm90", why, why_len);
+    if (pb->kv_cache)
+        return pa_cuda_inst_ok(kv_insts, PA_CUDA_ROWS(kv_insts), pb, "cuda-sm90 (KV cache)", why, why_len);
+    const pa_cuda_inst *in = pa_cuda_inst_ok(fwd_insts, PA_CUDA_ROWS(fwd_insts), pb, "cuda-sm90", why, why_len);
+    /* The varlen builds of the instances narrower than their shared-memory layout (D not a multiple of
+     * 64) have not run on a GPU yet: varlen calls take the next whole-block row, which holds both head
+     * dims (rows ascend by D and the last, d256, is whole). */
+    while (in && pb->varlen && in->d % 64 != 0) ++in;
+    return in;
 }
 
 extern "C" int pa_sm90_nc(const pa_problem *pb, int d)
