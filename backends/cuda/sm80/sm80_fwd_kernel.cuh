@@ -402,14 +402,19 @@ sm80_epilogue(const sm80_args &a, uint8_t *smem, T *oh, float (&acc)[MT][D / 8][
     }
 }
 
-/* The tile loop's second wait: V_n landed for every thread and every warp is done with K_n, whose slot
- * then takes K_{n+STAGES}. One commit group either way, so that the wait counts hold on every path. */
-template <int STAGES, typename LD> __device__ __forceinline__ void
-sm80_wait_v_load_k(const LD &ld, uint32_t kt, bool more, int n_next)
+/* One step of the K/V ring, twice per key tile: wait until this thread's tile of the step has landed
+ * (all but its newest 2 STAGES - 2 groups) and every thread is past the barrier, so the slot read
+ * before it is free; then tile n of K (IS_K) or V into that slot when there is one (more). One commit
+ * group either way, so that the wait counts hold on every path. */
+template <int STAGES, bool IS_K, typename LD> __device__ __forceinline__ void
+sm80_ring_step(const LD &ld, uint32_t dst, bool more, int n)
 {
     sm80_cp_async_wait<2 * STAGES - 2>();
     __syncthreads();
-    if (more) ld.k(kt, n_next);
+    if (more) {
+        if (IS_K) ld.k(dst, n);
+        else ld.v(dst, n);
+    }
     sm80_cp_async_commit();
 }
 
@@ -492,21 +497,15 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, con
         const bool idle = PAGED && m0 + warp * WR >= sq;
         if (idle)
             for (int n = n_lo, it = 0; n < n_hi; ++n, ++it) {
-                sm80_cp_async_wait<2 * STAGES - 2>();
-                __syncthreads();
-                if (n + STAGES - 1 < n_hi) ld.v(sv_base + ((it + STAGES - 1) % STAGES) * KVB, n + STAGES - 1);
-                sm80_cp_async_commit();
-                sm80_cp_async_wait<2 * STAGES - 2>();
-                __syncthreads();
-                if (n + STAGES < n_hi) ld.k(sk_base + (it % STAGES) * KVB, n + STAGES);
-                sm80_cp_async_commit();
+                sm80_ring_step<STAGES, false>(ld, sv_base + ((it + STAGES - 1) % STAGES) * KVB, n + STAGES - 1 < n_hi,
+                                              n + STAGES - 1);
+                sm80_ring_step<STAGES, true>(ld, sk_base + (it % STAGES) * KVB, n + STAGES < n_hi, n + STAGES);
             }
         for (int n = idle ? n_hi : n_lo, it = 0; n < n_hi; ++n, ++it) {
             const int slot = it % STAGES;
-            sm80_cp_async_wait<2 * STAGES - 2>(); /* K_n (and Q) landed for this thread */
-            __syncthreads();                      /* ... for all threads; P V_{n-1} done */
-            if (n + STAGES - 1 < n_hi) ld.v(sv_base + ((it + STAGES - 1) % STAGES) * KVB, n + STAGES - 1);
-            sm80_cp_async_commit();
+            /* K_n (and Q) landed, P V_{n-1} done everywhere: V_{n+STAGES-1} into the V slot it freed */
+            sm80_ring_step<STAGES, false>(ld, sv_base + ((it + STAGES - 1) % STAGES) * KVB, n + STAGES - 1 < n_hi,
+                                          n + STAGES - 1);
 
             float s[MT][NS][4];
             const uint32_t kt = sk_base + slot * KVB;
@@ -517,10 +516,10 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, con
              * this tile with one), every warp is done with K_n; before the softmax (EARLY_V) or after. */
             constexpr bool EARLY_V = (SCHED & PA_SM80_EARLY_V) != 0;
             constexpr bool RESCALE_FIRST = (SCHED & PA_SM80_RESCALE_FIRST) != 0;
-            if constexpr (EARLY_V) sm80_wait_v_load_k<STAGES>(ld, kt, n + STAGES < n_hi, n + STAGES);
+            if constexpr (EARLY_V) sm80_ring_step<STAGES, true>(ld, kt, n + STAGES < n_hi, n + STAGES);
             uint32_t pf[MT][NS / 2][4];
             sm80_softmax_step<T, MT, NS, NO, RESCALE_FIRST>(s, pf, mrow, lsum, acc, a.mult, tag);
-            if constexpr (!EARLY_V) sm80_wait_v_load_k<STAGES>(ld, kt, n + STAGES < n_hi, n + STAGES);
+            if constexpr (!EARLY_V) sm80_ring_step<STAGES, true>(ld, kt, n + STAGES < n_hi, n + STAGES);
             sm80_pv<T, D, MT, BN>(acc, pf, sv_base + slot * KVB, lane, tag);
         }
         sm80_cp_async_wait<0>(); /* with no key tile, Q may still be landing */
