@@ -342,7 +342,7 @@ __device__ __forceinline__ void sm90_produce(const CUtensorMap *tq, const CUtens
                                              int chunk, bool i32, uint32_t q_s, uint32_t k_s, uint32_t v_s,
                                              uint32_t bar, sm90_work *items)
 {
-    constexpr int BM = PA_SM90_BM_NC(NC), NB = PA_SM90_DA(D) / 64, QS = PA_SM90_QS(D);
+    constexpr int BM = PA_SM90_BM_NC(NC), NB = PA_SM90_NB(D), QS = PA_SM90_QS(D);
     constexpr int QBLK = BM * 128, QBYTES = NB * QBLK, KVBYTES = NB * BN * 128;
     /* Over a KV cache a warp shares a page pool's boxes, and a second warp takes the V tiles;
      * under varlen a whole warp walks the schedule (sm90_seek), one thread issuing the loads. */
@@ -402,7 +402,7 @@ __device__ __forceinline__ void sm90_produce(const CUtensorMap *tq, const CUtens
 template <int D, int NC, int BN, typename T>
 __device__ __forceinline__ void sm90_issue_s(float (&sc)[BN / 2], uint32_t q, uint32_t k_s, int s, T tag)
 {
-    constexpr int QBLK = PA_SM90_BM_NC(NC) * 128, KBLK = BN * 128, KVBYTES = PA_SM90_DA(D) / 64 * KBLK;
+    constexpr int QBLK = PA_SM90_BM_NC(NC) * 128, KBLK = BN * 128, KVBYTES = PA_SM90_NB(D) * KBLK;
     sm90_wgmma_ss0<BN>(sc, sm90_desc_sw128(q, 16, 1024), sm90_desc_sw128(k_s + s * KVBYTES, 16, 1024), tag);
 #pragma unroll
     for (int kk = 1; kk < D / 16; ++kk)
@@ -429,7 +429,7 @@ template <int D> __device__ __forceinline__ void sm90_rescale_o(float (&o)[D / 2
 template <int D, int BN, typename T>
 __device__ __forceinline__ void sm90_issue_pv(float (&o)[D / 2], uint32_t (&pf)[BN / 16][4], uint32_t v_s, int s, T tag)
 {
-    constexpr int KBLK = BN * 128, KVBYTES = PA_SM90_DA(D) / 64 * KBLK;
+    constexpr int KBLK = BN * 128, KVBYTES = PA_SM90_NB(D) * KBLK;
 #pragma unroll
     for (int t = 0; t < BN / 16; ++t)
         sm90_wgmma_rs<D>(o, pf[t], sm90_desc_sw128(v_s + s * KVBYTES + t * 16 * 128, KBLK, 1024), 1, tag);
@@ -450,7 +450,7 @@ template <int D, int NC, int BN, bool VL, bool KV>
 __device__ __forceinline__ void sm90_zero_v_tail(const pa_fwd_args &a, const sm90_work &w, int sk, int n, uint32_t v_s,
                                                  int s, int tid)
 {
-    constexpr int NB = PA_SM90_DA(D) / 64, KBLK = BN * 128, KVBYTES = NB * KBLK;
+    constexpr int NB = PA_SM90_NB(D), KBLK = BN * 128, KVBYTES = NB * KBLK;
     const int vz = KV || (VL && w.k0 + sk < a.seqlen_k) ? sk - n * BN : BN;
     if (vz < BN) {
         const int ct = tid - 128, nz = (BN - vz) * 8; /* 16-byte chunks to zero per column block */
@@ -575,7 +575,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
              const int chunk)
 {
 #ifdef PA_SM90_DEVICE
-    constexpr int BM = PA_SM90_BM_NC(NC), NB = PA_SM90_DA(D) / 64; /* rows, 64-column blocks */
+    constexpr int BM = PA_SM90_BM_NC(NC), NB = PA_SM90_NB(D); /* rows, 64-column blocks */
     constexpr int QBLK = BM * 128, KBLK = BN * 128;    /* bytes of one column block of Q, of K or V */
     constexpr int QBYTES = NB * QBLK, KVBYTES = NB * KBLK, QS = PA_SM90_QS(D);
     constexpr int NO = D / 8;              /* 8-wide column tiles of O */

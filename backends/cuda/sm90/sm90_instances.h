@@ -36,6 +36,7 @@
 /* Columns of a D-wide row in shared memory: whole 64-column blocks (a wgmma of N = D < DA reads part
  * of the last block's 128-byte swizzle atoms; the case table at d32..d224 passes on the H200). */
 #define PA_SM90_DA(d) (((d) + 63) / 64 * 64)
+#define PA_SM90_NB(d) (PA_SM90_DA(d) / 64) /* its 64-column blocks */
 
 /* ---- derived: the head dims of each list, X(D) ---------------------------------------------- */
 #define PA_SM90_D5_(Y, D, a, b, c, e) Y(D)

@@ -10,9 +10,9 @@
 /* The instances and their shapes are rows of sm90_instances.h (PA_SM90_FWD_LIST, PA_SM90_KV_LIST),
  * from which PA_SM90_NC, PA_SM90_NC_SHORT, PA_SM90_BN, PA_SM90_STAGES and PA_SM90_KV_STAGES come.
  * One producer warpgroup and NC consumer warpgroups of 64 query rows each: two above d64, three
- * at d64 and below (whose exponentials cost as much as their GEMMs: a third warpgroup keeps the tensor cores fed
- * while two do softmax, as FlashAttention-3's 192-row d64 tiles). The producer gives registers to
- * the consumers: 40 x 128 + 232 x 256 and 24 x 128 + 160 x 384 = 64,512 of the SM's 65,536. */
+ * at d64 and below (whose exponentials cost as much as their GEMMs: a third warpgroup keeps the
+ * tensor cores fed while two do softmax, as FlashAttention-3's 192-row d64 tiles). The producer
+ * gives registers to the consumers: 40 x 128 + 232 x 256 and 24 x 128 + 160 x 384 = 64,512 of the SM's 65,536. */
 /* d64 (and d32, d48) also have a two-consumer (128-row) shape for short queries (pa_sm90_nc, NC_SHORT):
  * 77 or 128 rows in 128-row blocks waste a third less than in 192-row ones. */
 #define PA_SM90_BM_NC(nc) (64 * (nc))
@@ -34,9 +34,10 @@
  * PA_SM90_MIN_PAGE rows: a tile of a page pool is one TMA box per page, and a box must land on a
  * whole 8-row swizzle atom of the slot. */
 #define PA_SM90_MIN_PAGE 8
-/* K/V slots: 3 for d64 and below, 2 for the others (d128: -DPA_SM90_STAGES_D128=3 for an A/B, sm90_instances.h). */
-/* Q slots: two for d64 and below, so that the producer loads the next work item's Q while the consumers still
- * wait on this one's (items of one or two key tiles would otherwise pay a Q load latency each, one
+/* K/V slots: 3 for d64 and below, 2 for the others (d128: -DPA_SM90_STAGES_D128=3 for an A/B,
+ * sm90_instances.h). */
+/* Q slots: two for d64 and below, so that the producer loads the next work item's Q while the
+ * consumers still wait on this one's (items of one or two key tiles would otherwise pay a Q load latency each, one
  * after another): +1-5% on short non-causal d64 (H200, A/B in NOTES.md). d128 measured 1-2% slower
  * with two, and d192/d256 have no room. -DPA_SM90_Q_SLOTS=1 (C and CUDA flags) builds one slot for
  * an A/B. */
