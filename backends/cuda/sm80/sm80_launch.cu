@@ -40,8 +40,9 @@ PA_CUDA_INST_FNS_OK(paged_insts, sm80_paged_fns);
 
 extern "C" const pa_cuda_inst *pa_sm80_instance(const pa_problem *pb, char *why, size_t why_len)
 {
-    return pb->kv_cache ? pa_cuda_inst_ok(paged_insts, PA_CUDA_ROWS(paged_insts), pb, "paged prefill (KV cache)", why, why_len)
-                        : pa_cuda_inst_ok(fwd_insts, PA_CUDA_ROWS(fwd_insts), pb, "cuda-sm80", why, why_len);
+    if (pb->kv_cache)
+        return pa_cuda_inst_ok(paged_insts, PA_CUDA_ROWS(paged_insts), pb, "paged prefill (KV cache)", why, why_len);
+    return pa_cuda_inst_ok(fwd_insts, PA_CUDA_ROWS(fwd_insts), pb, "cuda-sm80", why, why_len);
 }
 
 /* A KV-cache call: the new tokens go into the cache first (same stream), then the paged instance. */
