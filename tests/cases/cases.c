@@ -34,6 +34,13 @@ const tcase test_cases[] = {
     {"d224_causal",         1, 150,  150,  2, 2,  224, 224, 1,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 0, 0, 0, 0, 0, 0},
     {"d136_v72_window",     1, 140,  160,  2, 1,  136, 72,  0,    40, 8,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 0, 0, 0, 0, 0, 0},
     {"d64_v128_varlen_causal", 3, 90, 90,  4, 2,  64,  128, 1,    U,  U,  0,    0,    LAYOUT_BSHD,    1, 1, 0, 0, 0, 0, 0, 0, 0},
+    /* varlen on cuda-sm90's instances narrower than their shared-memory rows (d32, d48, d96, d160, d224):
+     * sequences over several key tiles, the last one partial */
+    {"d32_varlen_window",   3, 300,  400,  2, 2,  32,  32,  0,    60, 20, 0,    0,    LAYOUT_BSHD,    1, 1, 0, 0, 0, 0, 0, 0, 0},
+    {"d40_varlen_causal_gqa2", 4, 260, 300, 4, 2, 40,  40,  1,    U,  U,  0,    0,    LAYOUT_BSHD,    1, 1, 0, 0, 0, 0, 0, 0, 0},
+    {"d96_varlen",          3, 250,  330,  2, 2,  96,  96,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    1, 1, 0, 0, 0, 0, 0, 0, 0},
+    {"d160_varlen_softcap", 2, 200,  260,  2, 1,  160, 160, 1,    U,  U,  10,   0,    LAYOUT_BSHD,    1, 1, 0, 0, 0, 0, 0, 0, 0},
+    {"d224_varlen_causal",  2, 210,  210,  2, 2,  224, 224, 1,    U,  U,  0,    0,    LAYOUT_BSHD,    1, 1, 0, 0, 0, 0, 0, 0, 0},
     {"d80_decode_paged16_gqa4", 2, 1, 300, 8, 2,  80,  80,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 16, 1, 0, 0, 0, 0},
     {"d200_decode_split_causal", 1, 4, 700, 4, 1, 200, 200, 1,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 0,  1, 0, 5, 0, 0},
     {"d32_v96_decode_append2", 2, 2, 100,  4, 2,  32,  96,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 0,  1, 2, 0, 0, 0},

@@ -32,11 +32,14 @@
 
 /* head dims that are not multiples of 8, and a non-unit innermost stride */
 #define ODD_SHAPE_CASES "d59_v37_odd", "layout_strided_d"
+/* Varlen at head dims that are not multiples of 64 (cuda-sm90's narrow instances) */
+#define VARLEN_DIM_CASES                                                                                     \
+    "d32_varlen_window", "d40_varlen_causal_gqa2", "d96_varlen", "d160_varlen_softcap", "d224_varlen_causal"
 /* cuda-sm100's instances take d64 and d128 with Dqk == Dv only */
 #define SM100_DIM_CASES                                                                                      \
     "d32", "d80", "d160", "d192_v128", "d96", "d40", "d48_causal_gqa2", "d112_varlen", "d224_causal",          \
         "d136_v72_window", "d64_v128_varlen_causal", "d192_padded", "d96_v160_padded", "d256", "d256_causal",      \
-        "varlen_softcap_d256"
+        "varlen_softcap_d256", VARLEN_DIM_CASES
 /* The KV-cache cases with head dims between the decode kernel's instances */
 #define DECODE_DIM_CASES "d80_decode_paged16_gqa4", "d200_decode_split_causal", "d32_v96_decode_append2"
 
@@ -62,7 +65,8 @@ static const char *const bwd_sm80[] = {KV_CACHE_CASES, DECODE_DIM_CASES, SERVE_C
                                        "d32", "d80",
                                        "d160", "d192_v128", "d40", "d48_causal_gqa2", "d112_varlen", "d224_causal",
                                        "d136_v72_window", "d64_v128_varlen_causal", "d192_padded", "d96_v160_padded",
-                                       NULL};
+                                       "d32_varlen_window", "d40_varlen_causal_gqa2", "d160_varlen_softcap",
+                                       "d224_varlen_causal", NULL};
 /* ... whose d256 instance needs 209 KB of shared memory per block: sm_90 and sm_100-class parts allow
  * 227 KB, the A100 (sm_80/87) 163 KB and sm_86/89/120 99 KB, which decline these cases. */
 static const char *const bwd_sm80_d256[] = {"d256", "d256_causal", "varlen_softcap_d256", NULL};
