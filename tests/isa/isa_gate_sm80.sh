@@ -41,10 +41,13 @@ cat "$WORK/smem.txt" 2>/dev/null | sed 's/^/  dynamic shared memory: /'
 # the H100/H200 run, none), and it ran d80/d96 14-22% faster than the d128 instance that served them
 # before (H200), the whole unroll 2-3% more. The d128 backward's sm_90 build: an
 # 8-byte frame holding one 4-byte spill, at 255 registers; its unrolled fragment loads made it 1.3x faster on the
-# H200 than the spill-free version with the swizzle computed per load.
-isa_ptxas_table 80 "prefill: 8 shapes, paged prefill: 2 head dims, decode: 3 head dims with combine, backward: 4 head dims x 3 kernels x sm_80/sm_90; x f16/bf16" \
+# H200 than the spill-free version with the swizzle computed per load. The d64 backward's 128-row
+# shape, also at 255 registers: an 8-byte frame (4 bytes spilled on sm_80, 8 stored / 24 loaded on
+# sm_90); not yet measured against its 64-row shape.
+isa_ptxas_table 84 "prefill: 8 shapes, paged prefill: 2 head dims, decode: 3 head dims with combine, backward: 4 head dims x 3 kernels (d64: 2 main-kernel shapes) x sm_80/sm_90; x f16/bf16" \
   '^_Z8sm80_fwdI[0-9A-Za-z_]+Li96ELi2ELi64E.* \[sm_80\]$' 48 \
-  '^_Z13sm80_bwd_mainI[0-9A-Za-z_]+Li128EEv13sm80_bwd_args \[sm_90\]$' 8
+  '^_Z13sm80_bwd_mainI[0-9A-Za-z_]+Li128ELi64EEv13sm80_bwd_args \[sm_90\]$' 8 \
+  '^_Z13sm80_bwd_mainI[0-9A-Za-z_]+Li64ELi128EEv13sm80_bwd_args \[sm_(80|90)\]$' 24
 
 echo "== SASS (sm_80 cubins)"
 if isa_sass 58 "$WORK"/sm80_fwd_d*.cubin "$WORK"/sm80_fwd_paged_d*.cubin "$WORK"/sm80_decode_d*.cubin "$WORK"/sm80_bwd_d*.cubin; then

@@ -14,21 +14,29 @@
 #include "portattn.h"
 
 #define PA_SM80_BWD_HAS_DIM(d) ((d) == 64 || (d) == 96 || (d) == 128 || (d) == 256)
-#define PA_SM80_BWD_BM 64                          /* query rows per streamed block */
+/* Query rows per streamed block: 64, and at d64 also 128 (half the barriers and loads per MMA; its
+ * accumulators then match d128's at 64 rows), taken where shared memory allows (pa_sm80_bwd_rows).
+ * -DPA_SM80_BWD_BM_D64=64 in both CMAKE_C_FLAGS and CMAKE_CUDA_FLAGS builds d64 at 64 rows only, for
+ * an A/B. The workspace's rows per (batch, head) are a multiple of the largest. */
+#ifndef PA_SM80_BWD_BM_D64
+#define PA_SM80_BWD_BM_D64 128
+#endif
+#define PA_SM80_BWD_BM_MAX(d) ((d) == 64 ? PA_SM80_BWD_BM_D64 : 64)
 #define PA_SM80_BWD_BN(d) ((d) > 128 ? 64 : 128)   /* keys per CTA block: a quarter per warp pair */
 #define PA_SM80_BWD_WARPS 8
 /* Deterministic mode: at most this many dQ partial slices (each B x Hq x rows x D floats), and no
  * more than this many bytes of slices beyond the first (long sequences get fewer). */
 #define PA_SM80_BWD_MAX_SPLITS 8
 #define PA_SM80_BWD_SPLIT_BYTES ((size_t)1 << 30)
-/* Dynamic shared memory: K and V (BN rows each), two buffers of Q and dO (BM rows each), P^T and dS^T
- * (BN x BM 16-bit values each) and two buffers of the rows' base-2 LSE and D. Rows are D * 2 bytes
- * padded to a multiple of 128 (the swizzle's span). d64 97 KB, d96 and d128 161 KB (the A100's
- * 163 KB per block and H100/H200 take them), d256 209 KB: H100/H200 (227 KB) only. */
+/* Dynamic shared memory at bm rows: K and V (BN rows each), two buffers of Q and dO (bm rows each), P^T
+ * and dS^T (BN x bm 16-bit values each) and two buffers of the rows' base-2 LSE and D. Rows are D * 2
+ * bytes padded to a multiple of 128 (the swizzle's span). At 64 rows d64 97 KB, d96 and d128 161 KB
+ * (the A100's 163 KB per block and H100/H200 take them; sm_86/89/120 allow 99 KB), d256 209 KB:
+ * H100/H200 (227 KB) only; d64 at 128 rows 162 KB. */
 #define PA_SM80_BWD_PITCH_BYTES(d) (((d) * 2 + 127) / 128 * 128)
-#define PA_SM80_BWD_SMEM(d)                                                                             \
-    ((2 * PA_SM80_BWD_BN(d) + 4 * PA_SM80_BWD_BM) * PA_SM80_BWD_PITCH_BYTES(d) +                     \
-     2 * PA_SM80_BWD_BN(d) * PA_SM80_BWD_BM * 2 + 4 * PA_SM80_BWD_BM * 4)
+#define PA_SM80_BWD_SMEM(d, bm)                                                                         \
+    ((2 * PA_SM80_BWD_BN(d) + 4 * (bm)) * PA_SM80_BWD_PITCH_BYTES(d) + 2 * PA_SM80_BWD_BN(d) * (bm) * 2 + \
+     4 * (bm) * 4)
 
 typedef struct sm80_bwd_args {
     pa_fwd_args f;            /* q, k, v, o, lse, their strides, shape, masks, score map */
@@ -38,11 +46,12 @@ typedef struct sm80_bwd_args {
     /* Workspace, per (slice, batch, query head) `sqp` rows: the rows' LSE in base 2 (+inf for a row
      * that saw no key or a padding row, so that its P is 0), D = rowsum(dO * O), the fp32 dQ sums. */
     float *lse2, *delta, *dq_acc;
-    int sqp;          /* rows per (batch, head): the longest sequence rounded up to BM */
+    int sqp;          /* rows per (batch, head): the longest sequence rounded up to PA_SM80_BWD_BM_MAX */
     int max_sq;       /* query rows of a sequence past this are left alone (varlen, as FlashAttention) */
     int splits;       /* dQ slices: 1, or the deterministic mode's count */
     int deterministic;
     float scale;      /* softmax scale: dQ and dK are scale * (dS K), scale * (dS^T Q) */
+    int bm;           /* query rows per block of the main kernel (pa_sm80_bwd_rows) */
 } sm80_bwd_args;
 
 #ifdef __cplusplus
@@ -51,6 +60,9 @@ extern "C" {
 struct pa_bwd_problem;
 /* dQ slices of a call: 1, or in deterministic mode enough key-block groups to fill the device. */
 int pa_sm80_bwd_splits(const struct pa_bwd_problem *bp);
+/* Query rows per block of head dim d on a device allowing `optin` bytes of shared memory per block: the
+ * largest of its shapes that fits, else 0. */
+int pa_sm80_bwd_rows(int d, int optin);
 /* Workspace bytes of a call (never 0 for a call with query rows). */
 size_t pa_sm80_bwd_workspace(const struct pa_bwd_problem *bp);
 /* The three launches on the caller's stream; supports() ran before. */

@@ -57,14 +57,15 @@ static int sm80_bwd_supports(const pa_bwd_problem *bp, char *kernel, size_t kern
     if (!bwd_shape_ok(bp, why, why_len)) return 0;
     const int d = (int)bp->fwd.p.head_dim_qk;
     if (!pa_cuda_device_smem(&optin, NULL)) return PA_REFUSE("cannot read the device's shared memory limit");
-    if (optin < PA_SM80_BWD_SMEM(d))
-        return PA_REFUSE("d%d backward needs %d bytes of shared memory per block, %s allows %d%s", d, PA_SM80_BWD_SMEM(d),
-                      dev, optin,
+    const int bm = pa_sm80_bwd_rows(d, optin);
+    if (!bm)
+        return PA_REFUSE("d%d backward needs %d bytes of shared memory per block, %s allows %d%s", d,
+                      PA_SM80_BWD_SMEM(d, 64), dev, optin,
                       d > 128 ? " (d256 needs an sm_90/sm_100-class 227 KB part; an A100 has 163 KB)" : "");
     if (!bwd_tensors_ok(bp, why, why_len)) return 0;
     if (kernel && kernel_len)
         pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80-bwd<%s,d%d,%dx%d%s>", pa_dtype_name(bp->fwd.p.dtype), d,
-               PA_SM80_BWD_BM, PA_SM80_BWD_BN(d), bp->deterministic ? ",deterministic" : "");
+               bm, PA_SM80_BWD_BN(d), bp->deterministic ? ",deterministic" : "");
     return 1;
 }
 

@@ -1,19 +1,21 @@
 /* The cuda-sm80 backward's main kernel (FlashAttention-2 structure), included by one .cu per head dim.
  *
  * A CTA owns BN keys (128; 64 at d256) of one (batch, KV head): their K and V stay in shared memory
- * while the Q and dO blocks (BM = 64 rows) of every query head of the group stream through two
- * buffers, each landing by cp.async while the previous block is computed. The 8 warps form a 4 x 2
- * grid, each GEMM laid out so that a warp's tile is close to square (shared-memory reads per MMA
- * are then lowest); keys are MMA rows in the first two, so that P^T and dS^T come out transposed:
- *   S^T  = K Q^T      warp: BN/4 keys x 32 rows  (A: K by ldmatrix, B: Q by ldmatrix)
+ * while the Q and dO blocks (BM = 64 rows; 128 at d64 where shared memory allows) of every query head
+ * of the group stream through two buffers, each landing by cp.async while the previous block is
+ * computed. The 8 warps form a 4 x 2 grid, each GEMM laid out so that a warp's tile is close to square
+ * (shared-memory reads per MMA are then lowest); keys are MMA rows in the first two, so that P^T and
+ * dS^T come out transposed:
+ *   S^T  = K Q^T      warp: BN/4 keys x BM/2 rows  (A: K by ldmatrix, B: Q by ldmatrix)
  *   P^T  = 2^(S^T * log2e * scale - LSE_2) with the mask, in 16 bits: A fragments and shared memory
- *   dV  += P^T dO     the warp's 32 rows, dims D/2 of its half (A: P^T in registers, B: dO by .trans)
+ *   dV  += P^T dO     the warp's BM/2 rows, dims D/2 of its half (A: P^T in registers, B: dO by .trans)
  *   dP^T = V dO^T     as S^T                     (A: V, B: dO)
  *   dS^T = P^T (dP^T - D) (times 1 - tanh^2 under softcap), 16 bits: A fragments and shared memory
  *   dK  += dS^T Q     as the dV step             (A: dS^T in registers, B: Q by .trans)
  *   -- barrier --
- *   dV, dK += the other 32 rows' part, with P^T and dS^T of the warp of the same keys from shared memory
- *   dQ  += dS K       warp: 32 rows x D/4 dims (d96: 16 x 48) (A: dS^T by ldmatrix.trans, B: K too)
+ *   dV, dK += the other BM/2 rows' part, with P^T and dS^T of the warp of the same keys from shared memory
+ *   dQ  += dS K       warp: 32 rows x D/4 dims (d96: 16 x 48; d64 at 128 rows: 32 x 32)
+ *                     (A: dS^T by ldmatrix.trans, B: K too)
  * dK and dV sum in registers across every block; dQ is added to the fp32 dQ sums atomically, or in
  * deterministic mode with plain adds into a slice the CTA alone writes (it then visits the key
  * blocks of its slice one after another, so every sum has a fixed order). */
@@ -179,30 +181,31 @@ __device__ __forceinline__ void sm80b_az(float (&acc)[MX][DN / 8][4], const uint
 }
 
 /* The A fragments of MX * 16 rows and KS * 16 columns (from chunk c) of a shared tile stored [m][k] with
- * 128-byte rows, from the tile's lane address at chunk 0 of row 0: P^T or dS^T of another warp's query rows. */
-template <int MX, int KS>
+ * rows of SP 16-byte chunks, from the tile's lane address at chunk 0 of row 0: P^T or dS^T of another
+ * warp's query rows. */
+template <int SP, int MX, int KS>
 __device__ __forceinline__ void sm80b_afrags(uint32_t (&af)[MX][KS][4], uint32_t sb, uint32_t at, int c, int lane)
 {
-    const uint32_t la = sm80b_lane<8, false>(at, c, lane);
+    const uint32_t la = sm80b_lane<SP, false>(at, c, lane);
 #pragma unroll
     for (int m = 0; m < MX; ++m)
 #pragma unroll
-        for (int ks = 0; ks < KS; ++ks) sm80_ldsm_x4(af[m][ks], sb + sm80b_fa<8>(la, 16 * m, 2 * ks));
+        for (int ks = 0; ks < KS; ++ks) sm80_ldsm_x4(af[m][ks], sb + sm80b_fa<SP>(la, 16 * m, 2 * ks));
 }
 
 /* The main kernel's shape. Warp w works as (kg, rh) = (w % 4, w / 4): S^T and dP^T for key quarter kg
  * (KW = BN / 4 keys) and row half rh (QH of the BM rows), both read from shared memory once per block;
  * dK and dV for the same keys and dim half rh, over all BM rows, with the other half's P^T and dS^T read
  * back from shared memory. dQ: WQM row groups of MQ 16-row tiles x DQC dims, in passes of DQP dims (a
- * pass must be a multiple of 16 dims: d96 takes 4 x 2). Shared memory: K, V (KVB each), two buffers of
- * Q and of dO (QB each), P^T and dS^T (BN rows of BM 16-bit values: 128 bytes, swizzled), then two
- * buffers of the rows' LSE_2 and of D. */
-template <int D>
+ * pass must be a multiple of 16 dims: d96 takes 4 x 2; d64 at 128 rows 4 x 2, 32 rows x 32 dims a
+ * warp). Shared memory: K, V (KVB each), two buffers of Q and of dO (QB each), P^T and dS^T (BN rows of
+ * BM 16-bit values: SP 16-byte chunks, swizzled), then two buffers of the rows' LSE_2 and of D. */
+template <int D, int BM_>
 struct sm80b_shape {
-    static constexpr int BM = PA_SM80_BWD_BM, BN = PA_SM80_BWD_BN(D), NW = PA_SM80_BWD_WARPS, NT = NW * 32;
+    static constexpr int BM = BM_, BN = PA_SM80_BWD_BN(D), NW = PA_SM80_BWD_WARPS, NT = NW * 32;
     static constexpr int PITCH = sm80b_row_shape<D>::PITCH; /* 16-byte chunks per shared row */
-    static constexpr int KW = BN / 4, MX = KW / 16, QH = BM / 2, NQ = QH / 8, DH = D / 2;
-    static constexpr int WQM = (D / 4) % 16 == 0 ? 2 : 4, MQ = BM / WQM / 16, DQC = D / (NW / WQM);
+    static constexpr int KW = BN / 4, MX = KW / 16, QH = BM / 2, NQ = QH / 8, DH = D / 2, SP = BM / 8;
+    static constexpr int WQM = BM == 128 || (D / 4) % 16 != 0 ? 4 : 2, MQ = BM / WQM / 16, DQC = D / (NW / WQM);
     static constexpr int DQP = DQC <= 48 ? DQC : 32;
     static constexpr int KVB = BN * PITCH * 16, QB = BM * PITCH * 16, SB = BN * BM * 2;
     static constexpr int O_V = KVB, O_Q = 2 * KVB, O_DO = O_Q + 2 * QB, O_PT = O_DO + 2 * QB, O_DS = O_PT + SB,
@@ -210,8 +213,10 @@ struct sm80b_shape {
     /* A row or chunk offset that is a multiple of 8 leaves the swizzle's low bits alone, so the dK/dV
      * dim half (at d128 and d256 a multiple of 8 chunks) folds into the tile offset. */
     static constexpr bool DFOLD = (DH / 8) % 8 == 0;
-    static_assert(NW == 8 && BM == 64 && KW % 16 == 0 && DH % 16 == 0 && DQC % DQP == 0 && DQP % 16 == 0, "shape");
-    static_assert(O_L + 4 * BM * 4 == PA_SM80_BWD_SMEM(D), "smem size");
+    static_assert(NW == 8 && (BM == 64 || BM == 128) && KW % 16 == 0 && DH % 16 == 0 && DQC % DQP == 0 &&
+                      DQP % 16 == 0 && SP == 2 * NQ,
+                  "shape");
+    static_assert(O_L + 4 * BM * 4 == PA_SM80_BWD_SMEM(D, BM), "smem size");
 };
 
 /* One thread's place: lane, its quad (g, t), the warp's keys kw and row half rh (rows r0..) in the block. */
@@ -231,11 +236,11 @@ __device__ __forceinline__ void sm80b_block_rows(const pa_fwd_args &f, int sq, i
 }
 
 /* One item (query head h, rows m0..): Q, dO and the rows' LSE_2 and D into buffer `buf`. */
-template <typename T, int D>
+template <typename T, int D, int BM>
 __device__ __forceinline__ void sm80b_load_item(const sm80_bwd_args &a, uint32_t sb, const T *qb, const T *dob, int b,
                                                 int h, int m0, int sq, int buf, int tid)
 {
-    using S = sm80b_shape<D>;
+    using S = sm80b_shape<D, BM>;
     const pa_fwd_args &f = a.f;
     sm80b_load<T, S::BM, D, S::NT>(sb + S::O_Q + buf * S::QB, qb + (int64_t)h * f.qs[2] + (int64_t)m0 * f.qs[1],
                                    f.qs[1], sq - m0, tid);
@@ -257,13 +262,14 @@ struct sm80b_mask {
 };
 
 /* The thread's two words of (m, j) (keys g and g + 8 of the 16-key tile m, rows 8 j + 2 t..) into a
- * shared P^T or dS^T tile (128-byte rows), `st` the offset of its (0, 0) word: j moves it by a chunk,
- * an XOR. */
+ * shared P^T or dS^T tile (rows of SP 16-byte chunks), `st` the offset of its (0, 0) word: j moves it
+ * by a chunk, an XOR. */
+template <int SP>
 __device__ __forceinline__ void sm80b_store_pair(uint8_t *smem, uint32_t st, int m, int j, const uint32_t *w)
 {
-    const uint32_t o = (st ^ (uint32_t)(j << 4)) + m * 16 * 128;
+    const uint32_t o = (st ^ (uint32_t)(j << 4)) + m * 16 * SP * 16;
     *(uint32_t *)(smem + o) = w[0];
-    *(uint32_t *)(smem + o + 8 * 128) = w[1];
+    *(uint32_t *)(smem + o + 8 * SP * 16) = w[1];
 }
 
 /* P^T = 2^(S^T scaled - LSE_2) for the warp's keys x rows, masked, in place; in 16 bits as A fragments pp
@@ -305,7 +311,7 @@ __device__ __forceinline__ void sm80b_probs(float (&p)[MX][NQ][4], uint32_t (&pp
             uint32_t *lo = &pp[m][j >> 1][(j & 1) * 2];
             lo[0] = pa_pack(p[m][j][0], p[m][j][1], T());
             lo[1] = pa_pack(p[m][j][2], p[m][j][3], T());
-            sm80b_store_pair(smem, st, m, j, lo);
+            sm80b_store_pair<2 * NQ>(smem, st, m, j, lo); /* tile rows: both row halves */
 #pragma unroll
             for (int e = 0; e < 4; ++e) p[m][j][e] *= fac[e];
         }
@@ -325,7 +331,7 @@ __device__ __forceinline__ void sm80b_dscores(uint32_t (&pp)[MX][NQ / 2][4], con
             uint32_t *lo = &pp[m][j >> 1][(j & 1) * 2];
             lo[0] = pa_pack(p[m][j][0] * (dp[m][j][0] - d2.x), p[m][j][1] * (dp[m][j][1] - d2.y), T());
             lo[1] = pa_pack(p[m][j][2] * (dp[m][j][2] - d2.x), p[m][j][3] * (dp[m][j][3] - d2.y), T());
-            sm80b_store_pair(smem, st, m, j, lo);
+            sm80b_store_pair<2 * NQ>(smem, st, m, j, lo); /* tile rows: both row halves */
         }
 }
 
@@ -359,13 +365,13 @@ __device__ __forceinline__ void sm80b_dq_add(const float (&acc)[MQ][NJ][4], floa
 /* dQ (BM x D) += dS K for one item: warp (wm, wn) takes rows 16 MQ wm.. and dims DQC wn..; dS = (dS^T)^T
  * (A by ldmatrix.trans, pattern Y) and K (B pairs by ldmatrix.trans, pattern X), added to the fp32 sums.
  * Rows past sq land in the (b, h) slot's padding rows, never read back. */
-template <typename T, int D>
+template <typename T, int D, int BM>
 __device__ __forceinline__ void sm80b_dq(const sm80_bwd_args &a, uint32_t sb, float *dst, const sm80b_thread &w)
 {
-    using S = sm80b_shape<D>;
+    using S = sm80b_shape<D, BM>;
     constexpr int MQ = S::MQ, DQP = S::DQP;
     const int wm = w.warp % S::WQM, wn = w.warp / S::WQM;
-    const uint32_t la_ds = sm80b_lane<8, true>(S::O_DS, 2 * wm * MQ, w.lane);
+    const uint32_t la_ds = sm80b_lane<S::SP, true>(S::O_DS, 2 * wm * MQ, w.lane);
     dst += (wm * MQ * 16 + w.g) * D + 2 * w.t;
 #pragma unroll 1
     for (int c0 = wn * S::DQC; c0 < (wn + 1) * S::DQC; c0 += DQP) {
@@ -379,7 +385,7 @@ __device__ __forceinline__ void sm80b_dq(const sm80_bwd_args &a, uint32_t sb, fl
         for (int kk = 0; kk < S::BN / 16; ++kk) {
             uint32_t af[MQ][4];
 #pragma unroll
-            for (int mq = 0; mq < MQ; ++mq) sm80_ldsm_x4_trans(af[mq], sb + sm80b_fa<8>(la_ds, kk * 16, 2 * mq));
+            for (int mq = 0; mq < MQ; ++mq) sm80_ldsm_x4_trans(af[mq], sb + sm80b_fa<S::SP>(la_ds, kk * 16, 2 * mq));
 #pragma unroll
             for (int jd = 0; jd < DQP / 16; ++jd) {
                 uint32_t bf[4];
@@ -426,11 +432,11 @@ __device__ __forceinline__ void sm80b_store_dkdv(const sm80_bwd_args &a, const f
 /* A CTA owns the keys of one (batch, KV head) key block at a time (blockIdx.x, stepping by gridDim.x) and
  * streams every item of it: K V resident, Q dO double-buffered, each item's loads landing while the
  * previous item is computed. */
-template <typename T, int D>
+template <typename T, int D, int BM>
 __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const sm80_bwd_args a)
 {
-    using S = sm80b_shape<D>;
-    constexpr int BM = S::BM, BN = S::BN, PITCH = S::PITCH, MX = S::MX, NQ = S::NQ, QH = S::QH, DH = S::DH;
+    using S = sm80b_shape<D, BM>;
+    constexpr int BN = S::BN, PITCH = S::PITCH, MX = S::MX, NQ = S::NQ, QH = S::QH, DH = S::DH;
     extern __shared__ __align__(128) uint8_t smem[];
     const uint32_t sb = sm80_smem_u32(smem);
     const float *const s_lse = (const float *)(smem + S::O_L), *const s_del = s_lse + 2 * BM;
@@ -456,7 +462,7 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
     const uint32_t kofs = w.kw * PITCH * 16, rofs = w.r0 * PITCH * 16, dofs = S::DFOLD ? w.rh * DH * 2 : 0;
     const int dch = S::DFOLD ? 0 : w.rh * (DH / 8);
     const uint32_t la_k = sm80b_lane<PITCH, false>(kofs, 0, w.lane), la_q = sm80b_lane<PITCH, true>(S::O_Q + rofs, 0, w.lane);
-    const uint32_t st = sm80b_swz<8>(w.kw + w.g, w.r0 / 8) + w.t * 4; /* the thread's P^T/dS^T word (m = j = 0) */
+    const uint32_t st = sm80b_swz<S::SP>(w.kw + w.g, w.r0 / 8) + w.t * 4; /* the thread's P^T/dS^T word (m = j = 0) */
     const int ro = QH - w.r0; /* the other row half */
 
     const int nkb = (sk + BN - 1) / BN;
@@ -472,7 +478,7 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
             const T *vh = (const T *)f.v + sm80b_row(a, f.vs[0], f.vs[1], b, sq_.k0) + (int64_t)hk * f.vs[2];
             sm80b_load<T, BN, D, S::NT>(sb, kh + (int64_t)n0 * f.ks[1], f.ks[1], sk - n0, tid);
             sm80b_load<T, BN, D, S::NT>(sb + S::O_V, vh + (int64_t)n0 * f.vs[1], f.vs[1], sk - n0, tid);
-            sm80b_load_item<T, D>(a, sb, qb, dob, b, hk * f.group, mb0 * BM, sq, 0, tid);
+            sm80b_load_item<T, D, BM>(a, sb, qb, dob, b, hk * f.group, mb0 * BM, sq, 0, tid);
         }
         sm80_cp_async_commit();
 
@@ -493,7 +499,7 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
             __syncthreads();         /* ... for all; every warp is done with the previous item's P^T, dS^T */
             if (it + 1 < nit) {      /* its buffer was last read before the previous barrier */
                 const bool wrap = m0 + BM == mend;
-                sm80b_load_item<T, D>(a, sb, qb, dob, b, h + wrap, wrap ? mb0 * BM : m0 + BM, sq, buf ^ 1, tid);
+                sm80b_load_item<T, D, BM>(a, sb, qb, dob, b, h + wrap, wrap ? mb0 * BM : m0 + BM, sq, buf ^ 1, tid);
             }
             sm80_cp_async_commit();
             const uint32_t tq = S::O_Q + buf * S::QB, tdo = S::O_DO + buf * S::QB, bq = buf * S::QB;
@@ -521,12 +527,12 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
             __syncthreads(); /* P^T and dS^T of every warp are in shared memory */
 
             /* The other row half's P^T and dS^T, from the warp of the same keys. */
-            sm80b_afrags(pp, sb, S::O_PT + w.kw * 128, ro / 8, w.lane);
+            sm80b_afrags<S::SP>(pp, sb, S::O_PT + w.kw * S::SP * 16, ro / 8, w.lane);
             sm80b_az<T, D, MX, NQ / 2, DH>(dv, pp, sb, tdo + ro * PITCH * 16 + dofs, dch, w.lane);
-            sm80b_afrags(pp, sb, S::O_DS + w.kw * 128, ro / 8, w.lane);
+            sm80b_afrags<S::SP>(pp, sb, S::O_DS + w.kw * S::SP * 16, ro / 8, w.lane);
             sm80b_az<T, D, MX, NQ / 2, DH>(dk, pp, sb, tq + ro * PITCH * 16 + dofs, dch, w.lane);
 
-            sm80b_dq<T, D>(a, sb, a.dq_acc + (sm80b_ws_row(a, slice, b, h) + m0) * D, w);
+            sm80b_dq<T, D, BM>(a, sb, a.dq_acc + (sm80b_ws_row(a, slice, b, h) + m0) * D, w);
             m0 += BM;
             if (m0 == mend) m0 = mb0 * BM, ++h;
         }

@@ -13,10 +13,18 @@ cudaError_t sm80_bwd_run_d96(const sm80_bwd_args *a, int bf16, int64_t max_sk, c
 cudaError_t sm80_bwd_run_d128(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
 cudaError_t sm80_bwd_run_d256(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
 
-/* Row slots per (batch, query head): the longest sequence, rounded up to whole row blocks. */
+/* Row slots per (batch, query head): the longest sequence, rounded up to whole row blocks of either
+ * shape, so that the workspace size does not depend on the device. */
 static int64_t bwd_sqp(const pa_problem *pb)
 {
-    return (pb->max_seqlen_q + PA_SM80_BWD_BM - 1) / PA_SM80_BWD_BM * PA_SM80_BWD_BM;
+    const int64_t bm = PA_SM80_BWD_BM_MAX(pb->p.head_dim_qk);
+    return (pb->max_seqlen_q + bm - 1) / bm * bm;
+}
+
+extern "C" int pa_sm80_bwd_rows(int d, int optin)
+{
+    const int bm = PA_SM80_BWD_BM_MAX(d);
+    return optin >= PA_SM80_BWD_SMEM(d, bm) ? bm : optin >= PA_SM80_BWD_SMEM(d, 64) ? 64 : 0;
 }
 
 /* Floats of each part: LSE_2 and D (rows each), then the dQ slices (splits x rows x D). Rows are a
@@ -74,6 +82,9 @@ extern "C" portattn_status_t pa_sm80_bwd_launch(const pa_bwd_problem *bp, void *
     bwd_strides(a.dos, &bp->dout), bwd_strides(a.dqs, &bp->dq);
     bwd_strides(a.dks, &bp->dk), bwd_strides(a.dvs, &bp->dv);
     a.sqp = (int)bwd_sqp(pb), a.max_sq = (int)pb->max_seqlen_q;
+    int optin = 0;
+    if (!pa_cuda_device_smem(&optin, NULL) || !(a.bm = pa_sm80_bwd_rows((int)d, optin)))
+        return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm80 backward: shared memory for no shape");
     a.splits = pa_sm80_bwd_splits(bp), a.deterministic = bp->deterministic != 0;
     a.scale = pb->scale;
 

@@ -89,12 +89,28 @@ __global__ void __launch_bounds__(SM80B_ROW_THREADS, 1) sm80_bwd_dq(const sm80_b
     *(uint4 *)((T *)a.dq + sm80b_row(a, a.dqs[0], a.dqs[1], b, s.q0 + i) + (int64_t)h * a.dqs[2] + c * 8) = out;
 }
 
-/* The three launches of one instance: row prologue, main kernel, dQ conversion. The fp32 dQ
- * slices must be zero before (the caller clears them). */
+/* The main kernel of BM rows over every key block (deterministic: one CTA per dQ slice). */
+template <typename T, int D, int BM>
+static cudaError_t sm80_bwd_main_launch(const sm80_bwd_args *a, void **args, int64_t max_sk, cudaStream_t stream)
+{
+    constexpr int BN = PA_SM80_BWD_BN(D), SMEM = PA_SM80_BWD_SMEM(D, BM);
+    auto kern = sm80_bwd_main<T, D, BM>;
+    static int optin_done[64];
+    cudaError_t e = pa_smem_optin_once(kern, SMEM, optin_done);
+    const int64_t nkb = (max_sk + BN - 1) / BN;
+    const unsigned gx = (unsigned)(a->deterministic ? a->splits : (nkb < 0x7fffffff ? nkb : 0x7fffffff));
+    const dim3 grid(gx, (unsigned)(a->f.heads / a->f.group), (unsigned)a->f.batch); /* key blocks, KV heads */
+    if (e == cudaSuccess)
+        e = cudaLaunchKernel((const void *)kern, grid, dim3(PA_SM80_BWD_WARPS * 32), args, SMEM, stream);
+    return e;
+}
+
+/* The three launches of one instance: row prologue, main kernel (a->bm rows a block), dQ conversion.
+ * The fp32 dQ slices must be zero before (the caller clears them). */
 template <typename T, int D>
 static cudaError_t sm80_bwd_instance(const sm80_bwd_args *a, int64_t max_sk, cudaStream_t stream)
 {
-    constexpr int RPB = SM80B_ROW_THREADS / SM80B_TPR(D), BN = PA_SM80_BWD_BN(D);
+    constexpr int RPB = SM80B_ROW_THREADS / SM80B_TPR(D), BM_MAX = PA_SM80_BWD_BM_MAX(D);
     sm80_bwd_args arg = *a;
     void *args[] = {&arg};
     cudaError_t e = cudaSuccess;
@@ -102,15 +118,11 @@ static cudaError_t sm80_bwd_instance(const sm80_bwd_args *a, int64_t max_sk, cud
     if (a->sqp > 0)
         e = cudaLaunchKernel((const void *)sm80_bwd_prep<T, D>, rows_grid, dim3(SM80B_ROW_THREADS), args, 0, stream);
     if (e == cudaSuccess && max_sk > 0) {
-        auto kern = sm80_bwd_main<T, D>;
-        static int optin_done[64];
-        e = pa_smem_optin_once(kern, PA_SM80_BWD_SMEM(D), optin_done);
-        const int64_t nkb = (max_sk + BN - 1) / BN;
-        const unsigned gx = (unsigned)(a->deterministic ? a->splits : (nkb < 0x7fffffff ? nkb : 0x7fffffff));
-        const dim3 grid(gx, (unsigned)(a->f.heads / a->f.group), (unsigned)a->f.batch); /* key blocks, KV heads */
-        if (e == cudaSuccess)
-            e = cudaLaunchKernel((const void *)kern, grid, dim3(PA_SM80_BWD_WARPS * 32), args, PA_SM80_BWD_SMEM(D),
-                                 stream);
+        if constexpr (BM_MAX != 64)
+            e = a->bm == BM_MAX ? sm80_bwd_main_launch<T, D, BM_MAX>(a, args, max_sk, stream)
+                                : sm80_bwd_main_launch<T, D, 64>(a, args, max_sk, stream);
+        else
+            e = sm80_bwd_main_launch<T, D, 64>(a, args, max_sk, stream);
     }
     if (e == cudaSuccess && a->sqp > 0)
         e = cudaLaunchKernel((const void *)sm80_bwd_dq<T, D>, rows_grid, dim3(SM80B_ROW_THREADS), args, 0, stream);

@@ -69,6 +69,7 @@ struct cfg {
     int det;                /* deterministic mode: dQ slices */
     int gx;                 /* grid x of the main kernel in the default mode (0: one per key block) */
     int32_t cuq[4], cuk[4]; /* varlen when cuq[b] != 0: sq, sk are the totals */
+    int bm = 0;             /* query rows per block (0: the head dim's largest shape) */
 };
 
 static const cfg cfgs[] = {
@@ -82,7 +83,12 @@ static const cfg cfgs[] = {
     {"d96_causal_gqa3_det2", 2, 100, 140, 6, 2, 96, 1, -1, -1, 0, 0, 1, 1, 2, 0, {0}, {0}},
     {"d96_varlen_softcap", 3, 150, 170, 2, 2, 96, 0, -1, -1, 3, 0, 2, 0, 0, 0, {0, 80, 80, 150}, {0, 130, 130, 170}},
     {"gqa4_window_left_det2", 1, 200, 300, 8, 2, 64, 0, 10, -1, 0, 0, 1, 1, 2, 0, {0}, {0}},
+    /* d64's 64-row shape (devices with less than 162 KB of shared memory per block) */
+    {"bm64_gqa4_window_left_det2", 1, 200, 300, 8, 2, 64, 0, 10, -1, 0, 0, 1, 1, 2, 0, {0}, {0}, 64},
+    {"bm64_varlen_causal_negscale_d64", 3, 150, 170, 4, 2, 64, 1, -1, -1, 0, -0.2f, 1, 1, 0, 0, {0, 80, 80, 150},
+     {0, 130, 130, 170}, 64},
     {"d128_full_blocks_gqa2", 1, 128, 256, 4, 2, 128, 0, -1, -1, 0, 0, 1, 0, 0, 0, {0}, {0}},
+    {"d64_full_blocks_gqa2_det2", 1, 256, 256, 4, 2, 64, 0, -1, -1, 0, 0, 1, 0, 2, 0, {0}, {0}},
     {"d256_full_blocks_det2", 1, 128, 128, 2, 1, 256, 0, -1, -1, 0, 0, 1, 1, 2, 0, {0}, {0}},
     {"d256_causal_gqa2_2kblocks", 1, 100, 140, 4, 2, 256, 1, -1, -1, 0, 0, 1, 1, 0, 1, {0}, {0}},
     {"d256_window_softcap_det2", 1, 90, 150, 2, 1, 256, 0, 20, 40, 5, 0, 2, 0, 2, 0, {0}, {0}},
@@ -117,7 +123,7 @@ static buf make_buf(int64_t nb, int64_t s, int64_t h, int64_t d, int pad)
 }
 
 /* What pa_fwd_fill_args and pa_sm80_bwd_launch make of the problem. */
-static sm80_bwd_args fill_args(const pa_bwd_problem &bp, int splits, int64_t sqp)
+static sm80_bwd_args fill_args(const pa_bwd_problem &bp, int splits, int64_t sqp, int bm)
 {
     const portattn_fwd_params_t &p = bp.fwd.p;
     sm80_bwd_args a;
@@ -141,7 +147,7 @@ static sm80_bwd_args fill_args(const pa_bwd_problem &bp, int splits, int64_t sqp
     f.post_mul = f.softcap ? (float)(cap * log2e) : 1.f;
     a.dout = bp.dout.data, a.dq = bp.dq.data, a.dk = bp.dk.data, a.dv = bp.dv.data;
     a.sqp = (int)sqp, a.max_sq = (int)bp.fwd.max_seqlen_q, a.splits = splits, a.deterministic = splits > 1;
-    a.scale = bp.fwd.scale;
+    a.scale = bp.fwd.scale, a.bm = bm;
     return a;
 }
 
@@ -152,7 +158,11 @@ static void run_kernels(const sm80_bwd_args &a, const cfg &c, int64_t max_sk)
     const sim_dim3 rows = {(unsigned)((a.sqp + rpb - 1) / rpb), (unsigned)c.hq, (unsigned)c.b};
     const unsigned gx = (unsigned)(a.deterministic ? a.splits : c.gx ? c.gx : nkb);
     sim_launch(sm80_bwd_prep<T, D>, rows, SM80B_ROW_THREADS, a);
-    sim_launch(sm80_bwd_main<T, D>, {gx, (unsigned)c.hkv, (unsigned)c.b}, PA_SM80_BWD_WARPS * 32, a);
+    const sim_dim3 grid = {gx, (unsigned)c.hkv, (unsigned)c.b};
+    if (a.bm == 64)
+        sim_launch(sm80_bwd_main<T, D, 64>, grid, PA_SM80_BWD_WARPS * 32, a);
+    else
+        sim_launch(sm80_bwd_main<T, D, PA_SM80_BWD_BM_MAX(D)>, grid, PA_SM80_BWD_WARPS * 32, a);
     sim_launch(sm80_bwd_dq<T, D>, rows, SM80B_ROW_THREADS, a);
 }
 
@@ -221,10 +231,10 @@ static void run(const cfg &c, portattn_dtype_t dt)
     bp.fwd.max_seqlen_q = mq, bp.fwd.max_seqlen_k = mk;
     bp.dout = dout.t, bp.dq = g[1][0].t, bp.dk = g[1][1].t, bp.dv = g[1][2].t;
     const int splits = c.det ? c.det : 1;
-    const int64_t sqp = (mq + PA_SM80_BWD_BM - 1) / PA_SM80_BWD_BM * PA_SM80_BWD_BM;
+    const int64_t bmax = PA_SM80_BWD_BM_MAX(c.d), sqp = (mq + bmax - 1) / bmax * bmax;
     const size_t rows = (size_t)(c.b * c.hq * sqp);
     std::vector<float> ws(rows * (2 + (size_t)splits * (size_t)c.d) + 4, NAN);
-    sm80_bwd_args a = fill_args(bp, splits, sqp);
+    sm80_bwd_args a = fill_args(bp, splits, sqp, c.bm ? c.bm : (int)bmax);
     a.lse2 = ws.data(), a.delta = a.lse2 + rows, a.dq_acc = a.delta + rows;
     memset(a.dq_acc, 0, rows * (size_t)splits * (size_t)c.d * 4);
     sim_late_copies = dt == PORTATTN_DTYPE_BF16; /* f16 runs land cp.async at once, bf16 runs at the wait */
