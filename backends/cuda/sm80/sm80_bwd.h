@@ -15,13 +15,15 @@
 
 #define PA_SM80_BWD_HAS_DIM(d) ((d) == 64 || (d) == 96 || (d) == 128 || (d) == 256)
 /* Query rows per streamed block: 64, and at d64 also 128 (half the barriers and loads per MMA; its
- * accumulators then match d128's at 64 rows), taken where shared memory allows (pa_sm80_bwd_rows).
- * -DPA_SM80_BWD_BM_D64=64 in both CMAKE_C_FLAGS and CMAKE_CUDA_FLAGS builds d64 at 64 rows only, for
- * an A/B. The workspace's rows per (batch, head) are a multiple of the largest. */
-#ifndef PA_SM80_BWD_BM_D64
-#define PA_SM80_BWD_BM_D64 128
+ * accumulators then match d128's at 64 rows), which pa_sm80_bwd_rows takes where shared memory allows
+ * once PA_SM80_BWD_ROWS128 is 1. It is 0 until the 128-row shape has run on a GPU (it passes the
+ * simulator): -DPA_SM80_BWD_ROWS128=1 in both CMAKE_C_FLAGS and CMAKE_CUDA_FLAGS selects it, for the
+ * case table and an A/B. Both shapes are built either way; the workspace's rows per (batch, head) are
+ * a multiple of the largest. */
+#ifndef PA_SM80_BWD_ROWS128
+#define PA_SM80_BWD_ROWS128 0
 #endif
-#define PA_SM80_BWD_BM_MAX(d) ((d) == 64 ? PA_SM80_BWD_BM_D64 : 64)
+#define PA_SM80_BWD_BM_MAX(d) ((d) == 64 ? 128 : 64)
 #define PA_SM80_BWD_BN(d) ((d) > 128 ? 64 : 128)   /* keys per CTA block: a quarter per warp pair */
 #define PA_SM80_BWD_WARPS 8
 /* Deterministic mode: at most this many dQ partial slices (each B x Hq x rows x D floats), and no

@@ -23,7 +23,7 @@ static int64_t bwd_sqp(const pa_problem *pb)
 
 extern "C" int pa_sm80_bwd_rows(int d, int optin)
 {
-    const int bm = PA_SM80_BWD_BM_MAX(d);
+    const int bm = PA_SM80_BWD_ROWS128 ? PA_SM80_BWD_BM_MAX(d) : 64;
     return optin >= PA_SM80_BWD_SMEM(d, bm) ? bm : optin >= PA_SM80_BWD_SMEM(d, 64) ? 64 : 0;
 }
 
