@@ -3,11 +3,16 @@
  * the functions below, so the bank-conflict proof (tests/sim/test_hip_lds.c) checks the addresses the
  * kernels use, not a copy of them.
  *
- * Tiles hold rows of head-dim elements (f16/bf16) as 16-byte chunks. Chunk c of row r is stored at
- * chunk c ^ x(r) of its row, x(r) = r % P where P = chunks per "bank row" (banks x bank width / 16
- * bytes: 8 for 32 banks of 4 bytes, 16 for 64 banks); rows shorter than a bank row (d64 on 64 banks)
- * use a permutation of (r / rows-per-bank-row) % chunks. The XOR never leaves the row (head dims
- * 64/128/256 give 8/16/32 chunks). Facts from docs/design.md
+ * Tiles hold rows of head-dim elements (f16/bf16) as 16-byte chunks, rows packed without padding.
+ * Chunk c of row r is stored at chunk c ^ x(r) of its row, where x(r) < g and g, the XOR's block, is
+ * the largest power of two that divides the row's chunk count, at most P = chunks per "bank row"
+ * (banks x bank width / 16 bytes: 8 for 32 banks of 4 bytes, 16 for 64 banks). With g = P (rows of a
+ * multiple of P chunks: d128, d256 on 32 banks) x(r) = r % P; with g < P (d64 on 64 banks, and the
+ * head dims whose rows hold an odd multiple of 4 chunks: d32, d96, d160, d224) the rows that share a
+ * bank row's banks take a permutation of (r / (P / g)) % g. The XOR never leaves its aligned block of g
+ * chunks, and a row starts on such a block, so the layout is a permutation of each row and of each
+ * aligned run of g chunks of the tile (what the row-major tile stores rely on). Rows must hold a
+ * multiple of 4 chunks (head dims that are multiples of 32). Facts from docs/design.md
  * section 9: CDNA2/CDNA3 (gfx90a, gfx940, gfx942) and RDNA3 (gfx1100, unverified) have 32 banks of
  * 4 bytes, gfx950 64. */
 #ifndef PORTATTN_HIP_LDS_H
@@ -30,32 +35,45 @@ typedef struct pa_lds_model {
 /* 16-byte chunks per bank row: the XOR period of the swizzle. */
 PA_LDS_FN int pa_lds_period(const pa_lds_model *m) { return m->banks * m->bank_bytes / 16; }
 
-/* Byte address of chunk `ch` of row `row` in a tile of `chunks` chunks per row (a power of two).
- * Rows of at least a bank row XOR by row % period; shorter rows (d64 on 64 banks: two rows per bank
- * row) XOR by (row / rows-per-bank-row) % chunks, so the XOR stays inside the row and the rows that
- * share a bank row still spread a column over every bank. */
+/* The XOR's block for rows of `chunks` chunks under a period of `period` chunks: the largest power of
+ * two that divides `chunks`, at most the period. */
+PA_LDS_FN int pa_lds_block(int period, int chunks)
+{
+    const int low = chunks & -chunks; /* the lowest set bit: the largest power of two dividing chunks */
+    return low < period ? low : period;
+}
+
+/* Byte address of chunk `ch` of row `row` in a tile of `chunks` chunks per row (a multiple of 4).
+ * Rows whose chunk count is a multiple of the period XOR by row % period. Otherwise the XOR block g is
+ * smaller than a bank row, which holds share = P / g blocks: chunks / g being odd, each aligned run of
+ * share rows starts once in every block of a bank row, and the runs XOR by (row / share) % g, so a
+ * column still spreads over every bank. */
 PA_LDS_FN int pa_lds_chunk_addr(const pa_lds_model *m, int row, int ch, int chunks)
 {
-    const int p = pa_lds_period(m), share = chunks >= p ? 1 : p / chunks;
+    const int p = pa_lds_period(m), g = pa_lds_block(p, chunks), share = p / g;
     int x = row % p;
     if (share > 1) {
-        /* q = (row / share) % chunks with bits 1 and 2 swapped: the V gathers of P.V read keys
-         * k and k + 4 (32x32) or k, k + 4, k + 8, k + 12 (16x16) in one phase, which must land on
-         * different chunk groups (tests/sim/test_hip_lds.c proves it for d64 on 64 banks) */
-        const int q = (row / share) % chunks;
-        x = (q & ~6) | ((q & 2) << 1) | ((q & 4) >> 1);
+        /* q = (row / share) % g, for blocks of 8 with bits 1 and 2 swapped: the V gathers of P.V read
+         * keys k and k + 4 (32x32) or k, k + 4, k + 8, k + 12 (16x16) in one phase, which must land on
+         * different chunk groups (tests/sim/test_hip_lds.c proves it for d64 on 64 banks); a block of
+         * 4 has no bit 2 to move it to */
+        const int q = (row / share) % g;
+        x = g < 8 ? q : (q & ~6) | ((q & 2) << 1) | ((q & 4) >> 1);
     }
     return (row * chunks + (ch ^ x)) * 16;
 }
 
 /* ---- the tile loops' accesses (the kernels call these) ----------------------------------------- */
 
-/* Tile store from global memory, ds_write_b128: pass `pass` of the wave writes rows
- * pass * (wave / chunks) + lane / chunks, chunk lane % chunks (chunks <= wave). */
+/* Tile store from global memory, ds_write_b128. The kernels number a tile's 16-byte copies row-major,
+ * thread-fastest (copy pass x threads + thread), so pass `pass` of a wave (pass x waves + wave, in the
+ * kernel's numbering) writes copies pass * wave + lane: row copy / chunks, chunk copy % chunks. Each
+ * wave thus writes whole aligned runs of the tile, which the swizzle permutes only within (see the
+ * header): conflict-free for any chunk count. */
 PA_LDS_FN int pa_lds_store_addr(const pa_lds_model *m, int lane, int pass, int chunks)
 {
-    const int rows_per_pass = m->wave / chunks;
-    return pa_lds_chunk_addr(m, pass * rows_per_pass + lane / chunks, lane % chunks, chunks);
+    const int copy = pass * m->wave + lane;
+    return pa_lds_chunk_addr(m, copy / chunks, copy % chunks, chunks);
 }
 
 /* MFMA operand read, ds_read_b128 (8 halves per lane, "KPack" = 8): for an M- or N-dimension of `mn`
@@ -81,31 +99,37 @@ PA_LDS_FN int pa_lds_v_half_addr(const pa_lds_model *m, int lane, int mn, int ke
  * RDNA3's bank count is not verified (docs/design.md section 9: 32 x 4 B per CU half, community
  * notes), so its tiles use one layout that must be conflict-free under two models at once, `lo` (32
  * banks) and `hi` (64 banks), each with its own phases (tests/sim/test_hip_lds.c checks both). The XOR
- * x(row) is derived from the two periods: rows of at least hi's period take row % P_hi (whose low
- * bits are row % P_lo); shorter rows (d64: 8 chunks, `share` = 2 rows per 64-bank row) take
- * (row % chunks) ^ ((row / chunks) % share): distinct over each aligned run of `chunks` rows (what 32
- * banks need) and, inside each aligned run of P_hi rows, distinct among the rows that sit at the same
- * offset of a 64-bank row (what 64 banks need). Rows must hold at least P_lo chunks (d64 and up). */
+ * x(row) is derived from hi's period P_hi and the row's XOR block g (pa_lds_block(P_hi, chunks)):
+ * rows of a multiple of P_hi chunks take row % P_hi (whose low bits are row % P_lo); other rows (d64:
+ * g = 8; d32, d96, d160, d224: g = 4; d192: g = 8) take (row % g) ^ ((row / g) % share), share =
+ * P_hi / g: distinct over each aligned run of g rows and, inside each aligned run of P_hi rows,
+ * distinct among the rows that sit at the same offset of a 64-bank row modulo g (what 64 banks
+ * need). A row starts on a block of g (g divides the chunk count), so the XOR stays in the row. Rows
+ * must hold a multiple of 4 chunks (x < g needs g >= share). */
 PA_LDS_FN int pa_lds_rdna3_chunk_addr(const pa_lds_model *lo, const pa_lds_model *hi, int row, int ch, int chunks)
 {
-    const int ph = pa_lds_period(hi), share = chunks >= ph ? 1 : ph / chunks;
-    const int x = share == 1 ? row % ph : (row % chunks) ^ ((row / chunks) % share);
+    const int ph = pa_lds_period(hi), g = pa_lds_block(ph, chunks), share = ph / g;
+    const int x = share == 1 ? row % ph : (row % g) ^ ((row / g) % share);
     (void)lo; /* lo's period divides hi's: row % P_hi and the short-row rule satisfy it too (proved by the test) */
     return (row * chunks + (ch ^ x)) * 16;
 }
 
-/* Tile store from global memory, ds_write_b128: pass `pass` of a wave writes rows
- * pass * (wave / chunks) + lane / chunks, chunk lane % chunks. */
+/* Tile store from global memory, ds_write_b128: pass `pass` of a wave writes the tile's copies
+ * pass * wave + lane, numbered row-major as pa_lds_store_addr's. */
 PA_LDS_FN int pa_lds_rdna3_store_addr(const pa_lds_model *lo, const pa_lds_model *hi, int lane, int pass, int chunks)
 {
-    const int rows_per_pass = lo->wave / chunks;
-    return pa_lds_rdna3_chunk_addr(lo, hi, pass * rows_per_pass + lane / chunks, lane % chunks, chunks);
+    const int copy = pass * lo->wave + lane;
+    if (lo->wave % chunks == 0) /* the same copy, in the form whose row term folds per pass */
+        return pa_lds_rdna3_chunk_addr(lo, hi, pass * (lo->wave / chunks) + lane / chunks, lane % chunks, chunks);
+    return pa_lds_rdna3_chunk_addr(lo, hi, copy / chunks, copy % chunks, chunks);
 }
 
 /* WMMA operand rows, two ds_read_b128 per lane (K rows: A of S^T = K Q^T; Q rows: B = Q^T): lanes
  * i and i + 16 read the same 16 halves of row row0 + i (the replication WMMA wants), `half` 0 and 1 =
  * chunks 2 * kstep and 2 * kstep + 1; row0 is a multiple of 16, the period of the RDNA3 XOR. Written
- * as one per-lane base XOR the chunk's byte offset, plus the row0 term: the kernel keeps one address
+ * as one per-lane base XOR the chunk's offset inside its XOR block, plus the block's and the row0
+ * terms (constants: the reads' offset fields): the lane base is row (lane % 16) x chunks + x, whose
+ * low bits below the block g are x alone, so the XOR is the swizzle. The kernel keeps one address
  * register for every K and Q read (per-chunk addresses, hoisted out of the key loop, spilled on
  * clang-15). tests/sim/test_hip_lds.c checks it against pa_lds_rdna3_chunk_addr. */
 PA_LDS_FN int pa_lds_wmma_lane_base(const pa_lds_model *lo, const pa_lds_model *hi, int lane, int chunks)
@@ -114,7 +138,8 @@ PA_LDS_FN int pa_lds_wmma_lane_base(const pa_lds_model *lo, const pa_lds_model *
 }
 PA_LDS_FN int pa_lds_wmma_addr_from(int lane_base, int row0, int kstep, int half, int chunks)
 {
-    return (lane_base ^ ((2 * kstep + half) * 16)) + row0 * chunks * 16;
+    const int g = pa_lds_block(16, chunks), ch = 2 * kstep + half; /* 16: the period of the 64-bank model */
+    return (lane_base ^ ((ch % g) * 16)) + (ch - ch % g + row0 * chunks) * 16;
 }
 PA_LDS_FN int pa_lds_wmma_addr(const pa_lds_model *lo, const pa_lds_model *hi, int lane, int row0, int kstep, int half, int chunks)
 {
