@@ -10,10 +10,9 @@
  * operand of S^T; K is read as A with one 16-byte read per two MFMA k-steps (KPack 8, the same k
  * permutation as Q's registers); V^T's A operand is gathered with four 2-byte reads per step.
  *
- * Instances of head dims 64, 128 and 256 (d256 as two launches of 128 output columns each, see below)
- * serve every call whose head dims are multiples of 8 up to theirs: columns past the call's Dqk (Q, K)
- * and Dv (V) are never loaded and read as zeros, so S and the LSE are exact, and O's columns past Dv
- * (zeros) are never stored.
+ * Instances at every multiple of 32 up to 256 but 224 (cdna_entries.h; d256 as two launches of 128
+ * output columns each, see below) serve every call whose head dims are multiples of 8 up to theirs: columns past the call's Dqk (Q, K) and Dv (V) are never loaded and read as zeros, so S and
+ * the LSE are exact, and O's columns past Dv (zeros) are never stored.
  * Built for gfx90a/gfx942 and gated by tests/isa/isa_gate_hip.sh; the case table runs it through the
  * hip-cdna backend against tests/sim/hip_fake's simulated gfx90a, and cdna_fwd_emu.cu builds it with
  * nvcc for an NVIDIA GPU. backends/hip/NOTES.md says how far it has been checked.
@@ -173,21 +172,44 @@ __device__ __forceinline__ bool pa_cdna_fwd_pair(const pa_fwd_args &a, int *b, i
     return true;
 }
 
+/* Copy passes of a tile of BN rows x CH 16-byte chunks over the workgroup's threads. */
+template <int CH, int BN> constexpr int pa_cdna_copy_passes()
+{
+    return (BN * CH + PA_CDNA_THREADS - 1) / PA_CDNA_THREADS;
+}
+
+/* Thread tid's row r and chunk c in copy pass p of such a tile: copies numbered row-major,
+ * thread-fastest (pa_lds_store_addr's order, so a wave stores whole aligned runs of the swizzled
+ * tile). A row of a power-of-two chunk count divides the threads and keeps the shift-and-mask form;
+ * d96/d160/d224 rows (12, 20, 28 chunks) do not, and their last pass is partly past the tile: false
+ * there. */
+template <int CH, int BN> __device__ __forceinline__ bool pa_cdna_copy_slot(int p, int tid, int &r, int &c)
+{
+    constexpr int NT = PA_CDNA_THREADS;
+    if constexpr (NT % CH == 0) {
+        r = p * (NT / CH) + tid / CH, c = tid % CH;
+    } else {
+        const int i = p * NT + tid;
+        r = i / CH, c = i % CH;
+    }
+    return (BN * CH) % NT == 0 || r < BN;
+}
+
 /* K and V tile n into LDS (layout lm), 16 bytes a thread a pass; keys past the sequence and columns
  * past the call's head dims read as zeros. */
 template <int DQK, int DV, int C0>
 __device__ __forceinline__ void pa_cdna_fwd_load_kv(const pa_fwd_args &a, const pa_hip_seq &seq, const pa_lds_model &lm,
                                                     int n, int tid, uint16_t *sk_t, uint16_t *sv_t)
 {
-    constexpr int CHK = DQK / 8, CHV = DV / 8; /* 16-byte chunks per K and V row */
-    constexpr int NT = PA_CDNA_THREADS;
-    constexpr int RPPK = NT / CHK, RPPV = NT / CHV; /* tile rows one pass of 16-byte copies covers */
+    constexpr int CHK = DQK / 8, CHV = DV / 8, BN = PA_CDNA_BN; /* 16-byte chunks per K and V row */
     const uint16_t *kh = seq.k, *vh = seq.v;
     const int sk = seq.sk;
     if constexpr (CHK == CHV) { /* one pass loop for both */
 #pragma unroll
-        for (int p = 0; p < PA_CDNA_BN / RPPK; ++p) {
-            const int r = p * RPPK + tid / CHK, c = tid % CHK, key = n * PA_CDNA_BN + r;
+        for (int p = 0; p < pa_cdna_copy_passes<CHK, BN>(); ++p) {
+            int r, c;
+            if (!pa_cdna_copy_slot<CHK, BN>(p, tid, r, c)) continue;
+            const int key = n * BN + r;
             uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
             if (key < sk) {
                 if (8 * c < a.dqk) kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * c);
@@ -199,15 +221,19 @@ __device__ __forceinline__ void pa_cdna_fwd_load_kv(const pa_fwd_args &a, const 
         }
     } else {
 #pragma unroll
-        for (int p = 0; p < PA_CDNA_BN / RPPK; ++p) {
-            const int r = p * RPPK + tid / CHK, c = tid % CHK, key = n * PA_CDNA_BN + r;
+        for (int p = 0; p < pa_cdna_copy_passes<CHK, BN>(); ++p) {
+            int r, c;
+            if (!pa_cdna_copy_slot<CHK, BN>(p, tid, r, c)) continue;
+            const int key = n * BN + r;
             uint4 kv = make_uint4(0, 0, 0, 0);
             if (key < sk && 8 * c < a.dqk) kv = *(const uint4 *)(kh + (int64_t)key * a.ks[1] + 8 * c);
             *(uint4 *)(sk_t + pa_lds_chunk_addr(&lm, r, c, CHK) / 2) = kv;
         }
 #pragma unroll
-        for (int p = 0; p < PA_CDNA_BN / RPPV; ++p) {
-            const int r = p * RPPV + tid / CHV, c = tid % CHV, key = n * PA_CDNA_BN + r;
+        for (int p = 0; p < pa_cdna_copy_passes<CHV, BN>(); ++p) {
+            int r, c;
+            if (!pa_cdna_copy_slot<CHV, BN>(p, tid, r, c)) continue;
+            const int key = n * BN + r;
             uint4 vv = make_uint4(0, 0, 0, 0);
             if (key < sk && C0 + 8 * c < a.dv) vv = *(const uint4 *)(vh + (int64_t)key * a.vs[1] + 8 * c);
             *(uint4 *)(sv_t + pa_lds_chunk_addr(&lm, r, c, CHV) / 2) = vv;
@@ -279,14 +305,14 @@ __device__ __forceinline__ void pa_cdna_fwd_finish(const pa_fwd_args &a, const p
 /* The kernel body; pa_cdna_fwd (below) and the hipcc entry points of cdna_fwd.hip wrap it. Scores use
  * DQK head-dim elements; the output is columns C0 .. C0 + DV - 1 of V and O (d256 runs as two
  * launches of DV = 128: Q, 128 accumulators and the operand gathers of one d256 launch need more than
- * 512 registers and spilled; the second launch recomputes the scores, 1.5x the FLOPs). The LSE is
- * written by the C0 = 0 launch. */
+ * 512 registers and spilled, as did d224's 112; the second launch recomputes the scores, 1.5x the
+ * FLOPs; d160 and d192 fit one launch). The LSE is written by the C0 = 0 launch. */
 template <bool BF16, int DQK, int DV, int C0>
 __device__ __forceinline__ void pa_cdna_fwd_body(const pa_fwd_args &a)
 {
     static_assert(PA_CDNA_THREADS == PA_CDNA_WAVES * PA_WAVE, "wave64");
-    static_assert((DQK == 64 || DQK == 128 || DQK == 256) && (DV == 64 || DV == 128) && C0 % DV == 0 &&
-                      C0 + DV <= DQK, "instances");
+    static_assert(DQK % 32 == 0 && DQK <= 256 && DV % 32 == 0 && C0 % 32 == 0 && C0 + DV <= DQK,
+                  "instances: O^T in blocks of 32 columns, LDS rows of a multiple of 4 chunks (hip_lds.h)");
     const pa_lds_model lm = {"gfx90a", 32, 4, PA_WAVE, 1}; /* the layout of every CDNA target */
     __shared__ __attribute__((aligned(16))) uint16_t sk_t[PA_CDNA_BN * DQK], sv_t[PA_CDNA_BN * DV];
     PA_WAVE_SCRATCH(PA_CDNA_WAVES);

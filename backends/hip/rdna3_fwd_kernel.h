@@ -5,23 +5,24 @@
  * A workgroup of 4 wave32s owns 64 query rows of one (batch, head); each wave owns 16 of them in
  * full. The block's Q rows and tiles of K and V go through LDS (hip_lds.h's RDNA3 layout, conflict-free
  * under both a 32- and a 64-bank model by tests/sim/test_hip_lds.c); a tile is 32 keys (two WMMA blocks)
- * at d64/d128 and 16 at d256 (PA_RDNA3_BN_OF). Per 16-key block each wave computes S^T = K Q^T (16
+ * up to d128 and 16 over (PA_RDNA3_BN_OF). Per 16-key block each wave computes S^T = K Q^T (16
  * keys x 16 queries): in the f32 accumulator lane l holds query l % 16 and keys 2r + l / 16 (reg r),
  * so the softmax is a per-lane loop plus one xor-16 exchange. K rows (A) are read from LDS, two
- * 16-byte reads per lane and k-step; Q rows (B = Q^T) are read once per row block into registers at
- * d64/d128 (DQK / 2 VGPRs) and from LDS at every k-step at d256; lanes l and l ^ 16 read the same
+ * 16-byte reads per lane and k-step; Q rows (B = Q^T) are read once per row block into registers up
+ * to d128 (DQK / 2 VGPRs) and from LDS at every k-step over it; lanes l and l ^ 16 read the same
  * row, the replication WMMA wants in both half-waves. P^T, the B operand of O^T += V^T P^T, is the
  * accumulator rounded to 16 bits plus the partner lane's 8 keys (4 packed exchanges), in the key
  * order of pa_wmma_pv_key; V^T's A operand is gathered in that order, one 2-byte LDS read per key.
  * O^T stays in VGPRs (DV / 2 per lane).
  *
- * Instances of head dims 64, 128 and 256 serve every call whose head dims are multiples of 8 up to
- * theirs: Q/K columns past the call's Dqk and V columns past its Dv are never loaded and read as
+ * Instances at every multiple of 32 up to 256 (rdna3_entries.h) serve every call whose head dims are
+ * multiples of 8 up to theirs: Q/K columns past the call's Dqk and V columns past its Dv are never loaded and read as
  * zeros (S and the LSE exact), O's columns past Dv are never stored. Each is one launch.
  *
  * Register budget: gfx1100 is built by clang 17+ (clang-19 here), which gives a wave up to 256 VGPRs
  * (clang-15 stopped at 128: it forced Q re-reads from LDS, 16-key tiles and d256 as four launches).
- * Under clang-19: 169-170 VGPRs at d64, 249 at d128, 254 at d256 (O^T alone is 128 there), no spills;
+ * Under clang-19: 119 VGPRs at d32, 169-170 at d64, 242 at d96, 249 at d128, 218-234 at d160-d224,
+ * 254 at d256 (O^T alone is 128 there), no spills;
  * tests/isa/isa_gate_hip.sh requires 0 spills and 0 scratch. Per-lane LDS addresses are still recomputed
  * every tile from pa_opaque values rather than hoisted (a clang-15 measure, kept: d128 and d256 sit
  * at the 256-VGPR ceiling).
@@ -83,19 +84,41 @@ template <int DV> __device__ __forceinline__ void pa_rdna3_row_init(pa_rdna3_row
 
 /* Per-lane values of the tile loop, recomputed every tile from an opaque thread index: hoisted out of
  * the loops, clang-15 kept them all live and spilled (see pa_opaque). tt: the thread, tl its lane, tw
- * its wave, th its half-wave; tr, tc its row and 16-byte chunk of a Q/K store pass. */
+ * its wave, th its half-wave. */
 struct pa_rdna3_lane {
     unsigned tt;
-    int tl, tw, th, tr, tc;
+    int tl, tw, th;
 };
 
-template <int CH> __device__ __forceinline__ pa_rdna3_lane pa_rdna3_lane_of(int tid)
+__device__ __forceinline__ pa_rdna3_lane pa_rdna3_lane_of(int tid)
 {
     pa_rdna3_lane t;
     t.tt = (unsigned)pa_opaque(tid); /* unsigned: no signed-division fix-ups */
     t.tl = (int)(t.tt % PA_WAVE32), t.tw = (int)(t.tt / PA_WAVE32), t.th = t.tl / 16;
-    t.tr = (int)(t.tt / CH), t.tc = (int)(t.tt % CH);
     return t;
+}
+
+/* Copy passes of a tile of ROWS rows x CH 16-byte chunks over the workgroup's threads. */
+template <int CH, int ROWS> constexpr int pa_rdna3_copy_passes()
+{
+    return (ROWS * CH + PA_RDNA3_THREADS - 1) / PA_RDNA3_THREADS;
+}
+
+/* Thread tt's row r and chunk c in copy pass p of such a tile: copies numbered row-major,
+ * thread-fastest, which is pass p * waves + wave of pa_lds_rdna3_store_addr for its lane (a wave stores
+ * whole aligned runs of the swizzled tile). A power-of-two CH divides the threads and keeps the
+ * shift-and-mask form; d96/d160/d224 rows (12, 20, 28 chunks) do not, and a last pass partly past the
+ * tile returns false there. */
+template <int CH, int ROWS> __device__ __forceinline__ bool pa_rdna3_copy_slot(unsigned tt, int p, int &r, int &c)
+{
+    constexpr int NT = PA_RDNA3_THREADS;
+    if constexpr (NT % CH == 0) {
+        r = p * (NT / CH) + (int)(tt / CH), c = (int)(tt % CH);
+    } else {
+        const unsigned i = (unsigned)p * NT + tt;
+        r = (int)(i / CH), c = (int)(i % CH);
+    }
+    return (ROWS * CH) % NT == 0 || r < ROWS;
 }
 
 /* The workgroup's (batch b, head h) from grid y and z; false past the last pair. */
@@ -115,12 +138,14 @@ template <int DQK>
 __device__ __forceinline__ void pa_rdna3_load_q(uint16_t *sq_t, const pa_fwd_args &a, const pa_hip_seq &seq, int m0,
                                                 int tid)
 {
-    constexpr int CH = DQK / 8, RPP = PA_RDNA3_THREADS / CH;
+    constexpr int CH = DQK / 8;
     const pa_rdna3_lds m = pa_rdna3_lds_of();
     const unsigned tq = (unsigned)pa_opaque(tid); /* addresses not hoisted out of the row-block loop */
 #pragma unroll
-    for (int p = 0; p < PA_RDNA3_BM / RPP; ++p) {
-        const int r = p * RPP + (int)(tq / CH), c = (int)(tq % CH), row = m0 + r;
+    for (int p = 0; p < pa_rdna3_copy_passes<CH, PA_RDNA3_BM>(); ++p) {
+        int r, c;
+        if (!pa_rdna3_copy_slot<CH, PA_RDNA3_BM>(tq, p, r, c)) continue;
+        const int row = m0 + r;
         uint4 qv = make_uint4(0, 0, 0, 0);
         if (row < seq.sq && 8 * c < a.dqk) qv = *(const uint4 *)(seq.q + (int64_t)row * a.qs[1] + 8 * c);
         *(uint4 *)((char *)sq_t + pa_lds_rdna3_store_addr(&m.lo, &m.hi, (int)(tq % PA_WAVE32), p * PA_RDNA3_WAVES + (int)(tq / PA_WAVE32), CH)) = qv;
@@ -128,7 +153,7 @@ __device__ __forceinline__ void pa_rdna3_load_q(uint16_t *sq_t, const pa_fwd_arg
 }
 
 /* Q^T in registers where the budget holds it (DQK / 2 VGPRs a lane): the tile loop then reads only K
- * and V from LDS. d256 keeps reading Q from LDS: 128 VGPRs of Q beside 64 of O^T spill. */
+ * and V from LDS. Over d128 Q is read from LDS: d256's 128 VGPRs of Q beside 64 of O^T spill. */
 template <int DQK>
 __device__ __forceinline__ void pa_rdna3_q_regs(pa_in16 (&qreg)[DQK / 16], const uint16_t *sq_t, int lane, int wave)
 {
@@ -150,14 +175,15 @@ template <int DQK, int DV, int C0>
 __device__ __forceinline__ void pa_rdna3_load_kv(const pa_fwd_args &a, const pa_hip_seq &seq, const pa_rdna3_lane &t,
                                                  int n, uint16_t *sk_t, uint16_t *sv_t)
 {
-    constexpr int CH = DQK / 8, CHV = DV / 8, RPP = PA_RDNA3_THREADS / CH, RPPV = PA_RDNA3_THREADS / CHV;
-    constexpr int BN = PA_RDNA3_BN_OF(DV);
+    constexpr int CH = DQK / 8, CHV = DV / 8, BN = PA_RDNA3_BN_OF(DV);
     const pa_rdna3_lds m = pa_rdna3_lds_of();
     const int sk = seq.sk;
     if constexpr (CH == CHV) { /* one pass loop for both */
 #pragma unroll
-        for (int p = 0; p < BN / RPP; ++p) {
-            const int r = p * RPP + t.tr, c = t.tc, key = n * BN + r;
+        for (int p = 0; p < pa_rdna3_copy_passes<CH, BN>(); ++p) {
+            int r, c;
+            if (!pa_rdna3_copy_slot<CH, BN>(t.tt, p, r, c)) continue;
+            const int key = n * BN + r;
             uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
             if (key < sk) {
                 if (8 * c < a.dqk) kv = *(const uint4 *)(seq.k + (int64_t)key * a.ks[1] + 8 * c);
@@ -170,18 +196,21 @@ __device__ __forceinline__ void pa_rdna3_load_kv(const pa_fwd_args &a, const pa_
         }
     } else {
 #pragma unroll
-        for (int p = 0; p < BN / RPP; ++p) {
-            const int r = p * RPP + t.tr, key = n * BN + r;
+        for (int p = 0; p < pa_rdna3_copy_passes<CH, BN>(); ++p) {
+            int r, c;
+            if (!pa_rdna3_copy_slot<CH, BN>(t.tt, p, r, c)) continue;
+            const int key = n * BN + r;
             uint4 kv = make_uint4(0, 0, 0, 0);
-            if (key < sk && 8 * t.tc < a.dqk) kv = *(const uint4 *)(seq.k + (int64_t)key * a.ks[1] + 8 * t.tc);
+            if (key < sk && 8 * c < a.dqk) kv = *(const uint4 *)(seq.k + (int64_t)key * a.ks[1] + 8 * c);
             *(uint4 *)((char *)sk_t + pa_lds_rdna3_store_addr(&m.lo, &m.hi, t.tl, p * PA_RDNA3_WAVES + t.tw, CH)) = kv;
         }
-        const int trv = (int)(t.tt / CHV), tcv = (int)(t.tt % CHV);
 #pragma unroll
-        for (int p = 0; p < BN / RPPV; ++p) {
-            const int r = p * RPPV + trv, key = n * BN + r;
+        for (int p = 0; p < pa_rdna3_copy_passes<CHV, BN>(); ++p) {
+            int r, c;
+            if (!pa_rdna3_copy_slot<CHV, BN>(t.tt, p, r, c)) continue;
+            const int key = n * BN + r;
             uint4 vv = make_uint4(0, 0, 0, 0);
-            if (key < sk && C0 + 8 * tcv < a.dv) vv = *(const uint4 *)(seq.v + (int64_t)key * a.vs[1] + 8 * tcv);
+            if (key < sk && C0 + 8 * c < a.dv) vv = *(const uint4 *)(seq.v + (int64_t)key * a.vs[1] + 8 * c);
             *(uint4 *)((char *)sv_t + pa_lds_rdna3_store_addr(&m.lo, &m.hi, t.tl, p * PA_RDNA3_WAVES + t.tw, CHV)) = vv;
         }
     }
@@ -354,14 +383,11 @@ __device__ __forceinline__ void pa_rdna3_finish(const pa_fwd_args &a, const pa_h
 template <bool BF16, int DQK, int DV, int C0>
 __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
 {
-    constexpr int CH = DQK / 8, CHV = DV / 8; /* 16-byte chunks per Q/K row and per V row */
-    constexpr int RPP = PA_RDNA3_THREADS / CH, RPPV = PA_RDNA3_THREADS / CHV; /* rows one store pass covers */
     constexpr int BN = PA_RDNA3_BN_OF(DV), KB = BN / 16;
     constexpr bool QREG = DQK <= 128; /* Q^T held in VGPRs for the tile loop (pa_rdna3_q_regs) */
     static_assert(PA_RDNA3_THREADS == PA_RDNA3_WAVES * PA_WAVE32, "wave32");
-    static_assert((DQK == 64 || DQK == 128 || DQK == 256) && (DV == 64 || DV == 128 || DV == 256) && C0 % DV == 0 &&
-                      C0 + DV <= DQK, "instances (a launch of DV = 256 is all of d256)");
-    static_assert(BN % RPP == 0 && PA_RDNA3_BM % RPP == 0 && BN % RPPV == 0, "whole store passes");
+    static_assert(DQK % 32 == 0 && DQK <= 256 && DV % 32 == 0 && C0 % 16 == 0 && C0 + DV <= DQK,
+                  "instances: WMMA k-steps and O^T blocks of 16, LDS rows of a multiple of 4 chunks (hip_lds.h)");
     __shared__ __attribute__((aligned(16))) uint16_t sq_t[PA_RDNA3_BM * DQK], sk_t[BN * DQK], sv_t[BN * DV];
     PA_WAVE32_SCRATCH(PA_RDNA3_WAVES);
 
@@ -394,7 +420,7 @@ __device__ __forceinline__ void pa_rdna3_fwd_body(const pa_fwd_args &a)
         pa_rdna3_row_init(row);
 
         for (int n = hull.n_lo; n < hull.n_hi; ++n) {
-            const pa_rdna3_lane tl = pa_rdna3_lane_of<CH>(tid);
+            const pa_rdna3_lane tl = pa_rdna3_lane_of(tid);
             __syncthreads(); /* the last tile's reads are done */
             pa_rdna3_load_kv<DQK, DV, C0>(a, seq, tl, n, sk_t, sv_t);
             __syncthreads();
