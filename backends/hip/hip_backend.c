@@ -31,11 +31,7 @@
 #include "rdna3_grid.h"
 
 #define HIP_MAX_DEVICES 64
-#define HIP_MAX_ENTRIES 12
-
-/* A kernel instance: a call launches, in list order, every instance of its dtype and of the head dim
- * that serves it (pa_fwd_instance_dim) whose first output column c0 is below the call's Dv. */
-typedef struct hip_entry { const char *name; int bf16, d, c0; } hip_entry;
+#define HIP_MAX_ENTRIES 24
 
 /* Loaded once per device for the life of the process: a caller's hipDeviceReset is not noticed
  * (NOTES.md, "The caller's HIP state"). */
@@ -52,41 +48,48 @@ typedef struct hip_family {
     const char *tag, *archs_option;
     const pa_hip_code_object *objects;
     const int *object_count;
-    const hip_entry *entries;
+    const char *const *names; /* the entry points, looked up by name */
+    /* the entry points' instances (cdna_entries.h, rdna3_entries.h): a call launches, in list order,
+     * every instance of its dtype and of the head dim that serves it (pa_fwd_instance_dim) whose first
+     * output column c0 is below the call's Dv; NULL for the decode and generic families (their hosts
+     * launch them) */
+    const pa_hip_inst *insts;
     int entry_count, threads, rows_per_block, keys_per_tile;
-    int keys_per_tile_wide, launch_cols; /* of instances over 128 columns (pa_hip_shape_ok_wide) */
+    int keys_per_tile_wide; /* of instances over 128 columns (pa_hip_shape_ok_wide) */
     const int *dims;
     int ndims;
     hip_module mod[HIP_MAX_DEVICES];
 } hip_family;
 
-#define HIP_ENTRY5(name, bf16, dqk, dv, c0) {#name, bf16, dqk, c0},
-static const hip_entry cdna_entries[] = {PA_CDNA_ENTRIES(HIP_ENTRY5)};
-static const hip_entry rdna3_entries[] = {PA_RDNA3_ENTRIES(HIP_ENTRY5)};
-#define HIP_ENTRY6(name, kind, bf16, dqk, dv, c0) {#name, bf16, dqk, c0},
-static const hip_entry cdnadec_entries[] = {PA_CDNA_DEC_ENTRIES(HIP_ENTRY6)};
-#define HIP_ENTRY2(name, kind) {#name, 0, 0, 0},
-static const hip_entry hipgen_entries[] = {PA_HIPGEN_ENTRIES(HIP_ENTRY2)};
+#define HIP_NAME5(name, bf16, dqk, dv, c0) #name,
+#define HIP_INST5(name, bf16, dqk, dv, c0) {bf16, dqk, dv, c0},
+static const char *const cdna_names[] = {PA_CDNA_ENTRIES(HIP_NAME5)};
+static const char *const rdna3_names[] = {PA_RDNA3_ENTRIES(HIP_NAME5)};
+static const pa_hip_inst cdna_insts[] = {PA_CDNA_ENTRIES(HIP_INST5)};
+static const pa_hip_inst rdna3_insts[] = {PA_RDNA3_ENTRIES(HIP_INST5)};
+#define HIP_NAME6(name, kind, bf16, dqk, dv, c0) #name,
+static const char *const cdnadec_names[] = {PA_CDNA_DEC_ENTRIES(HIP_NAME6)};
+#define HIP_NAME2(name, kind) #name,
+static const char *const hipgen_names[] = {PA_HIPGEN_ENTRIES(HIP_NAME2)};
 static const int cdna_dims[] = {PA_CDNA_DIMS}, rdna3_dims[] = {PA_RDNA3_DIMS};
 _Static_assert(PA_CDNA_ENTRY_COUNT <= HIP_MAX_ENTRIES && PA_RDNA3_ENTRY_COUNT <= HIP_MAX_ENTRIES &&
                PA_CDNA_DEC_ENTRY_COUNT <= HIP_MAX_ENTRIES && PA_HIPGEN_ENTRY_COUNT <= HIP_MAX_ENTRIES, "entries");
 
 static hip_family g_cdna = {"cdna", "PORTATTN_HIP_CDNA_ARCHS", pa_cdna_code_objects, &pa_cdna_code_object_count,
-                            cdna_entries, PA_CDNA_ENTRY_COUNT, PA_CDNA_THREADS, PA_CDNA_BM, PA_CDNA_BN, PA_CDNA_BN,
-                            PA_HIP_LAUNCH_COLS, cdna_dims,
-                            (int)(sizeof cdna_dims / sizeof *cdna_dims), {{0}}};
+                            cdna_names, cdna_insts, PA_CDNA_ENTRY_COUNT, PA_CDNA_THREADS, PA_CDNA_BM, PA_CDNA_BN,
+                            PA_CDNA_BN, cdna_dims, (int)(sizeof cdna_dims / sizeof *cdna_dims), {{0}}};
 static hip_family g_rdna3 = {"rdna3", "PORTATTN_HIP_RDNA3_ARCHS", pa_rdna3_code_objects, &pa_rdna3_code_object_count,
-                             rdna3_entries, PA_RDNA3_ENTRY_COUNT, PA_RDNA3_THREADS, PA_RDNA3_BM, PA_RDNA3_BN,
-                             PA_RDNA3_BN_WIDE, PA_RDNA3_LAUNCH_COLS,
-                             rdna3_dims, (int)(sizeof rdna3_dims / sizeof *rdna3_dims), {{0}}};
+                             rdna3_names, rdna3_insts, PA_RDNA3_ENTRY_COUNT, PA_RDNA3_THREADS, PA_RDNA3_BM,
+                             PA_RDNA3_BN, PA_RDNA3_BN_WIDE, rdna3_dims,
+                             (int)(sizeof rdna3_dims / sizeof *rdna3_dims), {{0}}};
 /* hip-cdna's decode kernels: code objects of their own (cdna_decode.hip), routed to by hip-cdna; the
  * launch shape fields are unused (cdna_decode_host.c launches them). */
 static hip_family g_cdnadec = {"cdna", "PORTATTN_HIP_CDNA_ARCHS", pa_cdnadec_code_objects, &pa_cdnadec_code_object_count,
-                               cdnadec_entries, PA_CDNA_DEC_ENTRY_COUNT, 0, 0, 0, 0, 0, NULL, 0, {{0}}};
+                               cdnadec_names, NULL, PA_CDNA_DEC_ENTRY_COUNT, 0, 0, 0, 0, NULL, 0, {{0}}};
 /* hip-generic: code objects for every CDNA and RDNA target (hipgen.hip), routed to by both families;
  * launched by hipgen_host.c. */
 static hip_family g_hipgen = {"generic", "PORTATTN_HIP_CDNA_ARCHS / PORTATTN_HIP_RDNA3_ARCHS", pa_hipgen_code_objects,
-                              &pa_hipgen_code_object_count, hipgen_entries, PA_HIPGEN_ENTRY_COUNT, 0, 0, 0, 0, 0, NULL,
+                              &pa_hipgen_code_object_count, hipgen_names, NULL, PA_HIPGEN_ENTRY_COUNT, 0, 0, 0, 0, NULL,
                               0, {{0}}};
 static pthread_mutex_t g_mod_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -100,7 +103,7 @@ static void hip_try_load(const pa_hip_rt *rt, const hip_family *f, hip_module *m
         if (rt->ModuleLoadData(&mod, co->data) != PA_HIP_SUCCESS) continue; /* another target's code */
         int ok = 1;
         for (int k = 0; k < f->entry_count && ok; k++)
-            ok = rt->ModuleGetFunction(&m->fn[k], mod, f->entries[k].name) == PA_HIP_SUCCESS;
+            ok = rt->ModuleGetFunction(&m->fn[k], mod, f->names[k]) == PA_HIP_SUCCESS;
         if (!ok) {
             snprintf(m->why, sizeof m->why, "code object %s lacks the hip-%s entry points", co->target, f->tag);
             m->state = -1;
@@ -176,8 +179,8 @@ static hip_route hip_route_of(const hip_family *f, const pa_problem *pb, char *k
     char fast_why[256];
     if (f == &g_cdna && pa_cdna_dec_candidate(pb) && pa_cdna_dec_shape_ok(pb, kernel, kernel_len, fast_why, sizeof fast_why))
         return ROUTE_DECODE;
-    if (pa_hip_shape_ok_wide(pb, f->tag, f->rows_per_block, f->keys_per_tile, f->keys_per_tile_wide, f->launch_cols,
-                             f->dims, f->ndims, kernel, kernel_len, fast_why, sizeof fast_why))
+    if (pa_hip_shape_ok_wide(pb, f->tag, f->rows_per_block, f->keys_per_tile, f->keys_per_tile_wide, f->insts,
+                             f->entry_count, f->dims, f->ndims, kernel, kernel_len, fast_why, sizeof fast_why))
         return ROUTE_FAST;
     return pa_gen_shape_ok(pb, kernel, kernel_len, why, why_len) ? ROUTE_GENERIC : ROUTE_NONE;
 }
@@ -227,7 +230,7 @@ static portattn_status_t hip_run_fast(hip_family *f, const pa_problem *pb, void 
     void *args[] = {&a};
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16, d = pa_fwd_instance_dim(f->dims, f->ndims, a.dqk, a.dv);
     for (int k = 0; k < f->entry_count; k++) {
-        const hip_entry *ent = &f->entries[k];
+        const pa_hip_inst *ent = &f->insts[k];
         if (ent->d != d || ent->bf16 != bf16 || ent->c0 >= a.dv) continue; /* columns from c0 on: none of the call's */
         const pa_hip_err e = rt->ModuleLaunchKernel(m->fn[k], g[0], g[1], g[2], (unsigned)f->threads, 1, 1, 0, stream, args, NULL);
         if (e != PA_HIP_SUCCESS) { /* the call fails: the launch's error stays, as a failed runtime call's does */

@@ -3,19 +3,40 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "fwd_resolve.h"
 
 int pa_hip_nothing_to_do(const pa_problem *pb) { return pb->p.batch <= 0 || pb->max_seqlen_q <= 0; }
 
-int pa_hip_shape_ok(const pa_problem *pb, const char *tag, int bm, int bn, const int *dims, int ndims, char *kernel,
-                    size_t kernel_len, char *why, size_t why_len)
+int pa_hip_shape_ok(const pa_problem *pb, const char *tag, int bm, int bn, const pa_hip_inst *insts, int ninsts,
+                    const int *dims, int ndims, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
-    return pa_hip_shape_ok_wide(pb, tag, bm, bn, bn, PA_HIP_LAUNCH_COLS, dims, ndims, kernel, kernel_len, why, why_len);
+    return pa_hip_shape_ok_wide(pb, tag, bm, bn, bn, insts, ninsts, dims, ndims, kernel, kernel_len, why, why_len);
 }
 
-int pa_hip_shape_ok_wide(const pa_problem *pb, const char *tag, int bm, int bn, int bn_wide, int launch_cols,
-                         const int *dims, int ndims, char *kernel, size_t kernel_len, char *why, size_t why_len)
+/* The launches of head dim d for a call of output columns dv, where d runs as more than one instance:
+ * "2x128 columns" (equal widths) or "128+96 columns"; empty for a one-launch head dim. */
+static void hip_launches(char *buf, size_t len, const pa_hip_inst *insts, int ninsts, int bf16, int d, int64_t dv)
+{
+    int parts = 0, runs = 0, first = 0, same = 1;
+    char list[32] = "";
+    for (int i = 0; i < ninsts; i++) {
+        if (insts[i].d != d || insts[i].bf16 != bf16) continue;
+        parts++;
+        if (insts[i].c0 >= dv) continue; /* holds none of the call's columns: not launched */
+        if (!runs) first = insts[i].cols;
+        same &= insts[i].cols == first;
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", runs++ ? "+" : "", insts[i].cols);
+    }
+    if (parts < 2 || !runs) buf[0] = 0;
+    else if (same) snprintf(buf, len, "%dx%d columns", runs, first);
+    else snprintf(buf, len, "%s columns", list);
+}
+
+int pa_hip_shape_ok_wide(const pa_problem *pb, const char *tag, int bm, int bn, int bn_wide, const pa_hip_inst *insts,
+                         int ninsts, const int *dims, int ndims, char *kernel, size_t kernel_len, char *why,
+                         size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
     const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
@@ -32,11 +53,10 @@ int pa_hip_shape_ok_wide(const pa_problem *pb, const char *tag, int bm, int bn, 
     if (!pa_hip_nothing_to_do(pb) && !pa_fwd_layouts_ok(pb, why, why_len)) return 0;
     const int d = pa_fwd_instance_dim(dims, ndims, p->head_dim_qk, p->head_dim_v);
     if (kernel && kernel_len) {
-        char launches[40]; /* the launches, one per launch_cols columns of Dv */
-        snprintf(launches, sizeof launches, "%dx%d columns", (int)((p->head_dim_v + launch_cols - 1) / launch_cols),
-                 launch_cols);
-        pa_kernel_name(kernel, kernel_len, tag, dt, d, pb, bm, d > PA_HIP_LAUNCH_COLS ? bn_wide : bn,
-                       d > launch_cols ? launches : NULL);
+        char launches[48];
+        hip_launches(launches, sizeof launches, insts, ninsts, p->dtype == PORTATTN_DTYPE_BF16, d, p->head_dim_v);
+        pa_kernel_name(kernel, kernel_len, tag, dt, d, pb, bm, d > PA_HIP_NARROW_COLS ? bn_wide : bn,
+                       launches[0] ? launches : NULL);
     }
     return 1;
 }

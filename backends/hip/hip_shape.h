@@ -7,20 +7,25 @@
 
 #include "backend.h"
 
-/* Output columns one launch holds: an instance of a larger head dim runs as launches of this many
- * columns each (cdna_entries.h, rdna3_entries.h), only those that hold some of the call's Dv. */
-#define PA_HIP_LAUNCH_COLS 128
+/* Head dims over this take the family's wide tiles (bn_wide keys: hip-rdna3's instances of more than
+ * 128 output columns, PA_RDNA3_BN_OF). */
+#define PA_HIP_NARROW_COLS 128
 
-/* 1 (and the kernel's name in kernel: pa_kernel_name's "<tag><dtype,dD(Dqk/Dv),BMxBN>", plus the
- * launches of 128 columns for D > 128) or 0 with the reason in why. The kernel takes f16/bf16, head
- * dims that are multiples of 8 up to dims[ndims - 1] on the smallest of dims (ascending) that holds
- * both (pa_fwd_instance_dim), no KV cache, 16-byte rows. */
-int pa_hip_shape_ok(const pa_problem *pb, const char *tag, int bm, int bn, const int *dims, int ndims, char *kernel,
-                    size_t kernel_len, char *why, size_t why_len);
+/* An instance as the host launches it, from the X(name, bf16, head dim, output columns, first output
+ * column) entries of cdna_entries.h / rdna3_entries.h. */
+typedef struct pa_hip_inst { int bf16, d, cols, c0; } pa_hip_inst;
+
+/* 1 (and the kernel's name in kernel: pa_kernel_name's "<tag><dtype,dD(Dqk/Dv),BMxBN>", plus, where the
+ * head dim runs as several launches (insts), the columns of those the call makes) or 0 with the reason
+ * in why. The kernel takes f16/bf16, head dims that are multiples of 8 up to dims[ndims - 1] on the
+ * smallest of dims (ascending) that holds both (pa_fwd_instance_dim), no KV cache, 16-byte rows. */
+int pa_hip_shape_ok(const pa_problem *pb, const char *tag, int bm, int bn, const pa_hip_inst *insts, int ninsts,
+                    const int *dims, int ndims, char *kernel, size_t kernel_len, char *why, size_t why_len);
 /* As pa_hip_shape_ok for a family whose instances over 128 head-dim columns take bn_wide keys per tile
- * and hold launch_cols output columns a launch (hip-rdna3: 16 and 256, its d256 in one launch). */
-int pa_hip_shape_ok_wide(const pa_problem *pb, const char *tag, int bm, int bn, int bn_wide, int launch_cols,
-                         const int *dims, int ndims, char *kernel, size_t kernel_len, char *why, size_t why_len);
+ * (hip-rdna3: 16). */
+int pa_hip_shape_ok_wide(const pa_problem *pb, const char *tag, int bm, int bn, int bn_wide, const pa_hip_inst *insts,
+                         int ninsts, const int *dims, int ndims, char *kernel, size_t kernel_len, char *why,
+                         size_t why_len);
 /* A call with nothing to write (no batch or no query rows): success without a launch. */
 int pa_hip_nothing_to_do(const pa_problem *pb);
 

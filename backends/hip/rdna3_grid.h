@@ -12,6 +12,5 @@
  * d160-d224 take the same tiles (218-234 VGPRs). */
 #define PA_RDNA3_BN_WIDE 16
 #define PA_RDNA3_BN_OF(dv) ((dv) > 128 ? PA_RDNA3_BN_WIDE : PA_RDNA3_BN)
-#define PA_RDNA3_LAUNCH_COLS 256 /* output columns one launch holds */
 
 #endif
