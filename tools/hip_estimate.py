@@ -32,7 +32,7 @@ ARCH = {
 DEVICE = {"gfx90a": "AMD Instinct MI250X (one GCD)", "gfx942": "AMD Instinct MI300X",
           "gfx1100": "AMD Radeon RX 7900 XTX"}
 # the extern "C" entry points of cdna_fwd.hip and rdna3_fwd.hip (CDNA runs d256 as two launches, _lo and
-# _hi, of 128 output columns; RDNA3 as one launch of all 256)
+# _hi, of 128 output columns; RDNA3 runs every head dim as one launch)
 KERNEL_CDNA = re.compile(r"pa_(cdna)_fwd_(bf16|f16)_d(\d+)(_lo|_hi)?$")
 KERNEL_RDNA3 = re.compile(r"pa_(rdna3)_fwd_(bf16|f16)_d(\d+)(_lo|_hi)?$")
 MATRIX = re.compile(r"^\s+v_(?:mfma|wmma)")

@@ -1,5 +1,5 @@
 /* test_hip_query: what portattn_forward_query says about a HIP backend's head dims. A call runs on the
- * smallest instance that holds its Dqk and Dv (d64, d128, d256), and the kernel name says the instance
+ * smallest instance that holds its Dqk and Dv (d32 to d256 in steps of 32), and the kernel name says the instance
  * and, where they differ from it, the call's head dims; head dims that are not multiples of 8 run on
  * hip-generic, and head dims over 256 are refused with that reason. On hip-cdna a call of one query token runs on the split-KV decode kernel, which
  * names its instance the same way. Run with the backend's device present (tests/sim/hip_fake on the CPU).
@@ -61,26 +61,30 @@ int main(int argc, char **argv)
     const int present = test_backend_present(be);
     if (present) return present;
     const int cdna = be == PORTATTN_BACKEND_HIP_CDNA;
-    const char *tag = cdna ? "cdna" : "rdna3", *tile = cdna ? "128x32" : "64x32";
-    /* d256: hip-cdna runs it as launches of 128 output columns; hip-rdna3 as one launch of 16-key tiles */
-    const char *one = cdna ? "128x32,1x128 columns>" : "64x16>", *two = cdna ? "128x32,2x128 columns>" : "64x16>";
-    static const struct { int dqk, dv; const char *inst; int d256; } named[] = {
-        {64, 64, "d64,%s>", 0},
-        {32, 32, "d64(32/32),%s>", 0},
-        {40, 40, "d64(40/40),%s>", 0},
-        {80, 80, "d128(80/80),%s>", 0},
-        {128, 64, "d128(128/64),%s>", 0},
-        {112, 112, "d128(112/112),%s>", 0},
-        {128, 128, "d128,%s>", 0},
-        {192, 128, "d256(192/128),%s", 1},
-        {96, 160, "d256(96/160),%s", 2},
-        {224, 224, "d256(224/224),%s", 2},
-        {256, 256, "d256,%s", 2},
+    /* the kernel after "<tag><bf16,": hip-cdna's 128x32 tiles, its d256 as launches of 128 output
+     * columns (those holding some of Dv), no d224; hip-rdna3's 64x32 tiles up to 128 columns, 64x16
+     * over, every head dim one launch */
+    static const struct { int dqk, dv; const char *cdna, *rdna3; } named[] = {
+        {32, 32, "d32,128x32>", "d32,64x32>"},
+        {40, 40, "d64(40/40),128x32>", "d64(40/40),64x32>"},
+        {64, 64, "d64,128x32>", "d64,64x32>"},
+        {80, 80, "d96(80/80),128x32>", "d96(80/80),64x32>"},
+        {96, 96, "d96,128x32>", "d96,64x32>"},
+        {128, 64, "d128(128/64),128x32>", "d128(128/64),64x32>"},
+        {112, 112, "d128(112/112),128x32>", "d128(112/112),64x32>"},
+        {128, 128, "d128,128x32>", "d128,64x32>"},
+        {96, 160, "d160(96/160),128x32>", "d160(96/160),64x16>"},
+        {160, 160, "d160,128x32>", "d160,64x16>"},
+        {192, 128, "d192(192/128),128x32>", "d192(192/128),64x16>"},
+        {192, 192, "d192,128x32>", "d192,64x16>"},
+        {224, 128, "d256(224/128),128x32,1x128 columns>", "d224(224/128),64x16>"},
+        {224, 224, "d256(224/224),128x32,2x128 columns>", "d224,64x16>"},
+        {200, 256, "d256(200/256),128x32,2x128 columns>", "d256(200/256),64x16>"},
+        {256, 256, "d256,128x32,2x128 columns>", "d256,64x16>"},
     };
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
-        char inst[96], want[128];
-        snprintf(inst, sizeof inst, named[i].inst, named[i].d256 ? (named[i].d256 == 1 ? one : two) : tile);
-        snprintf(want, sizeof want, "%s<bf16,%s", tag, inst);
+        char want[128];
+        snprintf(want, sizeof want, "%s<bf16,%s", cdna ? "cdna" : "rdna3", cdna ? named[i].cdna : named[i].rdna3);
         check(be, 40, named[i].dqk, named[i].dv, want, NULL);
     }
     /* head dims the fast kernels do not take run on hip-generic; past 256 nothing takes them */

@@ -72,7 +72,7 @@ for t in $cdna_targets; do
   [ -n "$s" ] || { bad "$t: no assembly"; continue; }
   echo "== $t"
   if [ $t = gfx90a ]; then pats="v_mfma_f32_32x32x8f16 v_mfma_f32_32x32x8bf16_1k"; else pats="v_mfma_f32_32x32x8_f16 v_mfma_f32_32x32x8_bf16"; fi
-  cdna_asm_check "$s" "$t" 8 "d64, d128, d256 lo/hi x f16, bf16"
+  cdna_asm_check "$s" "$t" 16 "d32, d64, d96, d128, d160, d192, d256 lo/hi x f16, bf16"
 done
 # ---- gfx1100 (RDNA3, wave32, WMMA) ----
 # gfx1100 needs an ISA-version device library Debian's 5.2.3 lacks: cmake/hip_devlibs.sh makes it.
@@ -111,7 +111,7 @@ else
     /\.vgpr_spill_count:/ { sp = $2 }
     /\.wavefront_size:/ { n++; w = $2; printf "  %-46s VGPR %3d SGPR %3d LDS %6d scratch %d spills %d wave%d\n", k, v, sg, lds, scr, sp, w;
                           if (scr != 0 || sp != 0 || lds > 65536 || w != 32) bad++ }
-    END { if (n < 6) { print "FAIL: gfx1100: expected 6 kernels (d64, d128, d256 x f16, bf16), found " n; exit 1 }
+    END { if (n < 16) { print "FAIL: gfx1100: expected 16 kernels (d32 to d256 in steps of 32 x f16, bf16), found " n; exit 1 }
           if (bad) { print "FAIL: gfx1100: " bad " kernel(s) with scratch, spills, LDS over 64 KiB or not wave32"; exit 1 } }' "$s" || fail=1
   grep -E "; Occupancy:" "$s" | sort | uniq -c | sed 's/^/  /'
 fi

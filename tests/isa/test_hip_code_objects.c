@@ -29,7 +29,7 @@ static const char *const rdna3_names[] = {PA_RDNA3_ENTRIES(NAME5)};
 static const char *const cdnadec_names[] = {PA_CDNA_DEC_ENTRIES(NAME6)};
 #define NAME2(name, kind) #name,
 static const char *const hipgen_names[] = {PA_HIPGEN_ENTRIES(NAME2)};
-#define MAX_ENTRIES 12
+#define MAX_ENTRIES 24
 
 /* EF_AMDGPU_MACH values of the targets portattn builds (LLVM's AMDGPUUsage). */
 static int mach_of(const char *target)

@@ -273,18 +273,32 @@ static std::vector<Case> sim_cases() {
     { Case c = C("d128 f16 sink + 1500-key tail", 1, 2, 1, 40, 1500, 128, false, false, -1, -1, 0.0883883f, 0); c.sinks = 1; cs.push_back(c); }
     { Case c = C("d64 f16 3 sinks causal", 1, 2, 2, 70, 900, 64, false, true, -1, -1, 0.125f, 0); c.sinks = 3; cs.push_back(c); }
     { Case c = C("d64 bf16 sink + 900-key tail", 1, 1, 1, 40, 900, 64, true, false, -1, -1, 0.125f, 0); c.sinks = 1; cs.push_back(c); }
-    // head dims below their instance's: Q/K columns past Dqk and V columns past Dv read as zeros, O's past
-    // Dv never written (d256: the second launch only when Dv > 128)
-    cs.push_back(C("d32 f16 plain 50x60 (d64)", 1, 2, 1, 50, 60, 32, false, false, -1, -1, 0.17f, 0));
+    // each instance at its own head dim, and head dims below their instance's: Q/K columns past Dqk and
+    // V columns past Dv read as zeros, O's past Dv never written (hip-cdna's d256: the second launch only
+    // when Dv > 128; hip-cdna runs the d224 cases there)
+    cs.push_back(C("d32 f16 plain 50x60 (d32)", 1, 2, 1, 50, 60, 32, false, false, -1, -1, 0.17f, 0));
+    cs.push_back(C("d24 bf16 causal 45x70 (d32)", 1, 2, 1, 45, 70, 24, true, true, -1, -1, 0.2f, 0));
     cs.push_back(C("d40 bf16 window(20,5) 90x70 (d64)", 1, 2, 2, 90, 70, 40, true, false, 20, 5, 0.15f, 0));
-    cs.push_back(C("d80 f16 causal 100x130 (d128)", 1, 2, 1, 100, 130, 80, false, true, -1, -1, 0.11f, 0));
+    cs.push_back(C("d96 f16 causal sq>sk 150x70 (d96)", 1, 2, 1, 150, 70, 96, false, true, -1, -1, 0.1f, 0));
+    cs.push_back(C("d80 f16 causal 100x130 (d96)", 1, 2, 1, 100, 130, 80, false, true, -1, -1, 0.11f, 0));
+    {
+        Case c = C("d64/96 bf16 varlen window(25,0) (d96)", 2, 2, 1, 0, 0, 64, true, false, 25, 0, 0.125f, 0);
+        c.Dv = 96; c.varlen = true; c.lq = {40, 90}; c.lk = {60, 90}; cs.push_back(c);
+    }
     {
         Case c = C("d112 bf16 varlen causal (d128)", 3, 2, 1, 0, 0, 112, true, true, -1, -1, 0.0945f, 0);
         c.varlen = true; c.lq = {20, 0, 70}; c.lk = {30, 5, 66}; cs.push_back(c);
     }
-    { Case c = C("d192/128 bf16 causal 70x90 (d256, one launch)", 1, 2, 1, 70, 90, 192, true, true, -1, -1, 0.072f, 0); c.Dv = 128; cs.push_back(c); }
-    { Case c = C("d96/160 f16 40x50 (d256, two launches)", 1, 2, 2, 40, 50, 96, false, false, -1, -1, 0.1f, 0); c.Dv = 160; cs.push_back(c); }
-    cs.push_back(C("d224 f16 softcap 10 40x45 (d256)", 1, 1, 1, 40, 45, 224, false, false, -1, -1, 0.067f, 10.f));
+    cs.push_back(C("d160 bf16 window(30,10) 100x120 (d160)", 1, 2, 2, 100, 120, 160, true, false, 30, 10, 0.079f, 0));
+    { Case c = C("d96/160 f16 40x50 (d160)", 1, 2, 2, 40, 50, 96, false, false, -1, -1, 0.1f, 0); c.Dv = 160; cs.push_back(c); }
+    { Case c = C("d152/136 f16 causal 70x60 (d160)", 1, 2, 1, 70, 60, 152, false, true, -1, -1, 0.081f, 0); c.Dv = 136; cs.push_back(c); }
+    cs.push_back(C("d192 f16 GQA 4/2 80x100 (d192)", 1, 4, 2, 80, 100, 192, false, false, -1, -1, 0.072f, 0));
+    { Case c = C("d192/128 bf16 causal 70x90 (d192)", 1, 2, 1, 70, 90, 192, true, true, -1, -1, 0.072f, 0); c.Dv = 128; cs.push_back(c); }
+    cs.push_back(C("d224 f16 softcap 10 40x45 (rdna3 d224, cdna d256)", 1, 1, 1, 40, 45, 224, false, false, -1, -1, 0.067f, 10.f));
+    { Case c = C("d224/200 bf16 causal 60x75 (rdna3 d224, cdna d256)", 1, 2, 1, 60, 75, 224, true, true, -1, -1, 0.067f, 0); c.Dv = 200; cs.push_back(c); }
+    { Case c = C("d208/128 f16 45x60 (rdna3 d224, cdna d256)", 1, 2, 2, 45, 60, 208, false, false, -1, -1, 0.069f, 0); c.Dv = 128; cs.push_back(c); }
+    cs.push_back(C("d256 f16 causal 70x90 (d256)", 1, 2, 1, 70, 90, 256, false, true, -1, -1, 0.0625f, 0));
+    { Case c = C("d232/136 bf16 50x40 (d256)", 1, 2, 1, 50, 40, 232, true, false, -1, -1, 0.065f, 0); c.Dv = 136; cs.push_back(c); }
     return cs;
 }
 
