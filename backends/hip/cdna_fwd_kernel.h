@@ -173,10 +173,7 @@ __device__ __forceinline__ bool pa_cdna_fwd_pair(const pa_fwd_args &a, int *b, i
 }
 
 /* Copy passes of a tile of BN rows x CH 16-byte chunks over the workgroup's threads. */
-template <int CH, int BN> constexpr int pa_cdna_copy_passes()
-{
-    return (BN * CH + PA_CDNA_THREADS - 1) / PA_CDNA_THREADS;
-}
+template <int CH, int BN> constexpr int pa_cdna_copy_passes = (BN * CH + PA_CDNA_THREADS - 1) / PA_CDNA_THREADS;
 
 /* Thread tid's row r and chunk c in copy pass p of such a tile: copies numbered row-major,
  * thread-fastest (pa_lds_store_addr's order, so a wave stores whole aligned runs of the swizzled
@@ -206,7 +203,7 @@ __device__ __forceinline__ void pa_cdna_fwd_load_kv(const pa_fwd_args &a, const 
     const int sk = seq.sk;
     if constexpr (CHK == CHV) { /* one pass loop for both */
 #pragma unroll
-        for (int p = 0; p < pa_cdna_copy_passes<CHK, BN>(); ++p) {
+        for (int p = 0; p < pa_cdna_copy_passes<CHK, BN>; ++p) {
             int r, c;
             if (!pa_cdna_copy_slot<CHK, BN>(p, tid, r, c)) continue;
             const int key = n * BN + r;
@@ -221,7 +218,7 @@ __device__ __forceinline__ void pa_cdna_fwd_load_kv(const pa_fwd_args &a, const 
         }
     } else {
 #pragma unroll
-        for (int p = 0; p < pa_cdna_copy_passes<CHK, BN>(); ++p) {
+        for (int p = 0; p < pa_cdna_copy_passes<CHK, BN>; ++p) {
             int r, c;
             if (!pa_cdna_copy_slot<CHK, BN>(p, tid, r, c)) continue;
             const int key = n * BN + r;
@@ -230,7 +227,7 @@ __device__ __forceinline__ void pa_cdna_fwd_load_kv(const pa_fwd_args &a, const 
             *(uint4 *)(sk_t + pa_lds_chunk_addr(&lm, r, c, CHK) / 2) = kv;
         }
 #pragma unroll
-        for (int p = 0; p < pa_cdna_copy_passes<CHV, BN>(); ++p) {
+        for (int p = 0; p < pa_cdna_copy_passes<CHV, BN>; ++p) {
             int r, c;
             if (!pa_cdna_copy_slot<CHV, BN>(p, tid, r, c)) continue;
             const int key = n * BN + r;

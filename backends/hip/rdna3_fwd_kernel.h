@@ -99,10 +99,7 @@ __device__ __forceinline__ pa_rdna3_lane pa_rdna3_lane_of(int tid)
 }
 
 /* Copy passes of a tile of ROWS rows x CH 16-byte chunks over the workgroup's threads. */
-template <int CH, int ROWS> constexpr int pa_rdna3_copy_passes()
-{
-    return (ROWS * CH + PA_RDNA3_THREADS - 1) / PA_RDNA3_THREADS;
-}
+template <int CH, int ROWS> constexpr int pa_rdna3_copy_passes = (ROWS * CH + PA_RDNA3_THREADS - 1) / PA_RDNA3_THREADS;
 
 /* Thread tt's row r and chunk c in copy pass p of such a tile: copies numbered row-major,
  * thread-fastest, which is pass p * waves + wave of pa_lds_rdna3_store_addr for its lane (a wave stores
@@ -142,7 +139,7 @@ __device__ __forceinline__ void pa_rdna3_load_q(uint16_t *sq_t, const pa_fwd_arg
     const pa_rdna3_lds m = pa_rdna3_lds_of();
     const unsigned tq = (unsigned)pa_opaque(tid); /* addresses not hoisted out of the row-block loop */
 #pragma unroll
-    for (int p = 0; p < pa_rdna3_copy_passes<CH, PA_RDNA3_BM>(); ++p) {
+    for (int p = 0; p < pa_rdna3_copy_passes<CH, PA_RDNA3_BM>; ++p) {
         int r, c;
         if (!pa_rdna3_copy_slot<CH, PA_RDNA3_BM>(tq, p, r, c)) continue;
         const int row = m0 + r;
@@ -180,7 +177,7 @@ __device__ __forceinline__ void pa_rdna3_load_kv(const pa_fwd_args &a, const pa_
     const int sk = seq.sk;
     if constexpr (CH == CHV) { /* one pass loop for both */
 #pragma unroll
-        for (int p = 0; p < pa_rdna3_copy_passes<CH, BN>(); ++p) {
+        for (int p = 0; p < pa_rdna3_copy_passes<CH, BN>; ++p) {
             int r, c;
             if (!pa_rdna3_copy_slot<CH, BN>(t.tt, p, r, c)) continue;
             const int key = n * BN + r;
@@ -196,7 +193,7 @@ __device__ __forceinline__ void pa_rdna3_load_kv(const pa_fwd_args &a, const pa_
         }
     } else {
 #pragma unroll
-        for (int p = 0; p < pa_rdna3_copy_passes<CH, BN>(); ++p) {
+        for (int p = 0; p < pa_rdna3_copy_passes<CH, BN>; ++p) {
             int r, c;
             if (!pa_rdna3_copy_slot<CH, BN>(t.tt, p, r, c)) continue;
             const int key = n * BN + r;
@@ -205,7 +202,7 @@ __device__ __forceinline__ void pa_rdna3_load_kv(const pa_fwd_args &a, const pa_
             *(uint4 *)((char *)sk_t + pa_lds_rdna3_store_addr(&m.lo, &m.hi, t.tl, p * PA_RDNA3_WAVES + t.tw, CH)) = kv;
         }
 #pragma unroll
-        for (int p = 0; p < pa_rdna3_copy_passes<CHV, BN>(); ++p) {
+        for (int p = 0; p < pa_rdna3_copy_passes<CHV, BN>; ++p) {
             int r, c;
             if (!pa_rdna3_copy_slot<CHV, BN>(t.tt, p, r, c)) continue;
             const int key = n * BN + r;
