@@ -34,7 +34,21 @@ int pa_fwd_score_map_ok(const pa_problem *pb, char *why, size_t why_len)
     return PA_REFUSE("scale %g / softcap %g out of range", (double)pb->scale, (double)pb->p.softcap);
 }
 
-portattn_status_t pa_fwd_fill_args(const pa_problem *pb, pa_fwd_args *a, char *err, size_t err_len)
+/* The KV-cache fields: zero without a cache, but qpack (1: a family that packs GQA sets its own). */
+static void fwd_kv_of(const pa_problem *pb, pa_kv_args *kv)
+{
+    const portattn_fwd_params_t *p = &pb->p;
+    kv->seqused_k = p->seqused_k, kv->block_table = p->block_table;
+    kv->bt_stride = p->block_table_stride, kv->num_pages = p->num_pages;
+    for (kv->page_shift = 0; p->block_table && ((int64_t)1 << kv->page_shift) < p->page_size;) kv->page_shift++;
+    kv->seqlen_new = (int)pb->seqlen_new;
+    kv->qpack = 1;
+}
+
+/* The int fields are plain casts: exact wherever a kernel that reads them runs, since its supports()
+ * bounds the shape; the generic kernel and the appends read the 64-bit ones. Returns the score map's
+ * verdict (pa_fwd_score_map). */
+static int fwd_fill(const pa_problem *pb, pa_fwd_args *a)
 {
     const portattn_fwd_params_t *p = &pb->p;
     memset(a, 0, sizeof *a);
@@ -44,14 +58,31 @@ portattn_status_t pa_fwd_fill_args(const pa_problem *pb, pa_fwd_args *a, char *e
         a->qs[i] = p->q.stride[i], a->ks[i] = p->k.stride[i], a->vs[i] = p->v.stride[i], a->os[i] = p->o.stride[i];
         a->ls[i] = p->lse_stride[i];
     }
-    a->batch = (int)p->batch, a->heads = (int)p->heads_q, a->group = (int)pb->group;
+    a->qd = p->q.stride[3], a->kd = p->k.stride[3], a->vd = p->v.stride[3], a->od = p->o.stride[3];
+    a->batch = (int)p->batch, a->heads = (int)p->heads_q, a->heads_kv = (int)p->heads_kv, a->group = (int)pb->group;
     a->dqk = (int)p->head_dim_qk, a->dv = (int)p->head_dim_v;
     a->seqlen_q = (int)p->seqlen_q, a->seqlen_k = (int)p->seqlen_k;
     a->wl = fwd_window(pb->window_left, p->seqlen_q, p->seqlen_k);
     a->wr = fwd_window(pb->window_right, p->seqlen_q, p->seqlen_k);
-    if (!pa_fwd_score_map(pb, &a->transform, &a->softcap, &a->mult, &a->pre_mul, &a->post_mul))
+    fwd_kv_of(pb, &a->kv);
+    if (pb->seqlen_new > 0) {
+        a->k_new = p->k_new.data, a->v_new = p->v_new.data;
+        for (int i = 0; i < 4; ++i) a->kns[i] = p->k_new.stride[i], a->vns[i] = p->v_new.stride[i];
+    }
+    a->batch64 = p->batch, a->seqlen_q64 = p->seqlen_q, a->seqlen_k64 = p->seqlen_k, a->seqlen_new64 = pb->seqlen_new;
+    a->window_left = pb->window_left, a->window_right = pb->window_right;
+    a->scale = pb->scale, a->cap = p->softcap;
+    a->inv_cap = p->softcap > 0.f ? 1.f / p->softcap : 0.f;
+    return pa_fwd_score_map(pb, &a->transform, &a->softcap, &a->mult, &a->pre_mul, &a->post_mul);
+}
+
+void pa_fwd_args_of(const pa_problem *pb, pa_fwd_args *a) { (void)fwd_fill(pb, a); }
+
+portattn_status_t pa_fwd_fill_args(const pa_problem *pb, pa_fwd_args *a, char *err, size_t err_len)
+{
+    if (!fwd_fill(pb, a))
         return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "scale %g / softcap %g out of range",
-                      (double)pb->scale, (double)p->softcap);
+                      (double)pb->scale, (double)pb->p.softcap);
     return PORTATTN_SUCCESS;
 }
 

@@ -19,7 +19,12 @@ int pa_fwd_score_map(const struct pa_problem *pb, int *transform, int *softcap, 
                      float *post_mul);
 /* supports()' form of the same: 1, or 0 with "scale / softcap out of range" in why. */
 int pa_fwd_score_map_ok(const struct pa_problem *pb, char *why, size_t why_len);
-/* The kernel argument struct of a validated problem. */
+/* The kernel argument struct of a validated problem: every field but a family's launch shape (kv.qpack
+ * 1, split zero). The base-2 score fields (mult, pre_mul, post_mul) hold only where pa_fwd_score_map
+ * succeeds; the generic kernel, which takes every call, reads the raw scale and softcap instead. */
+void pa_fwd_args_of(const struct pa_problem *pb, pa_fwd_args *a);
+/* The same for the kernels that score in base 2: NOT_SUPPORTED and why when scale/softcap leave the
+ * float range there. */
 portattn_status_t pa_fwd_fill_args(const struct pa_problem *pb, pa_fwd_args *a, char *err, size_t err_len);
 /* The tiled kernels' layout: unit innermost stride, 16-byte base pointers and row strides (Q and O,
  * and K and V when there are keys; varlen ignores the batch stride): 1, or 0 and why. */

@@ -112,13 +112,14 @@ struct sm80_seq {
     sm80_pager kpg, vpg;
 };
 
-/* PAGED: the K/V source is a KV cache (kv_args.h): sequence b holds pa_cache_len_of keys, paged
- * through block_table or contiguous at batch stride; its queries (packed by cu_q, or seqlen_q per
- * sequence) are its last keys' rows (bottom-right). Otherwise kv is unused and every PAGED branch
- * compiles away. */
+/* PAGED: the K/V source is the KV cache a.kv (fwd_args.h): sequence b holds pa_cache_len_of keys,
+ * paged through block_table or contiguous at batch stride; its queries (packed by cu_q, or seqlen_q
+ * per sequence) are its last keys' rows (bottom-right). Otherwise a.kv is unused and every PAGED
+ * branch compiles away. */
 template <bool PAGED>
-__device__ __forceinline__ sm80_seq sm80_seq_of(const sm80_args &a, const pa_kv_args &kv, int b)
+__device__ __forceinline__ sm80_seq sm80_seq_of(const sm80_args &a, int b)
 {
+    const pa_kv_args &kv = a.kv;
     sm80_seq s;
     int k0 = 0;
     s.q0 = 0, s.sq = a.seqlen_q, s.sk = a.seqlen_k;
@@ -419,7 +420,7 @@ sm80_ring_step(const LD &ld, uint32_t dst, bool more, int n)
 }
 
 template <typename T, int D, int MT, int BN, int NW, int STAGES, int MINB, bool PAGED>
-__global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, const pa_kv_args kv)
+__global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a)
 {
     constexpr int NT = NW * 32, PITCH = (D / 8 + 7) / 8 * 8;
     constexpr int WR = 16 * MT, BM = WR * NW;                  /* query rows per warp, per CTA */
@@ -440,7 +441,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, con
     int tfirst;
     if (!sm80_pair_of(a, bh, tfirst)) return;
     const int b = (int)(bh / a.heads), h = (int)(bh % a.heads);
-    const sm80_seq q = sm80_seq_of<PAGED>(a, kv, b);
+    const sm80_seq q = sm80_seq_of<PAGED>(a, b);
     const int sq = q.sq, sk = q.sk, nmb = (sq + BM - 1) / BM, hk = h / a.group;
     const T *qh = (const T *)a.q + q.qb + h * a.qs[2];
     T *oh = (T *)a.o + q.ob + h * a.os[2];
@@ -531,8 +532,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) sm80_fwd(const sm80_args a, con
 /* Launches one instance; shared memory above 48 KB needs the opt-in attribute on every device. */
 template <typename T, int D, int BM = PA_SM80_BM(D), int NW = PA_SM80_WARPS(D), int MINB = PA_SM80_MIN_CTAS(D),
           bool PAGED = false>
-static cudaError_t sm80_launch_instance(const sm80_args *a, int64_t max_sq, cudaStream_t stream,
-                                        const pa_kv_args *kv = nullptr)
+static cudaError_t sm80_launch_instance(const sm80_args *a, int64_t max_sq, cudaStream_t stream)
 {
     constexpr int BN = PA_SM80_BN(D), ST = PA_SM80_STAGES(D);
     constexpr int MT = BM / (16 * NW);
@@ -546,8 +546,7 @@ static cudaError_t sm80_launch_instance(const sm80_args *a, int64_t max_sq, cuda
     const int64_t gy = bh < 65535 ? bh : 65535, gz = (bh + gy - 1) / gy; /* supports() keeps gz <= 65535 */
     const dim3 grid((unsigned)(mb < 0x7fffffff ? mb : 0x7fffffff), (unsigned)gy, (unsigned)gz);
     sm80_args arg = *a;
-    pa_kv_args kva = kv ? *kv : pa_kv_args();
-    void *args[] = {&arg, &kva};
+    void *args[] = {&arg};
     return cudaLaunchKernel((const void *)kern, grid, dim3(NW * 32), args, smem, stream);
 }
 
@@ -561,20 +560,18 @@ static cudaError_t sm80_launch_instance(const sm80_args *a, int64_t max_sq, cuda
 
 /* The paged family: the default shape of head dim D over a KV cache. */
 #define SM80_PAGED_LAUNCHER(D)                                                                              \
-    cudaError_t sm80_launch_paged_d##D(const sm80_args *a, const pa_kv_args *kv, int bf16, int64_t max_sq,     \
-                                       cudaStream_t stream)                                                 \
+    cudaError_t sm80_launch_paged_d##D(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream)   \
     {                                                                                                        \
         constexpr int BM = PA_SM80_BM(D), NW = PA_SM80_WARPS(D), MB = PA_SM80_MIN_CTAS(D);                   \
-        return bf16 ? sm80_launch_instance<__nv_bfloat16, D, BM, NW, MB, true>(a, max_sq, stream, kv)         \
-                    : sm80_launch_instance<__half, D, BM, NW, MB, true>(a, max_sq, stream, kv);               \
+        return bf16 ? sm80_launch_instance<__nv_bfloat16, D, BM, NW, MB, true>(a, max_sq, stream)             \
+                    : sm80_launch_instance<__half, D, BM, NW, MB, true>(a, max_sq, stream);                   \
     }
 
 #define PA_X(D) cudaError_t sm80_launch_d##D(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);
 PA_SM80_DIMS(PA_X)
 #undef PA_X
 #define PA_X(D)                                                                                             \
-    cudaError_t sm80_launch_paged_d##D(const sm80_args *a, const pa_kv_args *kv, int bf16, int64_t max_sq,     \
-                                       cudaStream_t stream);
+    cudaError_t sm80_launch_paged_d##D(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);
 PA_SM80_PAGED_DIMS(PA_X)
 #undef PA_X
 cudaError_t sm80_launch_d256_small(const sm80_args *a, int bf16, int64_t max_sq, cudaStream_t stream);

@@ -28,12 +28,11 @@ static const pa_cuda_inst paged_insts[] = {PA_SM80_PAGED_LIST(SM80_PAGED_ROW, "s
 #undef SM80_FWD_ROW
 #undef SM80_PAGED_ROW
 typedef cudaError_t (*sm80_fwd_fn)(const sm80_args *, int, int64_t, cudaStream_t);
-typedef cudaError_t (*sm80_paged_fn)(const sm80_args *, const pa_kv_args *, int, int64_t, cudaStream_t);
 #define PA_X(D) sm80_launch_d##D,
 static const sm80_fwd_fn sm80_fwd_fns[] = {PA_SM80_DIMS(PA_X)};
 #undef PA_X
 #define PA_X(D) sm80_launch_paged_d##D,
-static const sm80_paged_fn sm80_paged_fns[] = {PA_SM80_PAGED_DIMS(PA_X)};
+static const sm80_fwd_fn sm80_paged_fns[] = {PA_SM80_PAGED_DIMS(PA_X)};
 #undef PA_X
 PA_CUDA_INST_FNS_OK(fwd_insts, sm80_fwd_fns);
 PA_CUDA_INST_FNS_OK(paged_insts, sm80_paged_fns);
@@ -49,10 +48,9 @@ extern "C" const pa_cuda_inst *pa_sm80_instance(const pa_problem *pb, char *why,
 static portattn_status_t sm80_launch_paged(const pa_problem *pb, const sm80_args *a, const pa_cuda_inst *in, int bf16,
                                            cudaStream_t st, char *err, size_t err_len)
 {
-    const pa_kv_args kv = pa_kv_args_of(pb);
     portattn_status_t s = pa_cuda_append(pb, st, err, err_len);
     if (s) return s;
-    const cudaError_t e = sm80_paged_fns[in - paged_insts](a, &kv, bf16, pb->max_seqlen_q, st);
+    const cudaError_t e = sm80_paged_fns[in - paged_insts](a, bf16, pb->max_seqlen_q, st);
     if (e != cudaSuccess) return pa_cuda_status(e, "cuda-sm80 paged: kernel launch", err, err_len);
     return PORTATTN_SUCCESS;
 }

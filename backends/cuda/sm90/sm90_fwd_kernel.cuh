@@ -571,10 +571,10 @@ __device__ __forceinline__ void sm90_last_pv(const pa_fwd_args &a, float (&o)[D 
 template <typename T, int D, int NC, int BN, int ST, bool VL, bool KV>
 __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
     sm90_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
-             const __grid_constant__ CUtensorMap tv, const pa_fwd_args a, const pa_kv_args kv, const int nmb,
-             const int chunk)
+             const __grid_constant__ CUtensorMap tv, const pa_fwd_args a, const int nmb, const int chunk)
 {
 #ifdef PA_SM90_DEVICE
+    const pa_kv_args &kv = a.kv; /* the KV cache (KV instances only) */
     constexpr int BM = PA_SM90_BM_NC(NC), NB = PA_SM90_NB(D); /* rows, 64-column blocks */
     constexpr int QBLK = BM * 128, KBLK = BN * 128;    /* bytes of one column block of Q, of K or V */
     constexpr int QBYTES = NB * QBLK, KVBYTES = NB * KBLK, QS = PA_SM90_QS(D);
@@ -695,12 +695,11 @@ static int sm90_chunk(int64_t nbh, int64_t group, int64_t l2_pairs, int64_t nmb,
 }
 
 /* max_sq: the longest sequence's queries (the grid's row blocks per (batch, head)); seqlen_q without
- * varlen, max_seqlen_q with it. l2_pairs: see sm90_chunk. kv: the KV cache (KV instances only); with
- * kv->qpack > 1 the pairs are (batch, KV head) and a row block holds BM / qpack tokens of each. */
+ * varlen, max_seqlen_q with it. l2_pairs: see sm90_chunk. With a->kv.qpack > 1 (KV instances) the
+ * pairs are (batch, KV head) and a row block holds BM / qpack tokens of each. */
 template <typename T, int D, int NC, int BN, int ST, bool VL, bool KV>
 static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
-                                        const pa_fwd_args *a, const pa_kv_args *kv, int64_t max_sq, int64_t l2_pairs,
-                                        cudaStream_t stream)
+                                        const pa_fwd_args *a, int64_t max_sq, int64_t l2_pairs, cudaStream_t stream)
 {
     const int smem = PA_SM90_SMEM_SHAPE(D, NC, BN, ST);
     auto kern = sm90_fwd<T, D, NC, BN, ST, VL, KV>;
@@ -710,24 +709,23 @@ static cudaError_t sm90_launch_instance(const CUtensorMap *tq, const CUtensorMap
     int sms = 0;
     if (!pa_cuda_device_info(NULL, NULL, &sms, NULL, 0) || sms < 1) sms = 1;
     /* One CTA per SM (shared memory allows no second), each walking the work items. */
-    const int g = kv && kv->qpack > 1 ? kv->qpack : 1, rows = PA_SM90_BM_NC(NC) / g;
+    const int g = a->kv.qpack > 1 ? a->kv.qpack : 1, rows = PA_SM90_BM_NC(NC) / g;
     const int64_t nmb = (max_sq + rows - 1) / rows, pairs = (int64_t)a->batch * (a->heads / g), nwork = nmb * pairs;
     const unsigned grid = (unsigned)(nwork < sms ? nwork : sms);
     CUtensorMap q = *tq, k = *tk, v = *tv;
     pa_fwd_args arg = *a;
-    pa_kv_args kva = kv ? *kv : pa_kv_args();
     int nmb_arg = (int)nmb, chunk = sm90_chunk(pairs, g > 1 ? 1 : a->group, l2_pairs / g, nmb, grid);
-    void *args[] = {&q, &k, &v, &arg, &kva, &nmb_arg, &chunk};
+    void *args[] = {&q, &k, &v, &arg, &nmb_arg, &chunk};
     return cudaLaunchKernel((const void *)kern, dim3(grid), dim3(PA_SM90_THREADS_NC(NC)), args, smem, stream);
 }
 
 /* The four instances of a shape: f16/bf16, varlen queries or not. */
 template <int D, int NC, int BN, int ST, bool KV>
 static cudaError_t sm90_launch_shape(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,
-                                     const pa_fwd_args *a, const pa_kv_args *kv, int bf16, int64_t max_sq,
-                                     int64_t l2_pairs, cudaStream_t stream)
+                                     const pa_fwd_args *a, int bf16, int64_t max_sq, int64_t l2_pairs,
+                                     cudaStream_t stream)
 {
-#define PA_SM90_GO(T, VL) sm90_launch_instance<T, D, NC, BN, ST, VL, KV>(tq, tk, tv, a, kv, max_sq, l2_pairs, stream)
+#define PA_SM90_GO(T, VL) sm90_launch_instance<T, D, NC, BN, ST, VL, KV>(tq, tk, tv, a, max_sq, l2_pairs, stream)
     if (a->cu_q) return bf16 ? PA_SM90_GO(__nv_bfloat16, true) : PA_SM90_GO(__half, true);
     return bf16 ? PA_SM90_GO(__nv_bfloat16, false) : PA_SM90_GO(__half, false);
 #undef PA_SM90_GO
@@ -743,18 +741,17 @@ static cudaError_t sm90_launch_shape(const CUtensorMap *tq, const CUtensorMap *t
     {                                                                                                           \
         if constexpr (PA_SM90_NC_SHORT(D) != 0)                                                                 \
             if (nc == PA_SM90_NC_SHORT(D))                                                                      \
-                return sm90_launch_shape<D, PA_SM90_NC_SHORT(D), BN, ST, false>(tq, tk, tv, a, NULL, bf16,      \
-                                                                                max_sq, l2_pairs, stream);      \
-        return sm90_launch_shape<D, PA_SM90_NC(D), BN, ST, false>(tq, tk, tv, a, NULL, bf16, max_sq, l2_pairs,  \
+                return sm90_launch_shape<D, PA_SM90_NC_SHORT(D), BN, ST, false>(tq, tk, tv, a, bf16, max_sq,    \
+                                                                                l2_pairs, stream);              \
+        return sm90_launch_shape<D, PA_SM90_NC(D), BN, ST, false>(tq, tk, tv, a, bf16, max_sq, l2_pairs,        \
                                                                   stream);                                      \
     }
 #define SM90_KV_INSTANCE(D, BN, ST)                                                                           \
     cudaError_t sm90_launch_kv_d##D(const CUtensorMap *tq, const CUtensorMap *tk, const CUtensorMap *tv,        \
-                                    const pa_fwd_args *a, const pa_kv_args *kv, int bf16, int64_t max_sq,            \
-                                    int64_t l2_pairs, cudaStream_t stream)                                      \
+                                    const pa_fwd_args *a, int bf16, int64_t max_sq, int64_t l2_pairs,             \
+                                    cudaStream_t stream)                                                        \
     {                                                                                                           \
-        return sm90_launch_shape<D, PA_SM90_NC(D), BN, ST, true>(tq, tk, tv, a, kv, bf16, max_sq, l2_pairs,     \
-                                                                 stream);                                       \
+        return sm90_launch_shape<D, PA_SM90_NC(D), BN, ST, true>(tq, tk, tv, a, bf16, max_sq, l2_pairs, stream); \
     }
 
 #endif

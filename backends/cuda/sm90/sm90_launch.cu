@@ -20,7 +20,7 @@ PA_SM90_DIMS(PA_X)
 #undef PA_X
 #define PA_X(D)                                                                                              \
     cudaError_t sm90_launch_kv_d##D(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *,              \
-                                    const pa_fwd_args *, const pa_kv_args *, int, int64_t, int64_t, cudaStream_t);
+                                    const pa_fwd_args *, int, int64_t, int64_t, cudaStream_t);
 PA_SM90_KV_DIMS(PA_X)
 #undef PA_X
 
@@ -39,7 +39,7 @@ static const pa_cuda_inst kv_insts[] = {PA_SM90_KV_LIST(SM90_KV_ROW, "sm90-kv")}
 typedef cudaError_t (*sm90_fwd_fn)(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const pa_fwd_args *,
                                    int, int, int64_t, int64_t, cudaStream_t);
 typedef cudaError_t (*sm90_kv_fn)(const CUtensorMap *, const CUtensorMap *, const CUtensorMap *, const pa_fwd_args *,
-                                  const pa_kv_args *, int, int64_t, int64_t, cudaStream_t);
+                                  int, int64_t, int64_t, cudaStream_t);
 #define PA_X(D) sm90_launch_d##D,
 static const sm90_fwd_fn fwd_fns[] = {PA_SM90_DIMS(PA_X)};
 #undef PA_X
@@ -130,11 +130,10 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, const pa_
     cudaError_t e;
     if (pb->kv_cache) {
         /* the new tokens go into the cache first (same stream), then the KV-cache instance */
-        pa_kv_args kv = pa_kv_args_of(pb);
-        kv.qpack = qpack;
+        a.kv.qpack = qpack;
         s = pa_cuda_append(pb, st, err, err_len);
         if (s) return s;
-        e = kv_fns[in - kv_insts](&tq, &tk, &tv, &a, &kv, bf16, msq, l2_pairs, st);
+        e = kv_fns[in - kv_insts](&tq, &tk, &tv, &a, bf16, msq, l2_pairs, st);
     } else {
         e = fwd_fns[in - fwd_insts](&tq, &tk, &tv, &a, bf16, nc, msq, l2_pairs, st);
     }

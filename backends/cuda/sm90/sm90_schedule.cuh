@@ -17,7 +17,7 @@
 
 #include "block.h"   /* pa_tile_hull_of */
 #include "fwd_args.h"
-#include "kv_args.h" /* pa_cache_len_of, qpack */
+#include "problem.h" /* pa_cache_len_of */
 #include "seqlen.h"  /* pa_seq_extent */
 
 /* One work item: a row block of one (batch, head), and the key tiles its rows see. With GQA packing

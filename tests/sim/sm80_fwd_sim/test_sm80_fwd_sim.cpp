@@ -27,7 +27,7 @@ alignas(128) uint8_t smem[SIM_SMEM_BYTES];
 
 /* Every block of `grid` in turn on `threads` threads that live for the whole launch. */
 template <typename K>
-static void sim_launch(K kernel, sim_dim3 grid, int threads, const sm80_args &a, const pa_kv_args &kv)
+static void sim_launch(K kernel, sim_dim3 grid, int threads, const sm80_args &a)
 {
     gridDim = grid;
     std::barrier<> block_bar(threads);
@@ -42,7 +42,7 @@ static void sim_launch(K kernel, sim_dim3 grid, int threads, const sm80_args &a,
                 for (unsigned x = 0; x < grid.x; ++x) {
                     threadIdx = {(unsigned)th, 0, 0};
                     blockIdx = {x, y, 0};
-                    kernel(a, kv);
+                    kernel(a);
                     if (!sim_pending.empty()) {
                         printf("FAIL: thread %d ended a block with %zu cp.async copies not waited for\n", th,
                                sim_pending.size());
@@ -94,12 +94,11 @@ struct buf {
 };
 
 template <typename T, int D>
-static void run_kernel(const sm80_args &a, const pa_kv_args &kv, int max_sq)
+static void run_kernel(const sm80_args &a, int max_sq)
 {
     constexpr int BM = PA_SM80_BM(D), NW = PA_SM80_WARPS(D), MT = BM / (16 * NW);
     const sim_dim3 grid = {(unsigned)((max_sq + BM - 1) / BM), (unsigned)(a.batch * a.heads), 1};
-    sim_launch(sm80_fwd<T, D, MT, PA_SM80_BN(D), NW, PA_SM80_STAGES(D), PA_SM80_MIN_CTAS(D), true>, grid, NW * 32, a,
-               kv);
+    sim_launch(sm80_fwd<T, D, MT, PA_SM80_BN(D), NW, PA_SM80_STAGES(D), PA_SM80_MIN_CTAS(D), true>, grid, NW * 32, a);
 }
 
 static void run(const cfg &c, portattn_dtype_t dt)
@@ -173,8 +172,8 @@ static void run(const cfg &c, portattn_dtype_t dt)
     a.mult = a.transform ? 1.f : (float)(scale * log2e);
     a.pre_mul = a.softcap ? (float)((double)scale / cap) : (float)(scale * log2e);
     a.post_mul = a.softcap ? (float)(cap * log2e) : 1.f;
-    pa_kv_args kv;
-    memset(&kv, 0, sizeof kv);
+    pa_kv_args &kv = a.kv;
+    kv.qpack = 1;
     kv.seqused_k = used.data();
     if (c.page) {
         kv.block_table = bt.data(), kv.bt_stride = pps, kv.num_pages = npages;
@@ -182,9 +181,9 @@ static void run(const cfg &c, portattn_dtype_t dt)
     }
     sim_late_copies = dt == PORTATTN_DTYPE_BF16;
     if (dt == PORTATTN_DTYPE_F16)
-        D == 64 ? run_kernel<__half, 64>(a, kv, max_sq) : run_kernel<__half, 128>(a, kv, max_sq);
+        D == 64 ? run_kernel<__half, 64>(a, max_sq) : run_kernel<__half, 128>(a, max_sq);
     else
-        D == 64 ? run_kernel<__nv_bfloat16, 64>(a, kv, max_sq) : run_kernel<__nv_bfloat16, 128>(a, kv, max_sq);
+        D == 64 ? run_kernel<__nv_bfloat16, 64>(a, max_sq) : run_kernel<__nv_bfloat16, 128>(a, max_sq);
 
     /* P is rounded to the dtype before P V, as FlashAttention-2 does. */
     const double u = dt == PORTATTN_DTYPE_F16 ? 1.0 / 2048 : 1.0 / 256;
