@@ -6,25 +6,23 @@
 
 #include <stdint.h>
 
-#include "gen_math.h"
-#include "problem.h"
+#include "fwd_args.h"
 
 /* KV-cache append: one warp per (sequence, new token, KV head) row, lanes over the head dims. It
  * copies bits, so one instance per element size serves f16, bf16 and f32 (T = uint16_t, uint32_t). */
 template <typename T, int W, int WARPS>
-__device__ __forceinline__ void pa_gen_append_body(const pa_problem &pb)
+__device__ __forceinline__ void pa_gen_append_body(const pa_fwd_args &a)
 {
     const int lane = threadIdx.x & (W - 1);
-    const int64_t hkv = pb.p.heads_kv, snew = pb.seqlen_new, cap = pb.p.seqlen_k;
-    const int64_t rows = pb.p.batch * snew * hkv; /* the size of k_new, validated to fit */
-    const int64_t *kst = pb.p.k.stride, *vst = pb.p.v.stride;
-    const int64_t *knst = pb.p.k_new.stride, *vnst = pb.p.v_new.stride;
-    const int32_t *used_k = pb.p.seqused_k, *bt = pb.p.block_table;
+    const int64_t hkv = a.heads_kv, snew = a.seqlen_new64, cap = a.seqlen_k64;
+    const int64_t rows = a.batch64 * snew * hkv; /* the size of k_new, validated to fit */
+    const int64_t *kst = a.ks, *vst = a.vs, *knst = a.kns, *vnst = a.vns;
+    const int32_t *used_k = a.kv.seqused_k, *bt = a.kv.block_table;
     /* page_size is a power of two: shift and mask instead of 64-bit division. */
-    const int pshift = bt ? gen_log2_pow2(pb.p.page_size) : 0;
-    const int64_t pmask = bt ? pb.p.page_size - 1 : 0;
-    T *k = (T *)pb.p.k.data, *v = (T *)pb.p.v.data;
-    const T *kn = (const T *)pb.p.k_new.data, *vn = (const T *)pb.p.v_new.data;
+    const int pshift = a.kv.page_shift;
+    const int64_t pmask = ((int64_t)1 << pshift) - 1;
+    T *k = (T *)a.k, *v = (T *)a.v;
+    const T *kn = (const T *)a.k_new, *vn = (const T *)a.v_new;
 
     for (int64_t r = (int64_t)blockIdx.x * WARPS + (threadIdx.x / W); r < rows; r += (int64_t)gridDim.x * WARPS) {
         const int64_t h = r % hkv, t = r / hkv, i = t % snew, b = t / snew;
@@ -36,8 +34,8 @@ __device__ __forceinline__ void pa_gen_append_body(const pa_problem &pb)
         int64_t ko, vo;
         if (bt) {
             /* j < seqlen_k, so j / page_size < block_table_stride: the table read is in bounds. */
-            const int64_t page = bt[b * pb.p.block_table_stride + (j >> pshift)];
-            if (page < 0 || page >= pb.p.num_pages) continue;
+            const int64_t page = bt[b * a.kv.bt_stride + (j >> pshift)];
+            if (page < 0 || page >= a.kv.num_pages) continue;
             ko = page * kst[0] + (j & pmask) * kst[1];
             vo = page * vst[0] + (j & pmask) * vst[1];
         } else {
@@ -48,8 +46,8 @@ __device__ __forceinline__ void pa_gen_append_body(const pa_problem &pb)
         vo += h * vst[2];
         const int64_t kno = b * knst[0] + i * knst[1] + h * knst[2];
         const int64_t vno = b * vnst[0] + i * vnst[1] + h * vnst[2];
-        for (int64_t d = lane; d < pb.p.head_dim_qk; d += W) k[ko + d * kst[3]] = kn[kno + d * knst[3]];
-        for (int64_t d = lane; d < pb.p.head_dim_v; d += W) v[vo + d * vst[3]] = vn[vno + d * vnst[3]];
+        for (int64_t d = lane; d < a.dqk; d += W) k[ko + d * a.kd] = kn[kno + d * knst[3]];
+        for (int64_t d = lane; d < a.dv; d += W) v[vo + d * a.vd] = vn[vno + d * vnst[3]];
     }
 }
 

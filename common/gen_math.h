@@ -1,6 +1,6 @@
-/* What the generic kernels (gen_fwd_body.h, gen_append_body.h, cuda-generic's backward) share below
- * their vendor vocabulary: two intrinsics and the f32 score rule. Device code for CUDA, HIP and
- * their CPU simulations. */
+/* What the generic kernels (gen_fwd_body.h, cuda-generic's backward) share below their vendor
+ * vocabulary: an intrinsic and the f32 score rule. Device code for CUDA, HIP and their CPU
+ * simulations. */
 #ifndef PORTATTN_GEN_MATH_H
 #define PORTATTN_GEN_MATH_H
 
@@ -8,16 +8,8 @@
 
 #include "hd.h"
 
-/* log2 of a power of two, and a / b within 2 ulp for b in [2^-126, 2^126]: the device intrinsics
- * (CUDA and HIP alike), plain C in the CPU simulations. */
-__device__ __forceinline__ int gen_log2_pow2(int64_t x)
-{
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-    return __ffsll((long long)x) - 1;
-#else
-    return __builtin_ffsll((long long)x) - 1;
-#endif
-}
+/* a / b within 2 ulp for b in [2^-126, 2^126]: the device intrinsic (CUDA and HIP alike), plain C in
+ * the CPU simulations. */
 __device__ __forceinline__ float gen_div_fast(float a, float b)
 {
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)

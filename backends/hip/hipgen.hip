@@ -3,7 +3,7 @@
 #include "hipgen_kernel.h"
 
 #define PA_HIPGEN_ENTRY(name, kind)                                                                          \
-    extern "C" __global__ void __launch_bounds__(PA_HIPGEN_THREADS) name(const pa_hipgen_args a)            \
+    extern "C" __global__ void __launch_bounds__(PA_HIPGEN_THREADS) name(const pa_fwd_args a)            \
     {                                                                                                        \
         pa_hipgen_run<kind, __AMDGCN_WAVEFRONT_SIZE>(a);                                                     \
     }

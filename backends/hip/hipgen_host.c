@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fwd_resolve.h"
 #include "gen_shape.h"
 #include "hipgen_entries.h"
 
@@ -25,7 +26,7 @@ static int hipgen_wave(const char *target)
     return !strncmp(target, "gfx10", 5) || !strncmp(target, "gfx11", 5) || !strncmp(target, "gfx12", 5) ? 32 : 64;
 }
 
-static portattn_status_t hipgen_launch1(const pa_hip_rt *rt, pa_hip_fn fn, const unsigned g[3], pa_hipgen_args *a,
+static portattn_status_t hipgen_launch1(const pa_hip_rt *rt, pa_hip_fn fn, const unsigned g[3], pa_fwd_args *a,
                                         void *stream, const char *what, char *err, size_t err_len)
 {
     void *args[] = {a};
@@ -40,10 +41,8 @@ portattn_status_t pa_hipgen_launch(const pa_hip_rt *rt, const pa_hip_fn *fns, co
                                    void *stream, char *err, size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    pa_hipgen_args a;
-    memset(&a, 0, sizeof a);
-    a.pb = *pb;
-    a.inv_cap = p->softcap > 0.f ? 1.f / p->softcap : 0.f;
+    pa_fwd_args a;
+    pa_fwd_args_of(pb, &a);
     const int64_t rows = PA_HIPGEN_THREADS / hipgen_wave(target); /* rows (waves) a workgroup */
     /* The append first, on the same stream: the attention must see the new keys. */
     if (pb->seqlen_new > 0 && p->batch > 0 && p->heads_kv > 0) {

@@ -12,8 +12,8 @@
 
 #include "hip_wave.h" /* first: the device qualifiers, and the 16-bit conversions of both builds */
 
+#include "fwd_args.h"
 #include "hipgen_entries.h"
-#include "problem.h"
 
 /* The 16-bit element types, distinct so that gen_ld/gen_st overload on them. */
 struct pa_hipgen_f16 { uint16_t b; };
@@ -58,20 +58,21 @@ template <int W> __device__ __forceinline__ void gen_sync_warp()
 #include "gen_append_body.h"
 #include "gen_fwd_body.h" /* after the vocabulary it uses */
 
-/* Entry `kind` of hipgen_entries.h for a wave of W lanes: the forward in its dtype, or the append. */
-template <int KIND, int W> __device__ __forceinline__ void pa_hipgen_run(const pa_hipgen_args &a)
+/* Entry `kind` of hipgen_entries.h for a wave of W lanes: the forward in its dtype, or the append.
+ * Every entry takes the call's pa_fwd_args (fwd_args.h), as every other forward kernel does. */
+template <int KIND, int W> __device__ __forceinline__ void pa_hipgen_run(const pa_fwd_args &a)
 {
     constexpr int rows = PA_HIPGEN_THREADS / W;
     if constexpr (KIND == PA_HIPGEN_APPEND16) {
-        pa_gen_append_body<uint16_t, W, rows>(a.pb);
+        pa_gen_append_body<uint16_t, W, rows>(a);
     } else if constexpr (KIND == PA_HIPGEN_APPEND32) {
-        pa_gen_append_body<uint32_t, W, rows>(a.pb);
+        pa_gen_append_body<uint32_t, W, rows>(a);
     } else {
         /* Static LDS sized for the largest head dims: 37 KB on CDNA, 41 KB on RDNA (64 KB allowed). */
         __shared__ float smem[PA_GEN_SMEM_FLOATS(PA_HIPGEN_KT, rows, PA_GEN_DMAX, PA_GEN_DMAX)];
-        if constexpr (KIND == PA_HIPGEN_F32) pa_gen_fwd_body<float, W, PA_HIPGEN_KT, rows>(a.pb, a.inv_cap, smem);
-        else if constexpr (KIND == PA_HIPGEN_F16) pa_gen_fwd_body<pa_hipgen_f16, W, PA_HIPGEN_KT, rows>(a.pb, a.inv_cap, smem);
-        else pa_gen_fwd_body<pa_hipgen_bf16, W, PA_HIPGEN_KT, rows>(a.pb, a.inv_cap, smem);
+        if constexpr (KIND == PA_HIPGEN_F32) pa_gen_fwd_body<float, W, PA_HIPGEN_KT, rows>(a, smem);
+        else if constexpr (KIND == PA_HIPGEN_F16) pa_gen_fwd_body<pa_hipgen_f16, W, PA_HIPGEN_KT, rows>(a, smem);
+        else pa_gen_fwd_body<pa_hipgen_bf16, W, PA_HIPGEN_KT, rows>(a, smem);
     }
 }
 

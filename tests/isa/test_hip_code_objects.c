@@ -2,8 +2,8 @@
  * cmake/portattn_embed.cmake) are what hip-cdna, hip-rdna3 and their hip-generic fallback will load: for each configured target an
  * AMDGPU ELF for that gfx target whose dynamic symbols hold every entry point hip_backend.c asks for, each with
  * a kernel descriptor that needs no scratch (private segment 0), at most 64 KiB of LDS and the
- * kernel-argument size of pa_fwd_args (pa_cdna_dec_args for hip-cdna's decode kernels, pa_hipgen_args for
- * hip-generic's, whose objects cover every target of both families). Runs on the CPU: it checks the bytes the library ships.
+ * kernel-argument size of pa_fwd_args (pa_cdna_dec_args for hip-cdna's decode kernels; hip-generic's objects
+ * cover every target of both families). Runs on the CPU: it checks the bytes the library ships.
  * Exit 0 pass, 1 fail. */
 #include <elf.h>
 #include <stdint.h>
@@ -101,7 +101,7 @@ int main(void)
          sizeof(pa_cdna_dec_args)},
         {"hip-rdna3", pa_rdna3_code_objects, pa_rdna3_code_object_count, rdna3_names, PA_RDNA3_ENTRY_COUNT, sizeof(pa_fwd_args)},
         {"hip-generic", pa_hipgen_code_objects, pa_hipgen_code_object_count, hipgen_names, PA_HIPGEN_ENTRY_COUNT,
-         sizeof(pa_hipgen_args)},
+         sizeof(pa_fwd_args)},
     };
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
         printf("%s: %d embedded code object(s)\n", fam[f].family, fam[f].n);

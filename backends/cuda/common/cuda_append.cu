@@ -12,12 +12,13 @@
 #define APP_MAX_BLOCKS 65535 /* enough to fill any GPU; the grid-stride loop covers the rest */
 
 template <typename T>
-__global__ void __launch_bounds__(APP_THREADS) pa_append_kernel(const pa_problem pb)
+__global__ void __launch_bounds__(APP_THREADS) pa_append_kernel(const pa_fwd_args a)
 {
-    pa_gen_append_body<T, 32, APP_WARPS>(pb);
+    pa_gen_append_body<T, 32, APP_WARPS>(a);
 }
 
-extern "C" portattn_status_t pa_cuda_append(const pa_problem *pb, void *stream, char *err, size_t err_len)
+extern "C" portattn_status_t pa_cuda_append(const pa_problem *pb, const pa_fwd_args *a, void *stream, char *err,
+                                           size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
     if (pb->seqlen_new <= 0 || p->batch <= 0 || p->heads_kv <= 0) return PORTATTN_SUCCESS; /* nothing to copy */
@@ -36,8 +37,8 @@ extern "C" portattn_status_t pa_cuda_append(const pa_problem *pb, void *stream, 
     const dim3 grid((unsigned)(blocks < APP_MAX_BLOCKS ? blocks : APP_MAX_BLOCKS));
     /* cudaLaunchKernel's own status, so that an error the caller left pending in the runtime is not
      * reported as ours (nor cleared: cuda_host.h, pa_cuda_drop_error). */
-    pa_problem arg = *pb;
-    void *args[] = { &arg };
+    pa_fwd_args arg = *a;
+    void *args[] = {&arg};
     cudaError_t e = cudaLaunchKernel(fn, grid, dim3(APP_THREADS), args, 0, (cudaStream_t)stream);
     if (e != cudaSuccess) return pa_cuda_status(e, "cuda append: kernel launch", err, err_len);
     return PORTATTN_SUCCESS;

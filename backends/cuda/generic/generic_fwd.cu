@@ -10,7 +10,8 @@
 #include "cuda_append.h"
 #include "cuda_host.h"
 #include "gen_device.cuh"
-#include "gen_shape.h" /* pa_gen_shape_ok */
+#include "fwd_resolve.h" /* pa_fwd_args_of */
+#include "gen_shape.h"   /* pa_gen_shape_ok */
 #include "generic_launch.h"
 
 /* The rest of common/gen_fwd_body.h's vocabulary: an NVIDIA warp is 32 lanes. */
@@ -33,10 +34,10 @@ template <int W> __device__ __forceinline__ void gen_sync_warp() { static_assert
 /* The min-blocks 2 (a 128-register cap) is there because with 256 alone ptxas 13.0 picked 80
  * registers and spilled for the sm_80 fp32 instance. */
 template <typename T>
-__global__ void __launch_bounds__(GEN_THREADS, 2) gen_fwd(const pa_problem pb, float inv_cap)
+__global__ void __launch_bounds__(GEN_THREADS, 2) gen_fwd(const pa_fwd_args a)
 {
     extern __shared__ float smem[];
-    pa_gen_fwd_body<T, 32, GEN_KT, GEN_ROWS>(pb, inv_cap, smem);
+    pa_gen_fwd_body<T, 32, GEN_KT, GEN_ROWS>(a, smem);
 }
 
 static size_t gen_smem(const pa_problem *pb)
@@ -56,7 +57,8 @@ static portattn_status_t gen_smem_limit(const pa_problem *pb, char *err, size_t 
 }
 
 template <typename T>
-static portattn_status_t gen_launch(const pa_problem *pb, cudaStream_t stream, char *err, size_t err_len)
+static portattn_status_t gen_launch(const pa_problem *pb, const pa_fwd_args *a, cudaStream_t stream, char *err,
+                                    size_t err_len)
 {
     const size_t smem = gen_smem(pb);
     cudaError_t e;
@@ -66,9 +68,8 @@ static portattn_status_t gen_launch(const pa_problem *pb, cudaStream_t stream, c
                     (unsigned)(pb->p.batch < 65535 ? pb->p.batch : 65535));
     /* cudaLaunchKernel's own status, not cudaGetLastError: an error the caller left pending in the
      * runtime must not be reported as ours (nor cleared: cuda_host.h, pa_cuda_drop_error). */
-    pa_problem arg = *pb;
-    float inv_cap = pb->p.softcap > 0.f ? 1.f / pb->p.softcap : 0.f;
-    void *args[] = { &arg, &inv_cap };
+    pa_fwd_args arg = *a;
+    void *args[] = {&arg};
     e = cudaLaunchKernel((const void *)gen_fwd<T>, grid, dim3(GEN_THREADS), args, smem, stream);
     if (e != cudaSuccess) return pa_cuda_status(e, "cuda-generic: kernel launch", err, err_len);
     return PORTATTN_SUCCESS;
@@ -88,13 +89,15 @@ extern "C" portattn_status_t pa_cuda_generic_launch(const pa_problem *pb, void *
     case PORTATTN_DTYPE_BF16: ast = gen_smem_limit<__nv_bfloat16>(pb, err, err_len); break;
     default: ast = gen_smem_limit<float>(pb, err, err_len); break; /* f32: pa_gen_shape_ok refused the rest */
     }
-    if (ast == PORTATTN_SUCCESS) ast = pa_cuda_append(pb, stream, err, err_len);
+    pa_fwd_args a;
+    pa_fwd_args_of(pb, &a);
+    if (ast == PORTATTN_SUCCESS) ast = pa_cuda_append(pb, &a, stream, err, err_len);
     if (ast != PORTATTN_SUCCESS) return ast;
     if (p->batch <= 0 || pb->max_seqlen_q <= 0 || p->heads_q <= 0) return PORTATTN_SUCCESS; /* nothing to do */
     cudaStream_t st = (cudaStream_t)stream;
     switch (p->dtype) {
-    case PORTATTN_DTYPE_F16: return gen_launch<__half>(pb, st, err, err_len);
-    case PORTATTN_DTYPE_BF16: return gen_launch<__nv_bfloat16>(pb, st, err, err_len);
-    default: return gen_launch<float>(pb, st, err, err_len);
+    case PORTATTN_DTYPE_F16: return gen_launch<__half>(pb, &a, st, err, err_len);
+    case PORTATTN_DTYPE_BF16: return gen_launch<__nv_bfloat16>(pb, &a, st, err, err_len);
+    default: return gen_launch<float>(pb, &a, st, err, err_len);
     }
 }

@@ -136,7 +136,9 @@ extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, const p
         }
     }
     if (need) a.part_o = (float *)ws, a.part_lse = (float *)((char *)ws + lse_offset);
-    portattn_status_t s = pa_cuda_append(pb, stream, err, err_len); /* new tokens first, same stream */
+    pa_fwd_args app; /* the append's argument */
+    pa_fwd_args_of(pb, &app);
+    portattn_status_t s = pa_cuda_append(pb, &app, stream, err, err_len); /* new tokens first, same stream */
     if (s) {
         if (own) (void)cudaFreeAsync(own, st);
         return s;

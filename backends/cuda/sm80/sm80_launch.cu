@@ -48,7 +48,7 @@ extern "C" const pa_cuda_inst *pa_sm80_instance(const pa_problem *pb, char *why,
 static portattn_status_t sm80_launch_paged(const pa_problem *pb, const sm80_args *a, const pa_cuda_inst *in, int bf16,
                                            cudaStream_t st, char *err, size_t err_len)
 {
-    portattn_status_t s = pa_cuda_append(pb, st, err, err_len);
+    portattn_status_t s = pa_cuda_append(pb, a, st, err, err_len);
     if (s) return s;
     const cudaError_t e = sm80_paged_fns[in - paged_insts](a, bf16, pb->max_seqlen_q, st);
     if (e != cudaSuccess) return pa_cuda_status(e, "cuda-sm80 paged: kernel launch", err, err_len);

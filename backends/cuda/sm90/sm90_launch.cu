@@ -131,7 +131,7 @@ extern "C" portattn_status_t pa_cuda_sm90_launch(const pa_problem *pb, const pa_
     if (pb->kv_cache) {
         /* the new tokens go into the cache first (same stream), then the KV-cache instance */
         a.kv.qpack = qpack;
-        s = pa_cuda_append(pb, st, err, err_len);
+        s = pa_cuda_append(pb, &a, st, err, err_len);
         if (s) return s;
         e = kv_fns[in - kv_insts](&tq, &tk, &tv, &a, bf16, msq, l2_pairs, st);
     } else {

@@ -69,7 +69,7 @@ const entry g_entries[] = {
      }, PA_CDNA_DEC_THREADS, 64},
 #define ENTRY2G(n, kind)                                                                                      \
     {#n, [](const void *p) {                                                                                 \
-         const pa_hipgen_args &a = *(const pa_hipgen_args *)p;                                               \
+         const pa_fwd_args &a = *(const pa_fwd_args *)p;                                                     \
          if (sim_target().wave == 32) pa_hipgen_run<kind, 32>(a);                                            \
          else pa_hipgen_run<kind, 64>(a);                                                                    \
      }, PA_HIPGEN_THREADS, 0},
