@@ -30,12 +30,12 @@ typedef struct pa_kv_args {
 /* Split-KV: the decode kernels' launch shape (cuda-sm80's and hip-cdna's), set by their launchers,
  * which pick the split count and the workspace; zero for every other kernel. */
 typedef struct pa_split_args {
-    float *part_o, *part_lse; /* splits > 1: [split][packed row][d] partial O, [split][packed row] base-2 LSE */
     int splits;               /* key splits of each row tile (1: O and the LSE are written directly) */
     int tiles;                /* key tiles of each split, the last may hold fewer (hip-cdna) */
     int rows, mtiles;         /* packed rows (seqlen_q x group) per (sequence, KV head), and row tiles of them */
     int d;                    /* the instance's head dim: part_o's row pitch (hip-cdna) */
     int pdl;                  /* the combine is a programmatic dependent launch (cuda-sm80 on sm_90+) */
+    float *part_o, *part_lse; /* splits > 1: [split][packed row][d] partial O, [split][packed row] base-2 LSE */
 } pa_split_args;
 
 typedef struct pa_fwd_args {
@@ -53,9 +53,13 @@ typedef struct pa_fwd_args {
     float pre_mul, post_mul; /* transform: s = post_mul * tanh(raw * pre_mul), or raw * pre_mul without softcap */
     int softcap;
 
+    /* What the decode kernels read besides the fields above comes first and packed, in this order:
+     * hip-cdna's d256 decode instances run at the scalar-register limit, and on gfx942 (clang 19)
+     * other orders of these three made them take 20 bytes of scratch (isa_gate_hip refuses any). */
+    pa_split_args split;
+    pa_kv_args kv;
     int heads_kv;
     int64_t qd, kd, vd, od; /* dim strides: 1 wherever a tiled kernel runs (supports()); any in the generic one */
-    pa_kv_args kv;
     /* KV-cache append: token i of sequence b goes to cache row seqused_k[b] + i, before the attention. */
     const void *k_new, *v_new; /* NULL without an append */
     int64_t kns[4], vns[4];    /* their strides (batch, token, head, dim) */
@@ -65,7 +69,6 @@ typedef struct pa_fwd_args {
     /* The raw softmax scale, softcap (0 = off) and 1 / softcap (0 without): the generic kernel scores in
      * natural-log units as the CPU reference does, and divides by nothing it could precompute. */
     float scale, cap, inv_cap;
-    pa_split_args split;
 } pa_fwd_args;
 
 #endif

@@ -8,7 +8,7 @@
  * with the bound they fit 256 with no spill and no scratch (isa_gate_hip checks the scratch). */
 #define PA_CDNA_DEC_ENTRY(name, kind, bf16, dqk, dv, c0)                                                     \
     extern "C" __global__ void __launch_bounds__(PA_CDNA_DEC_THREADS) __attribute__((amdgpu_waves_per_eu(2)))  \
-    name(const pa_cdna_dec_args a)                                                                           \
+    name(const pa_fwd_args a)                                                                                \
     {                                                                                                        \
         if constexpr (kind == PA_CDNA_DEC_ATTN) pa_cdna_dec_body<bf16 != 0, dqk, dv, c0>(a);                 \
         else if constexpr (kind == PA_CDNA_DEC_COMBINE) pa_cdna_dec_combine_body<bf16 != 0>(a);              \

@@ -97,33 +97,19 @@ static size_t dec_ws_bytes(const pa_problem *pb, int splits, size_t *lse_offset)
 
 size_t pa_cdna_dec_workspace(const pa_problem *pb) { return dec_ws_bytes(pb, pa_cdna_dec_splits(pb), NULL); }
 
-/* The resolved arguments; splits and the workspace are set by the caller. */
-static int dec_fill(const pa_problem *pb, pa_cdna_dec_args *a)
+/* The resolved arguments (pa_fwd_fill_args) with the launch shape that follows from the call: the
+ * packed rows and their tiles, the instance; the splits, their tiles and the workspace are the
+ * caller's. 0 when scale/softcap leave the float range. */
+static int dec_fill(const pa_problem *pb, pa_fwd_args *a)
 {
-    const portattn_fwd_params_t *p = &pb->p;
-    memset(a, 0, sizeof *a);
-    if (!pa_fwd_score_map(pb, &a->transform, &a->softcap, &a->mult, &a->pre_mul, &a->post_mul)) return 0;
-    a->q = p->q.data, a->k = p->k.data, a->v = p->v.data, a->o = p->o.data, a->lse = p->lse;
-    a->seqused_k = p->seqused_k, a->block_table = p->block_table, a->k_new = p->k_new.data, a->v_new = p->v_new.data;
-    a->bt_stride = p->block_table_stride, a->num_pages = p->num_pages;
-    for (int i = 0; i < 4; ++i) {
-        if (i < 3) a->qs[i] = p->q.stride[i], a->os[i] = p->o.stride[i], a->ls[i] = p->lse_stride[i];
-        a->ks[i] = p->k.stride[i], a->vs[i] = p->v.stride[i];
-        a->kns[i] = p->k_new.stride[i], a->vns[i] = p->v_new.stride[i];
-    }
-    a->batch = (int)p->batch, a->heads_kv = (int)p->heads_kv, a->group = (int)pb->group;
-    a->seqlen_q = (int)p->seqlen_q, a->seqlen_k = (int)p->seqlen_k, a->seqlen_new = (int)pb->seqlen_new;
-    a->dqk = (int)p->head_dim_qk, a->dv = (int)p->head_dim_v, a->d = dec_dim(pb);
-    while (p->block_table && ((int64_t)1 << a->page_shift) < p->page_size) a->page_shift++;
-    a->rows = (int)dec_rows(pb), a->mtiles = (a->rows + PA_CDNA_DEC_ROWS - 1) / PA_CDNA_DEC_ROWS;
-    /* a side past any sequence's keys is as good as unbounded, and fits the kernel's int */
-    a->wl = pb->window_left < 0 ? -1 : (int)(pb->window_left > (1 << 30) ? (1 << 30) : pb->window_left);
-    a->wr = pb->window_right < 0 ? -1 : (int)(pb->window_right > (1 << 30) ? (1 << 30) : pb->window_right);
+    if (pa_fwd_fill_args(pb, a, NULL, 0)) return 0;
+    a->split.rows = (int)dec_rows(pb), a->split.mtiles = (a->split.rows + PA_CDNA_DEC_ROWS - 1) / PA_CDNA_DEC_ROWS;
+    a->split.d = dec_dim(pb);
     return 1;
 }
 
 static portattn_status_t dec_go(const pa_hip_rt *rt, pa_hip_fn fn, unsigned gx, unsigned gy, unsigned gz,
-                                pa_cdna_dec_args *a, void *stream, const char *what, char *err, size_t err_len)
+                                pa_fwd_args *a, void *stream, const char *what, char *err, size_t err_len)
 {
     void *args[] = {a};
     const pa_hip_err e = rt->ModuleLaunchKernel(fn, gx, gy, gz, PA_CDNA_DEC_THREADS, 1, 1, 0, stream, args, NULL);
@@ -134,40 +120,41 @@ portattn_status_t pa_cdna_dec_launch(const pa_hip_rt *rt, const pa_hip_fn *fns, 
                                      char *err, size_t err_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    pa_cdna_dec_args a;
+    pa_fwd_args a;
     if (!dec_fill(pb, &a)) return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "scale/softcap out of range");
-    a.splits = pa_cdna_dec_splits(pb);
+    pa_split_args *sp = &a.split;
+    sp->splits = pa_cdna_dec_splits(pb);
     /* Partials go to the caller's workspace; without one the call runs unsplit (the HIP backend does
      * not allocate per call). Settled before the append, so a refused call leaves the cache alone. */
     size_t lse_offset = 0;
-    const size_t need = dec_ws_bytes(pb, a.splits, &lse_offset);
+    const size_t need = dec_ws_bytes(pb, sp->splits, &lse_offset);
     if (need && p->workspace && p->workspace_size < need)
         return pa_fmt(err, err_len, PORTATTN_ERROR_INVALID_ARGUMENT,
                       "workspace_size = %zu, this call needs %zu (portattn_forward_workspace_size; it grows with "
                       "batch, heads and query tokens)", p->workspace_size, need);
-    if (need && !p->workspace) a.splits = 1;
-    if (a.splits > 1) a.part_o = (float *)p->workspace, a.part_lse = (float *)((char *)p->workspace + lse_offset);
+    if (need && !p->workspace) sp->splits = 1;
+    if (sp->splits > 1) sp->part_o = (float *)p->workspace, sp->part_lse = (float *)((char *)p->workspace + lse_offset);
     const int ntiles = (a.seqlen_k + PA_CDNA_DEC_KT - 1) / PA_CDNA_DEC_KT;
-    a.split_tiles = (ntiles + a.splits - 1) / a.splits;
-    if (a.split_tiles < 1) a.split_tiles = 1;
+    sp->tiles = (ntiles + sp->splits - 1) / sp->splits;
+    if (sp->tiles < 1) sp->tiles = 1;
 
-    const int bf16 = p->dtype == PORTATTN_DTYPE_BF16, d = a.d;
+    const int bf16 = p->dtype == PORTATTN_DTYPE_BF16, d = sp->d;
     static const struct { int kind, bf16, d, c0; } ent[] = {
 #define DEC_ENT(name, kind, b16, dk, dn, c0) {kind, b16, dk, c0},
         PA_CDNA_DEC_ENTRIES(DEC_ENT)
 #undef DEC_ENT
     };
     portattn_status_t st = PORTATTN_SUCCESS;
-    const int64_t app_rows = p->batch * pb->seqlen_new * p->heads_kv, nr = (int64_t)a.batch * a.heads_kv * a.rows;
+    const int64_t app_rows = p->batch * pb->seqlen_new * p->heads_kv, nr = (int64_t)a.batch * a.heads_kv * sp->rows;
     for (int k = 0; k < PA_CDNA_DEC_ENTRY_COUNT && !st; ++k) /* the append (listed last) goes first */
         if (ent[k].kind == PA_CDNA_DEC_APPEND && app_rows > 0)
             st = dec_go(rt, fns[k], (unsigned)(app_rows < 65535 ? app_rows : 65535), 1, 1, &a, stream,
                         "hip-cdna: append launch", err, err_len);
     for (int k = 0; k < PA_CDNA_DEC_ENTRY_COUNT && !st; ++k)
         if (ent[k].kind == PA_CDNA_DEC_ATTN && ent[k].d == d && ent[k].bf16 == bf16 && ent[k].c0 < a.dv)
-            st = dec_go(rt, fns[k], (unsigned)a.splits, (unsigned)(a.heads_kv * a.mtiles), (unsigned)a.batch, &a,
+            st = dec_go(rt, fns[k], (unsigned)sp->splits, (unsigned)(a.heads_kv * sp->mtiles), (unsigned)a.batch, &a,
                         stream, "hip-cdna: decode launch", err, err_len);
-    for (int k = 0; k < PA_CDNA_DEC_ENTRY_COUNT && !st && a.splits > 1; ++k)
+    for (int k = 0; k < PA_CDNA_DEC_ENTRY_COUNT && !st && sp->splits > 1; ++k)
         if (ent[k].kind == PA_CDNA_DEC_COMBINE && ent[k].bf16 == bf16)
             st = dec_go(rt, fns[k], (unsigned)(nr < PA_CDNA_DEC_COMBINE_GRID ? nr : PA_CDNA_DEC_COMBINE_GRID), 1, 1, &a,
                         stream, "hip-cdna: combine launch", err, err_len);

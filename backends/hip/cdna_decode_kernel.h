@@ -18,26 +18,27 @@
 #define PORTATTN_CDNA_DECODE_KERNEL_H
 
 #include "cdna_decode_args.h"
+#include "fwd_args.h"
 #include "cdna_fwd_kernel.h" /* PA_CDNA_P_LOG2 */
 #include "hip_seq.h"
 #include "hip_wave.h"
 
 /* Keys of sequence b as the attention sees them: seqused_k (+ appended tokens) clamped to the capacity,
  * since lengths in device memory are not validated. */
-__device__ __forceinline__ int pa_cdna_dec_len(const pa_cdna_dec_args &a, int b)
+__device__ __forceinline__ int pa_cdna_dec_len(const pa_fwd_args &a, int b)
 {
-    if (!a.seqused_k) return a.seqlen_k;
-    const int64_t n = (int64_t)(a.seqused_k[b] < 0 ? 0 : a.seqused_k[b]) + a.seqlen_new;
+    if (!a.kv.seqused_k) return a.seqlen_k;
+    const int64_t n = (int64_t)(a.kv.seqused_k[b] < 0 ? 0 : a.kv.seqused_k[b]) + a.kv.seqlen_new;
     return n > a.seqlen_k ? a.seqlen_k : (int)n;
 }
 
 /* Element offset of key j's row of KV head hk in the cache (page entries clamped into the pool). */
-__device__ __forceinline__ int64_t pa_cdna_dec_row(const pa_cdna_dec_args &a, const int64_t *st, int b, int hk, int j)
+__device__ __forceinline__ int64_t pa_cdna_dec_row(const pa_fwd_args &a, const int64_t *st, int b, int hk, int j)
 {
-    if (!a.block_table) return b * st[0] + (int64_t)j * st[1] + hk * st[2];
-    int64_t pg = a.block_table[b * a.bt_stride + (j >> a.page_shift)];
-    pg = pg < 0 ? 0 : (pg >= a.num_pages ? a.num_pages - 1 : pg);
-    return pg * st[0] + (int64_t)(j & ((1 << a.page_shift) - 1)) * st[1] + hk * st[2];
+    if (!a.kv.block_table) return b * st[0] + (int64_t)j * st[1] + hk * st[2];
+    int64_t pg = a.kv.block_table[b * a.kv.bt_stride + (j >> a.kv.page_shift)];
+    pg = pg < 0 ? 0 : (pg >= a.kv.num_pages ? a.kv.num_pages - 1 : pg);
+    return pg * st[0] + (int64_t)(j & ((1 << a.kv.page_shift) - 1)) * st[1] + hk * st[2];
 }
 
 /* What a lane of the split attention works on: the workgroup's (key split, sequence b, KV head hk,
@@ -50,24 +51,24 @@ struct pa_cdna_dec_work {
     bool row_ok;
 };
 
-__device__ __forceinline__ pa_cdna_dec_work pa_cdna_dec_work_of(const pa_cdna_dec_args &a, int lane)
+__device__ __forceinline__ pa_cdna_dec_work pa_cdna_dec_work_of(const pa_fwd_args &a, int lane)
 {
     constexpr int KT = PA_CDNA_DEC_KT;
     pa_cdna_dec_work w;
     w.split = blockIdx.x, w.b = blockIdx.z;
-    const int mt = blockIdx.y % a.mtiles;
-    w.hk = blockIdx.y / a.mtiles;
+    const int mt = blockIdx.y % a.split.mtiles;
+    w.hk = blockIdx.y / a.split.mtiles;
     w.sk = pa_cdna_dec_len(a, w.b);
     w.r = mt * PA_CDNA_DEC_ROWS + lane % 32;
-    const int r_end = (mt + 1) * PA_CDNA_DEC_ROWS, r_last = (r_end < a.rows ? r_end : a.rows) - 1;
-    w.row_ok = w.r < a.rows;
+    const int r_end = (mt + 1) * PA_CDNA_DEC_ROWS, r_last = (r_end < a.split.rows ? r_end : a.split.rows) - 1;
+    w.row_ok = w.r < a.split.rows;
     w.tok = w.row_ok ? w.r / a.group : 0, w.h = w.hk * a.group + (w.row_ok ? w.r % a.group : 0);
     int hull_lo, hull_hi, unused;
     w.klo = 1, w.khi = 0;
     if (w.row_ok) pa_row_keys(w.tok, a.seqlen_q, w.sk, a.wl, a.wr, &w.klo, &w.khi);
     pa_row_keys(mt * PA_CDNA_DEC_ROWS / a.group, a.seqlen_q, w.sk, a.wl, a.wr, &hull_lo, &unused);
     pa_row_keys(r_last / a.group, a.seqlen_q, w.sk, a.wl, a.wr, &unused, &hull_hi);
-    const int s_begin = w.split * a.split_tiles, s_end = s_begin + a.split_tiles;
+    const int s_begin = w.split * a.split.tiles, s_end = s_begin + a.split.tiles;
     const int h_end = hull_hi < hull_lo ? 0 : hull_hi / KT + 1;
     w.t_begin = s_begin > hull_lo / KT ? s_begin : hull_lo / KT, w.t_end = s_end < h_end ? s_end : h_end;
     return w;
@@ -76,7 +77,7 @@ __device__ __forceinline__ pa_cdna_dec_work pa_cdna_dec_work_of(const pa_cdna_de
 /* V tile n into LDS (keys past the sequence and columns past Dv as zeros: P is 0 there, and 0 x garbage
  * must stay 0), 16 bytes a lane a pass. */
 template <int DV, int C0>
-__device__ __forceinline__ void pa_cdna_dec_load_v(const pa_cdna_dec_args &a, const pa_cdna_dec_work &w, int n, int lane,
+__device__ __forceinline__ void pa_cdna_dec_load_v(const pa_fwd_args &a, const pa_cdna_dec_work &w, int n, int lane,
                                                    uint16_t *sv_t)
 {
     constexpr int KT = PA_CDNA_DEC_KT, CHV = DV / 8;
@@ -94,7 +95,7 @@ __device__ __forceinline__ void pa_cdna_dec_load_v(const pa_cdna_dec_args &a, co
 /* S^T = K Q^T of tile n, K's A operand straight from global memory (lane l: 16 bytes of key l % 32): two
  * k-steps per 16-byte read. */
 template <bool BF16, int DQK>
-__device__ __forceinline__ void pa_cdna_dec_scores(pa_acc32 &st, const pa_in4 (&qf)[DQK / 8], const pa_cdna_dec_args &a,
+__device__ __forceinline__ void pa_cdna_dec_scores(pa_acc32 &st, const pa_in4 (&qf)[DQK / 8], const pa_fwd_args &a,
                                                    const pa_cdna_dec_work &w, int n, int lane PA_WAVE_SCRATCH_PARAMS)
 {
 #pragma unroll
@@ -130,23 +131,24 @@ __device__ __forceinline__ void pa_cdna_dec_pv(pa_cdna_row<DV> &row, const pa_in
  * split, O and the LSE; with more, this split's normalised O over the instance's columns (fp32; the
  * combine reads the call's Dv) and base-2 LSE into the workspace. */
 template <bool BF16, int DV, int C0>
-__device__ __forceinline__ void pa_cdna_dec_finish(const pa_cdna_dec_args &a, const pa_cdna_dec_work &w,
+__device__ __forceinline__ void pa_cdna_dec_finish(const pa_fwd_args &a, const pa_cdna_dec_work &w,
                                                    const pa_cdna_row<DV> &row, int lane PA_WAVE_SCRATCH_PARAMS)
 {
     const float l = row.lsum + PA_XOR32(row.lsum);
     const float inv = l > 0.f ? 1.f / l : 0.f;
     if (!w.row_ok) return;
     const float lse2 = l > 0.f ? row.mrow * a.mult + (__log2f(l) - PA_CDNA_P_LOG2) : l == 0.f ? -INFINITY : NAN;
-    if (a.splits > 1) {
-        const int64_t pr = ((int64_t)w.b * a.heads_kv + w.hk) * a.rows + w.r, nr = (int64_t)a.batch * a.heads_kv * a.rows;
-        float *po = a.part_o + ((int64_t)w.split * nr + pr) * a.d + C0;
+    const pa_split_args &sp = a.split;
+    if (sp.splits > 1) {
+        const int64_t pr = ((int64_t)w.b * a.heads_kv + w.hk) * sp.rows + w.r, nr = (int64_t)a.batch * a.heads_kv * sp.rows;
+        float *po = sp.part_o + ((int64_t)w.split * nr + pr) * sp.d + C0;
 #pragma unroll
         for (int c = 0; c < DV / 32; ++c)
 #pragma unroll
             for (int m = 0; m < 4; ++m)
 #pragma unroll
                 for (int i = 0; i < 4; ++i) po[32 * c + 8 * m + 4 * (lane / 32) + i] = row.o[c].r[4 * m + i] * inv;
-        if (C0 == 0 && lane < 32) a.part_lse[(int64_t)w.split * nr + pr] = lse2;
+        if (C0 == 0 && lane < 32) sp.part_lse[(int64_t)w.split * nr + pr] = lse2;
         return;
     }
     pa_cdna_store_o<BF16, DV, C0>((uint16_t *)a.o + w.b * a.os[0] + (int64_t)w.tok * a.os[1] + w.h * a.os[2] + C0, row, l,
@@ -159,7 +161,7 @@ __device__ __forceinline__ void pa_cdna_dec_finish(const pa_cdna_dec_args &a, co
  * Scores use DQK head-dim elements; the output is columns C0 .. C0 + DV - 1 (d256: two launches, as
  * the prefill). The step (score map, mask, online softmax, P) is the prefill's (cdna_fwd_kernel.h). */
 template <bool BF16, int DQK, int DV, int C0>
-__device__ __forceinline__ void pa_cdna_dec_body(const pa_cdna_dec_args &a)
+__device__ __forceinline__ void pa_cdna_dec_body(const pa_fwd_args &a)
 {
     static_assert((DQK == 64 || DQK == 128 || DQK == 256) && (DV == 64 || DV == 128) && C0 % DV == 0 &&
                       C0 + DV <= DQK && PA_CDNA_DEC_KT % (PA_WAVE / (DV / 8)) == 0, "instances");
@@ -191,25 +193,26 @@ __device__ __forceinline__ void pa_cdna_dec_body(const pa_cdna_dec_args &a)
  * Each split's weight 2^(lse_s - max) is summed in split order, so the result depends on the split
  * count only. A row no split saw gives O = 0 and LSE = -inf. */
 template <bool BF16>
-__device__ __forceinline__ void pa_cdna_dec_combine_body(const pa_cdna_dec_args &a)
+__device__ __forceinline__ void pa_cdna_dec_combine_body(const pa_fwd_args &a)
 {
     const int lane = pa_wave_lane();
-    const int64_t nr = (int64_t)a.batch * a.heads_kv * a.rows;
+    const pa_split_args &sp = a.split;
+    const int64_t nr = (int64_t)a.batch * a.heads_kv * sp.rows;
     for (int64_t pr = blockIdx.x; pr < nr; pr += gridDim.x) {
-        const int r = (int)(pr % a.rows), hk = (int)(pr / a.rows % a.heads_kv), b = (int)(pr / a.rows / a.heads_kv);
+        const int r = (int)(pr % sp.rows), hk = (int)(pr / sp.rows % a.heads_kv), b = (int)(pr / sp.rows / a.heads_kv);
         const int tok = r / a.group, h = hk * a.group + r % a.group;
         float mx = -INFINITY;
-        for (int s = 0; s < a.splits; ++s) mx = fmaxf(mx, a.part_lse[s * nr + pr]);
+        for (int s = 0; s < sp.splits; ++s) mx = fmaxf(mx, sp.part_lse[s * nr + pr]);
         float wsum = 0.f;
         if (mx != -INFINITY)
-            for (int s = 0; s < a.splits; ++s) wsum += pa_exp2(a.part_lse[s * nr + pr] - mx);
+            for (int s = 0; s < sp.splits; ++s) wsum += pa_exp2(sp.part_lse[s * nr + pr] - mx);
         const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
         uint16_t *orow = (uint16_t *)a.o + b * a.os[0] + (int64_t)tok * a.os[1] + h * a.os[2];
         for (int c = lane; c < a.dv; c += PA_WAVE) {
             float acc = 0.f;
             if (mx != -INFINITY)
-                for (int s = 0; s < a.splits; ++s)
-                    acc += pa_exp2(a.part_lse[s * nr + pr] - mx) * a.part_o[(s * nr + pr) * a.d + c];
+                for (int s = 0; s < sp.splits; ++s)
+                    acc += pa_exp2(sp.part_lse[s * nr + pr] - mx) * sp.part_o[(s * nr + pr) * sp.d + c];
             orow[c] = pa_from_f32<BF16>(acc * inv);
         }
         if (a.lse && lane == 0)
@@ -221,16 +224,16 @@ __device__ __forceinline__ void pa_cdna_dec_combine_body(const pa_cdna_dec_args 
 /* The append: a wave per (sequence, new token, KV head) row, lanes over the head dims; it copies
  * 16-bit elements, so one instance serves f16 and bf16. Rows past the capacity are dropped (lengths in
  * device memory are not validated); the front end refuses pages read as other keys. */
-__device__ __forceinline__ void pa_cdna_dec_append_body(const pa_cdna_dec_args &a)
+__device__ __forceinline__ void pa_cdna_dec_append_body(const pa_fwd_args &a)
 {
     const int lane = pa_wave_lane();
-    const int64_t nrows = (int64_t)a.batch * a.seqlen_new * a.heads_kv;
+    const int64_t nrows = (int64_t)a.batch * a.kv.seqlen_new * a.heads_kv;
     uint16_t *k = (uint16_t *)a.k, *v = (uint16_t *)a.v;
     const uint16_t *kn = (const uint16_t *)a.k_new, *vn = (const uint16_t *)a.v_new;
     for (int64_t row = blockIdx.x; row < nrows; row += gridDim.x) {
-        const int hk = (int)(row % a.heads_kv), i = (int)(row / a.heads_kv % a.seqlen_new);
-        const int b = (int)(row / a.heads_kv / a.seqlen_new);
-        const int used = a.seqused_k[b];
+        const int hk = (int)(row % a.heads_kv), i = (int)(row / a.heads_kv % a.kv.seqlen_new);
+        const int b = (int)(row / a.heads_kv / a.kv.seqlen_new);
+        const int used = a.kv.seqused_k[b];
         const int64_t j = (int64_t)(used < 0 ? 0 : used) + i;
         if (j >= a.seqlen_k) continue;
         const int64_t ko = pa_cdna_dec_row(a, a.ks, b, hk, (int)j), vo = pa_cdna_dec_row(a, a.vs, b, hk, (int)j);

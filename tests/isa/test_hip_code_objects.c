@@ -2,15 +2,14 @@
  * cmake/portattn_embed.cmake) are what hip-cdna, hip-rdna3 and their hip-generic fallback will load: for each configured target an
  * AMDGPU ELF for that gfx target whose dynamic symbols hold every entry point hip_backend.c asks for, each with
  * a kernel descriptor that needs no scratch (private segment 0), at most 64 KiB of LDS and the
- * kernel-argument size of pa_fwd_args (pa_cdna_dec_args for hip-cdna's decode kernels; hip-generic's objects
- * cover every target of both families). Runs on the CPU: it checks the bytes the library ships.
+ * kernel-argument size of pa_fwd_args, which every forward kernel takes (hip-generic's objects cover every
+ * target of both families). Runs on the CPU: it checks the bytes the library ships.
  * Exit 0 pass, 1 fail. */
 #include <elf.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cdna_decode_args.h"
 #include "cdna_decode_entries.h"
 #include "cdna_entries.h"
 #include "hipgen_entries.h"
@@ -98,7 +97,7 @@ int main(void)
     const struct { const char *family; const pa_hip_code_object *objs; int n; const char *const *names; int count; size_t args; } fam[] = {
         {"hip-cdna", pa_cdna_code_objects, pa_cdna_code_object_count, cdna_names, PA_CDNA_ENTRY_COUNT, sizeof(pa_fwd_args)},
         {"hip-cdna decode", pa_cdnadec_code_objects, pa_cdnadec_code_object_count, cdnadec_names, PA_CDNA_DEC_ENTRY_COUNT,
-         sizeof(pa_cdna_dec_args)},
+         sizeof(pa_fwd_args)},
         {"hip-rdna3", pa_rdna3_code_objects, pa_rdna3_code_object_count, rdna3_names, PA_RDNA3_ENTRY_COUNT, sizeof(pa_fwd_args)},
         {"hip-generic", pa_hipgen_code_objects, pa_hipgen_code_object_count, hipgen_names, PA_HIPGEN_ENTRY_COUNT,
          sizeof(pa_fwd_args)},

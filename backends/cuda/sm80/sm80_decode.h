@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "backend.h"
-#include "fwd_resolve.h" /* PA_DECODE_MAX_SQ: query tokens per sequence the decode kernel takes */
+#include "fwd_resolve.h" /* pa_fwd_args (the kernels' argument); PA_DECODE_MAX_SQ: query tokens per sequence */
 
 /* Instances (head dim D): PA_SM80_DEC_LIST in sm80_instances.h, with each one's ring depth
  * (PA_SM80_DEC_STAGES: ~64 KB in flight per CTA for d64/d128, 64 KB for d256). A call runs on the
@@ -33,28 +33,8 @@
 /* Q tile (16 rows) + per warp STAGES x (K tile + V tile), rows of d x 2 bytes. */
 #define PA_SM80_DEC_SMEM_SHAPE(d, st) ((16 + PA_SM80_DEC_WARPS * (st) * 2 * PA_SM80_DEC_KT) * (d) * 2)
 #define PA_SM80_DEC_SMEM(d) PA_SM80_DEC_SMEM_SHAPE(d, PA_SM80_DEC_STAGES(d))
-
-/* Everything the decode kernels read, resolved on the host. */
-typedef struct sm80_dec_args {
-    const void *q, *k, *v;
-    void *o;
-    float *lse;                 /* NULL = not wanted */
-    float *part_o, *part_lse;   /* workspace when splits > 1: [split][row][d], [split][row] */
-    const int32_t *seqused_k;   /* NULL = every sequence holds seqlen_k keys */
-    const int32_t *block_table; /* NULL = contiguous */
-    int64_t bt_stride, num_pages;
-    int64_t qs[3], ks[3], vs[3], os[3], ls[3]; /* element strides (batch, seq, head); dim stride 1 */
-    int batch, heads_kv, group, seqlen_q, seqlen_k, seqlen_new;
-    int dqk, dv;                /* the call's head dims (the instance's D may be wider) */
-    int page_shift;             /* log2(page_size) when paged */
-    int rows;                   /* seqlen_q * group: packed rows per (sequence, KV head) */
-    int mtiles;                 /* ceil(rows / 16) */
-    int splits;
-    int pdl;                    /* 1 on sm_90+: the combine is a programmatic dependent launch */
-    int64_t wl, wr;             /* window sides, -1 = unbounded (causal folded into wr = 0) */
-    int transform, softcap;     /* as sm80_args: scores rewritten before the base-2 softmax */
-    float mult, pre_mul, post_mul;
-} sm80_dec_args;
+/* The kernels take pa_fwd_args (fwd_args.h) as every forward kernel does; the launcher sets its split
+ * fields: the split count, the workspace, the packed rows and their 16-row tiles, PDL. */
 
 #ifdef __cplusplus
 extern "C" {

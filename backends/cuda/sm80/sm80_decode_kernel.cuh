@@ -21,9 +21,9 @@
 
 /* Keys in sequence b's cache: seqused_k (+ appended tokens) clamped to the capacity, since
  * device-resident lengths are not validated. */
-__device__ __forceinline__ int64_t sm80_dec_len(const sm80_dec_args &a, int b)
+__device__ __forceinline__ int64_t sm80_dec_len(const pa_fwd_args &a, int b)
 {
-    return a.seqused_k ? pa_cache_len_of(a.seqused_k[b], a.seqlen_new, a.seqlen_k) : a.seqlen_k;
+    return a.kv.seqused_k ? pa_cache_len_of(a.kv.seqused_k[b], a.kv.seqlen_new, a.seqlen_k) : a.seqlen_k;
 }
 
 /* What a CTA and lane work on: the CTA's (key split, row tile mt, KV head hk, sequence b) = grid
@@ -38,13 +38,13 @@ struct sm80_dec_work {
 };
 
 template <int KT, int NW>
-__device__ __forceinline__ sm80_dec_work sm80_dec_work_of(const sm80_dec_args &a, int warp, int lane)
+__device__ __forceinline__ sm80_dec_work sm80_dec_work_of(const pa_fwd_args &a, int warp, int lane)
 {
     sm80_dec_work w;
-    w.split = blockIdx.x, w.mt = blockIdx.y % a.mtiles, w.hk = blockIdx.y / a.mtiles, w.b = blockIdx.z;
+    w.split = blockIdx.x, w.mt = blockIdx.y % a.split.mtiles, w.hk = blockIdx.y / a.split.mtiles, w.b = blockIdx.z;
     w.sk = sm80_dec_len(a, w.b);
-    const int rows = a.rows, group = a.group; /* read up front: the row test then needs no branch */
-    const int64_t sq = a.seqlen_q, wl = a.wl, wr = a.wr;
+    const int rows = a.split.rows, group = a.group; /* read up front: the row test then needs no branch */
+    const int64_t sq = a.seqlen_q, wl = a.window_left, wr = a.window_right;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         const int pr = w.mt * 16 + (lane >> 2) + 8 * r;
@@ -59,7 +59,7 @@ __device__ __forceinline__ sm80_dec_work sm80_dec_work_of(const sm80_dec_args &a
     pa_key_range((w.mt * 16) / group, sq, w.sk, wl, wr, &klo, &tmp);
     pa_key_range(last, sq, w.sk, wl, wr, &tmp, &khi);
     const int t_lo = (int)(klo / KT), t_n = khi < klo ? 0 : (int)(khi / KT) + 1 - t_lo;
-    const int per = (t_n + a.splits - 1) / a.splits;
+    const int per = (t_n + a.split.splits - 1) / a.split.splits;
     w.s_lo = t_lo + w.split * per;
     const int s_n = min(per, t_n - w.split * per);
     w.n_w = s_n > warp ? (s_n - warp + NW - 1) / NW : 0;
@@ -72,7 +72,7 @@ __device__ __forceinline__ sm80_dec_work sm80_dec_work_of(const sm80_dec_args &a
  * load as zeros (never NaN garbage), and so do chunks past the call's head dims (the instance's D may
  * be wider), with no traffic. */
 template <typename T, int D, int KT> struct sm80_dec_kv_loader {
-    const sm80_dec_args &a;
+    const pa_fwd_args &a;
     const T *kg, *vg;
     int64_t sk;
     uint32_t ring;
@@ -83,9 +83,10 @@ template <typename T, int D, int KT> struct sm80_dec_kv_loader {
         constexpr int CH = D / 8, TB = KT * D * 2, RPP = 32 / CH;
         const int64_t key0 = (int64_t)t * KT;
         const T *kp, *vp;
-        if (a.block_table) {
-            const int64_t pg = pa_page_clamp(a.block_table[b * a.bt_stride + (key0 >> a.page_shift)], a.num_pages);
-            const int64_t row = key0 & ((1LL << a.page_shift) - 1);
+        const pa_kv_args &kv = a.kv;
+        if (kv.block_table) {
+            const int64_t pg = pa_page_clamp(kv.block_table[b * kv.bt_stride + (key0 >> kv.page_shift)], kv.num_pages);
+            const int64_t row = key0 & ((1LL << kv.page_shift) - 1);
             kp = kg + pg * a.ks[0] + row * a.ks[1] + hk * a.ks[2];
             vp = vg + pg * a.vs[0] + row * a.vs[1] + hk * a.vs[2];
         } else {
@@ -107,12 +108,12 @@ template <typename T, int D, int KT> struct sm80_dec_kv_loader {
  * rows past the packed count are zeros (and see no key). Then, where Q stays in registers (QREG), the
  * A fragments of its D / 16 k-steps. */
 template <typename T, int D, int NW, bool QREG>
-__device__ __forceinline__ void sm80_dec_load_q(uint32_t (&qf)[QREG ? D / 16 : 1][4], const sm80_dec_args &a,
+__device__ __forceinline__ void sm80_dec_load_q(uint32_t (&qf)[QREG ? D / 16 : 1][4], const pa_fwd_args &a,
                                                 const sm80_dec_work &w, const T *qg, uint8_t *smem, uint32_t sq_base,
                                                 int tid, int lane)
 {
     constexpr int CH = D / 8;
-    const int rows = a.rows, dqk = a.dqk; /* read up front: the two bounds tests then make one predicate */
+    const int rows = a.split.rows, dqk = a.dqk; /* read up front: the two bounds tests then make one predicate */
     for (int i = tid; i < 16 * CH; i += NW * 32) {
         const int r = i / CH, ch = i % CH, pr = w.mt * 16 + r;
         uint4 v = make_uint4(0, 0, 0, 0);
@@ -151,7 +152,7 @@ __device__ __forceinline__ void sm80_dec_scores(float (&s)[2][4], const uint32_t
 /* The score map (softcap or a negative scale make scores base-2 logits here), then the mask of tile t:
  * key j of the lane's row r is visible iff lo[r] <= j <= hi[r]. */
 template <int KT>
-__device__ __forceinline__ void sm80_dec_score_map(float (&s)[2][4], const sm80_dec_args &a, int t, int lane,
+__device__ __forceinline__ void sm80_dec_score_map(float (&s)[2][4], const pa_fwd_args &a, int t, int lane,
                                                    const int (&lo)[2], const int (&hi)[2])
 {
     if (a.transform) {
@@ -256,21 +257,21 @@ __device__ __forceinline__ void sm80_dec_merge(float (&mx)[2], float (&tot)[2], 
 /* The LSE (base 2 into the workspace with splits, else natural into lse), then the rows out, four
  * columns per thread, summing the warps' parts: O in the dtype, or the split's fp32 partial. */
 template <typename T, int D, int NW>
-__device__ __forceinline__ void sm80_dec_finish(const sm80_dec_args &a, const sm80_dec_work &w, const float *red,
+__device__ __forceinline__ void sm80_dec_finish(const pa_fwd_args &a, const sm80_dec_work &w, const float *red,
                                                 const float (&mx)[2], const float (&tot)[2], int tid, int warp,
                                                 int lane, T tag)
 {
     constexpr int RS = D + 8;
-    const int64_t R = (int64_t)a.batch * a.heads_kv * a.rows; /* packed rows of the whole call */
-    const int64_t grow0 = ((int64_t)w.b * a.heads_kv + w.hk) * a.rows + w.mt * 16;
+    const int64_t R = (int64_t)a.batch * a.heads_kv * a.split.rows; /* packed rows of the whole call */
+    const int64_t grow0 = ((int64_t)w.b * a.heads_kv + w.hk) * a.split.rows + w.mt * 16;
     if (warp == 0 && (lane & 3) == 0) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             const int pr = w.mt * 16 + (lane >> 2) + 8 * r;
-            if (pr >= a.rows) continue;
+            if (pr >= a.split.rows) continue;
             const float lse2 = tot[r] > 0.f ? mx[r] + __log2f(tot[r]) : tot[r] == 0.f ? -INFINITY : NAN; /* base 2 */
-            if (a.splits > 1) {
-                a.part_lse[w.split * R + grow0 + (lane >> 2) + 8 * r] = lse2;
+            if (a.split.splits > 1) {
+                a.split.part_lse[w.split * R + grow0 + (lane >> 2) + 8 * r] = lse2;
             } else if (a.lse) {
                 const int qi = pr / a.group, hq = w.hk * a.group + pr % a.group;
                 a.lse[w.b * a.ls[0] + hq * a.ls[1] + qi * a.ls[2]] = lse2 * 0.69314718055994531f;
@@ -280,15 +281,15 @@ __device__ __forceinline__ void sm80_dec_finish(const sm80_dec_args &a, const sm
     __syncthreads();
     for (int i = tid; i < 16 * (D / 4); i += NW * 32) {
         const int r = i / (D / 4), c4 = i % (D / 4), pr = w.mt * 16 + r;
-        if (pr >= a.rows) continue;
+        if (pr >= a.split.rows) continue;
         float4 v = *(const float4 *)(red + r * RS + c4 * 4);
 #pragma unroll
         for (int u = 1; u < NW; ++u) {
             const float4 x = *(const float4 *)(red + (u * 16 + r) * RS + c4 * 4);
             v.x += x.x, v.y += x.y, v.z += x.z, v.w += x.w;
         }
-        if (a.splits > 1) {
-            *(float4 *)(a.part_o + (w.split * R + grow0 + r) * D + c4 * 4) = v;
+        if (a.split.splits > 1) {
+            *(float4 *)(a.split.part_o + (w.split * R + grow0 + r) * D + c4 * 4) = v;
         } else if (c4 * 4 < a.dv) {
             const int qi = pr / a.group, hq = w.hk * a.group + pr % a.group;
             T *o = (T *)a.o + w.b * a.os[0] + qi * a.os[1] + hq * a.os[2] + c4 * 4;
@@ -298,7 +299,7 @@ __device__ __forceinline__ void sm80_dec_finish(const sm80_dec_args &a, const sm
 }
 
 template <typename T, int D>
-__global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80_dec_args a)
+__global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const pa_fwd_args a)
 {
     constexpr int NW = PA_SM80_DEC_WARPS, KT = PA_SM80_DEC_KT, CH = D / 8, ST = PA_SM80_DEC_STAGES(D);
     constexpr int TB = KT * D * 2;  /* bytes of one K or V tile */
@@ -366,42 +367,42 @@ __global__ void __launch_bounds__(PA_SM80_DEC_WARPS * 32) sm80_decode(const sm80
 
 /* Merges the splits of each packed row, one CTA per row, in a fixed order (deterministic). */
 template <typename T, int D>
-__global__ void __launch_bounds__(128) sm80_decode_combine(const sm80_dec_args a)
+__global__ void __launch_bounds__(128) sm80_decode_combine(const pa_fwd_args a)
 {
     /* One CTA per packed row. The splits are read in parallel: warp w takes splits w, w+4, ...,
      * and issues a batch of U of them before using any (the partials are L2 latency-bound, not
      * bandwidth-bound); the four warps' sums are added in warp order, so the result depends only
      * on the split count. */
     constexpr int E = D / 32, U = 8; /* columns per lane, splits per warp in flight */
-    const int64_t R = (int64_t)a.batch * a.heads_kv * a.rows, grow = blockIdx.x;
+    const int64_t R = (int64_t)a.batch * a.heads_kv * a.split.rows, grow = blockIdx.x;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     __shared__ float s_acc[4][D], s_tot[4];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* the decode grid's partials are complete */
 #endif
     float mx = -INFINITY;
-    for (int s = lane; s < a.splits; s += 32) mx = fmaxf(mx, a.part_lse[s * R + grow]);
+    for (int s = lane; s < a.split.splits; s += 32) mx = fmaxf(mx, a.split.part_lse[s * R + grow]);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
     float tot = 0.f, acc[E];
 #pragma unroll
     for (int e = 0; e < E; ++e) acc[e] = 0.f;
-    for (int s0 = warp; s0 < a.splits; s0 += 4 * U) {
+    for (int s0 = warp; s0 < a.split.splits; s0 += 4 * U) {
         float ls[U], po[U][E];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             const int s = s0 + 4 * u;
-            ls[u] = s < a.splits ? a.part_lse[s * R + grow] : -INFINITY;
-            const float *src = a.part_o + (s * R + grow) * D + lane * E;
+            ls[u] = s < a.split.splits ? a.split.part_lse[s * R + grow] : -INFINITY;
+            const float *src = a.split.part_o + (s * R + grow) * D + lane * E;
 #pragma unroll
             for (int e = 0; e < E; e += 2) { /* 8-byte loads: E is 2, 4 or 8 */
-                const float2 v = s < a.splits ? *(const float2 *)(src + e) : make_float2(0.f, 0.f);
+                const float2 v = s < a.split.splits ? *(const float2 *)(src + e) : make_float2(0.f, 0.f);
                 po[u][e] = v.x, po[u][e + 1] = v.y;
             }
         }
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-            if (s0 + 4 * u >= a.splits) break;
+            if (s0 + 4 * u >= a.split.splits) break;
             /* a NaN partial (NaN scores) makes w NaN: fmaxf skipped it in mx, the sum keeps it */
             const float w = mx == -INFINITY ? (ls[u] == -INFINITY ? 0.f : NAN) : pa_ex2(ls[u] - mx);
             tot += w;
@@ -419,7 +420,7 @@ __global__ void __launch_bounds__(128) sm80_decode_combine(const sm80_dec_args a
     for (int e = 0; e < E; ++e)
         acc[e] = ((s_acc[0][lane * E + e] + s_acc[1][lane * E + e]) + s_acc[2][lane * E + e]) + s_acc[3][lane * E + e];
     const float inv = tot > 0.f ? 1.f / tot : tot == 0.f ? 0.f : NAN;
-    const int64_t pr = grow % a.rows, bh = grow / a.rows;
+    const int64_t pr = grow % a.split.rows, bh = grow / a.split.rows;
     const int hk = (int)(bh % a.heads_kv), b = (int)(bh / a.heads_kv);
     const int qi = (int)(pr / a.group), hq = hk * a.group + (int)(pr % a.group);
     T *o = (T *)a.o + b * a.os[0] + qi * a.os[1] + hq * a.os[2] + lane * E;
@@ -434,17 +435,17 @@ __global__ void __launch_bounds__(128) sm80_decode_combine(const sm80_dec_args a
 }
 
 template <typename T, int D>
-static cudaError_t sm80_decode_instance(const sm80_dec_args *a, cudaStream_t stream)
+static cudaError_t sm80_decode_instance(const pa_fwd_args *a, cudaStream_t stream)
 {
     const size_t smem = PA_SM80_DEC_SMEM(D);
     static int optin_done[64]; /* this <T, D> instance, per device */
     cudaError_t e = pa_smem_optin_once(sm80_decode<T, D>, (int)smem, optin_done);
     if (e != cudaSuccess) return e;
-    sm80_dec_args arg = *a;
+    pa_fwd_args arg = *a;
     void *args[] = {&arg};
-    const dim3 grid((unsigned)a->splits, (unsigned)(a->heads_kv * a->mtiles), (unsigned)a->batch);
+    const dim3 grid((unsigned)a->split.splits, (unsigned)(a->heads_kv * a->split.mtiles), (unsigned)a->batch);
     e = cudaLaunchKernel((const void *)sm80_decode<T, D>, grid, dim3(PA_SM80_DEC_WARPS * 32), args, smem, stream);
-    if (e != cudaSuccess || a->splits == 1) return e;
+    if (e != cudaSuccess || a->split.splits == 1) return e;
     /* On sm_90+ the combine is launched as a programmatic dependent of the decode grid: it is
      * scheduled while the decode runs and waits in griddepcontrol.wait, which hides one launch
      * latency (about 2 us, a tenth of a batch-1 decode). */
@@ -452,22 +453,22 @@ static cudaError_t sm80_decode_instance(const sm80_dec_args *a, cudaStream_t str
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.gridDim = dim3((unsigned)((int64_t)a->batch * a->heads_kv * a->rows));
+    cfg.gridDim = dim3((unsigned)((int64_t)a->batch * a->heads_kv * a->split.rows));
     cfg.blockDim = dim3(128);
     cfg.stream = stream;
     cfg.attrs = attr;
-    cfg.numAttrs = a->pdl ? 1 : 0;
+    cfg.numAttrs = a->split.pdl ? 1 : 0;
     return cudaLaunchKernelExC(&cfg, (const void *)sm80_decode_combine<T, D>, args);
 }
 
 #define SM80_DECODE_INSTANCE(D)                                                                 \
-    cudaError_t sm80_decode_d##D(const sm80_dec_args *a, int bf16, cudaStream_t stream)         \
+    cudaError_t sm80_decode_d##D(const pa_fwd_args *a, int bf16, cudaStream_t stream)         \
     {                                                                                            \
         return bf16 ? sm80_decode_instance<__nv_bfloat16, D>(a, stream)                          \
                     : sm80_decode_instance<__half, D>(a, stream);                                \
     }
 
-#define PA_X(D) cudaError_t sm80_decode_d##D(const sm80_dec_args *a, int bf16, cudaStream_t stream);
+#define PA_X(D) cudaError_t sm80_decode_d##D(const pa_fwd_args *a, int bf16, cudaStream_t stream);
 PA_SM80_DEC_DIMS(PA_X)
 #undef PA_X
 

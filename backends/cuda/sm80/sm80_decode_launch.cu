@@ -1,7 +1,6 @@
 /* cuda-sm80 decode path, host side: which calls it takes, the split heuristic, the workspace, and
  * the launches (append, decode, combine) on the caller's stream. */
 #include <cuda_runtime.h>
-#include <string.h>
 
 #include "cuda_append.h"
 #include "cuda_host.h"
@@ -14,7 +13,7 @@
 #define SM80_DEC_ROW(Y, D, ST) {Y, D, 16, PA_SM80_DEC_KT, PA_SM80_DEC_WARPS, ST, PA_SM80_DEC_SMEM_SHAPE(D, ST) + PA_SM80_DEC_STATIC_SMEM},
 static const pa_cuda_inst dec_insts[] = {PA_SM80_DEC_LIST(SM80_DEC_ROW, "sm80-decode")};
 #undef SM80_DEC_ROW
-typedef cudaError_t (*sm80_dec_fn)(const sm80_dec_args *, int, cudaStream_t);
+typedef cudaError_t (*sm80_dec_fn)(const pa_fwd_args *, int, cudaStream_t);
 #define PA_X(D) sm80_decode_d##D,
 static const sm80_dec_fn dec_fns[] = {PA_SM80_DEC_DIMS(PA_X)};
 #undef PA_X
@@ -111,16 +110,16 @@ extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, const p
     const portattn_fwd_params_t *p = &pb->p;
     const pa_cuda_inst *in = (const pa_cuda_inst *)ch->inst;
     cudaStream_t st = (cudaStream_t)stream;
-    sm80_dec_args a;
-    memset(&a, 0, sizeof a);
-    if (!pa_fwd_score_map(pb, &a.transform, &a.softcap, &a.mult, &a.pre_mul, &a.post_mul))
+    pa_fwd_args a;
+    if (pa_fwd_fill_args(pb, &a, NULL, 0))
         return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "scale/softcap out of range");
-    a.splits = ch->splits;
+    pa_split_args *sp = &a.split; /* the launch shape: the choice's splits, the workspace, the packed rows */
+    sp->splits = ch->splits;
 
     /* Split partials go to the caller's workspace, else to a stream-ordered allocation; where the
      * runtime cannot allocate (no memory pools, out of memory) the call runs unsplit, which needs
      * none. All of it is settled before the append, so a refused call leaves the cache untouched. */
-    size_t lse_offset = 0, need = decode_ws_bytes(pb, in->d, a.splits, &lse_offset);
+    size_t lse_offset = 0, need = decode_ws_bytes(pb, in->d, sp->splits, &lse_offset);
     void *ws = p->workspace, *own = NULL;
     if (need && ws && p->workspace_size < need)
         return pa_fmt(err, err_len, PORTATTN_ERROR_INVALID_ARGUMENT,
@@ -132,33 +131,19 @@ extern "C" portattn_status_t pa_sm80_decode_launch(const pa_problem *pb, const p
             ws = own;
         } else {
             pa_cuda_drop_error(pending);
-            a.splits = 1, need = 0;
+            sp->splits = 1, need = 0;
         }
     }
-    if (need) a.part_o = (float *)ws, a.part_lse = (float *)((char *)ws + lse_offset);
-    pa_fwd_args app; /* the append's argument */
-    pa_fwd_args_of(pb, &app);
-    portattn_status_t s = pa_cuda_append(pb, &app, stream, err, err_len); /* new tokens first, same stream */
+    if (need) sp->part_o = (float *)ws, sp->part_lse = (float *)((char *)ws + lse_offset);
+    portattn_status_t s = pa_cuda_append(pb, &a, stream, err, err_len); /* new tokens first, same stream */
     if (s) {
         if (own) (void)cudaFreeAsync(own, st);
         return s;
     }
 
-    a.q = p->q.data, a.k = p->k.data, a.v = p->v.data, a.o = p->o.data, a.lse = p->lse;
-    a.seqused_k = p->seqused_k, a.block_table = p->block_table;
-    a.bt_stride = p->block_table_stride, a.num_pages = p->num_pages;
-    for (int i = 0; i < 3; ++i) {
-        a.qs[i] = p->q.stride[i], a.ks[i] = p->k.stride[i], a.vs[i] = p->v.stride[i], a.os[i] = p->o.stride[i];
-        a.ls[i] = p->lse_stride[i];
-    }
-    a.batch = (int)p->batch, a.heads_kv = (int)p->heads_kv, a.group = (int)pb->group;
-    a.seqlen_q = (int)p->seqlen_q, a.seqlen_k = (int)p->seqlen_k, a.seqlen_new = (int)pb->seqlen_new;
-    a.dqk = (int)p->head_dim_qk, a.dv = (int)p->head_dim_v;
-    for (a.page_shift = 0; p->block_table && ((int64_t)1 << a.page_shift) < p->page_size;) a.page_shift++;
-    a.rows = (int)(p->seqlen_q * pb->group), a.mtiles = (a.rows + 15) / 16;
-    a.wl = pb->window_left, a.wr = pb->window_right;
+    sp->rows = (int)(p->seqlen_q * pb->group), sp->mtiles = (sp->rows + 15) / 16;
     int major = 0;
-    a.pdl = pa_cuda_device_info(&major, NULL, NULL, NULL, 0) && major >= 9;
+    sp->pdl = pa_cuda_device_info(&major, NULL, NULL, NULL, 0) && major >= 9;
 
     const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
     cudaError_t e = dec_fns[in - dec_insts](&a, bf16, st);

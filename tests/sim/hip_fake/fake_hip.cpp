@@ -62,7 +62,7 @@ const entry g_entries[] = {
     {#n, [](const void *a) { pa_rdna3_fwd_body<bf16 != 0, dqk, dv, c0>(*(const pa_fwd_args *)a); }, PA_RDNA3_THREADS, 32},
 #define ENTRY6D(n, kind, bf16, dqk, dv, c0)                                                                   \
     {#n, [](const void *p) {                                                                                 \
-         const pa_cdna_dec_args &a = *(const pa_cdna_dec_args *)p;                                           \
+         const pa_fwd_args &a = *(const pa_fwd_args *)p;                                                     \
          if constexpr (kind == PA_CDNA_DEC_ATTN) pa_cdna_dec_body<bf16 != 0, dqk, dv, c0>(a);                \
          else if constexpr (kind == PA_CDNA_DEC_COMBINE) pa_cdna_dec_combine_body<bf16 != 0>(a);             \
          else pa_cdna_dec_append_body(a);                                                                    \

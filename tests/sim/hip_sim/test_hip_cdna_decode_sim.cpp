@@ -38,23 +38,23 @@ template <typename F> void launch(unsigned gx, unsigned gy, unsigned gz, F body)
 }
 
 // The split attention of one entry of cdna_decode_entries.h, if it is an attention instance the call uses.
-template <int KIND, bool B16, int DK, int DN, int C0> void run_attn(const pa_cdna_dec_args &a, bool bf) {
+template <int KIND, bool B16, int DK, int DN, int C0> void run_attn(const pa_fwd_args &a, bool bf) {
     if constexpr (KIND == PA_CDNA_DEC_ATTN)
-        if (DK == a.d && B16 == bf && C0 < a.dv)
-            launch(a.splits, a.heads_kv * a.mtiles, a.batch, [&] { pa_cdna_dec_body<B16, DK, DN, C0>(a); });
+        if (DK == a.split.d && B16 == bf && C0 < a.dv)
+            launch(a.split.splits, a.heads_kv * a.split.mtiles, a.batch, [&] { pa_cdna_dec_body<B16, DK, DN, C0>(a); });
 }
 
 // Every launch of instance d, as cdna_decode_host.c makes them (append first, combine last).
-void run_kernels(const pa_cdna_dec_args &a, bool bf) {
-    if (a.seqlen_new > 0) {
-        const int64_t rows = (int64_t)a.batch * a.seqlen_new * a.heads_kv;
+void run_kernels(const pa_fwd_args &a, bool bf) {
+    if (a.kv.seqlen_new > 0) {
+        const int64_t rows = (int64_t)a.batch * a.kv.seqlen_new * a.heads_kv;
         // fewer workgroups than rows: the grid-stride loop
         launch((unsigned)std::min<int64_t>(rows, 7), 1, 1, [&] { pa_cdna_dec_append_body(a); });
     }
 #define RUN(n, kind, b16, dk, dn, c0) run_attn<kind, b16 != 0, dk, dn, c0>(a, bf);
     PA_CDNA_DEC_ENTRIES(RUN)
 #undef RUN
-    if (a.splits > 1) {
+    if (a.split.splits > 1) {
         const unsigned g = 5; // fewer groups than packed rows: the grid-stride loop
         if (bf) launch(g, 1, 1, [&] { pa_cdna_dec_combine_body<true>(a); });
         else launch(g, 1, 1, [&] { pa_cdna_dec_combine_body<false>(a); });
@@ -116,35 +116,38 @@ int run_dec(const DecCase &c, unsigned seed) {
     std::vector<float> lse(c.B * ls0, 12345.f);
     std::vector<int32_t> used = c.used;
 
-    pa_cdna_dec_args a;
+    pa_fwd_args a;
     memset(&a, 0, sizeof a);
+    pa_kv_args &kv = a.kv;
+    pa_split_args &sp = a.split;
     a.q = q.data(), a.k = k.data(), a.v = v.data(), a.o = o.data(), a.lse = lse.data();
-    a.seqused_k = used.data(), a.block_table = c.page ? bt.data() : nullptr;
+    kv.seqused_k = used.data(), kv.block_table = c.page ? bt.data() : nullptr;
     a.k_new = kn.data(), a.v_new = vn.data();
-    a.bt_stride = pps, a.num_pages = npages;
+    kv.bt_stride = pps, kv.num_pages = npages;
     const int64_t qsv[3] = {qs0, qs1, qh}, lsv[3] = {ls0, ls1, 1}, csv[4] = {ps0, rs, hs, 1};
     const int64_t nsv[4] = {(int64_t)c.A * c.Hk * W, (int64_t)c.Hk * W, W, 1};
     for (int i = 0; i < 4; ++i) {
-        if (i < 3) a.qs[i] = a.os[i] = qsv[i], a.ls[i] = lsv[i];
-        a.ks[i] = a.vs[i] = csv[i], a.kns[i] = a.vns[i] = nsv[i];
+        if (i < 3) a.qs[i] = a.os[i] = qsv[i], a.ls[i] = lsv[i], a.ks[i] = a.vs[i] = csv[i];
+        a.kns[i] = a.vns[i] = nsv[i];
     }
-    a.batch = c.B, a.heads_kv = c.Hk, a.group = group, a.seqlen_q = c.sq, a.seqlen_k = c.cap, a.seqlen_new = c.A;
-    a.dqk = c.D, a.dv = c.Dv, a.d = d;
-    while (c.page && (1 << a.page_shift) < c.page) a.page_shift++;
-    a.rows = c.sq * group, a.mtiles = (a.rows + PA_CDNA_DEC_ROWS - 1) / PA_CDNA_DEC_ROWS;
-    a.splits = c.splits;
+    a.kd = a.vd = csv[3];
+    a.batch = c.B, a.heads_kv = c.Hk, a.group = group, a.seqlen_q = c.sq, a.seqlen_k = c.cap, kv.seqlen_new = c.A;
+    a.dqk = c.D, a.dv = c.Dv, sp.d = d;
+    while (c.page && (1 << kv.page_shift) < c.page) kv.page_shift++;
+    sp.rows = c.sq * group, sp.mtiles = (sp.rows + PA_CDNA_DEC_ROWS - 1) / PA_CDNA_DEC_ROWS;
+    sp.splits = c.splits;
     const int ntiles = (c.cap + PA_CDNA_DEC_KT - 1) / PA_CDNA_DEC_KT;
-    a.split_tiles = std::max(1, (ntiles + c.splits - 1) / c.splits);
+    sp.tiles = std::max(1, (ntiles + c.splits - 1) / c.splits);
     a.wl = c.wl, a.wr = c.causal ? 0 : -1;
     const double log2e = 1.4426950408889634;
     a.softcap = c.softcap > 0, a.transform = a.softcap || c.scale < 0;
     a.mult = a.transform ? 1.f : (float)(c.scale * log2e);
     a.pre_mul = a.softcap ? (float)((double)c.scale / c.softcap) : (float)(c.scale * log2e);
     a.post_mul = a.softcap ? (float)(c.softcap * log2e) : 1.f;
-    const int64_t nr = (int64_t)c.B * c.Hk * a.rows;
+    const int64_t nr = (int64_t)c.B * c.Hk * sp.rows;
     std::vector<float> part_o(c.splits > 1 ? (size_t)c.splits * nr * d : 1, NAN);
     std::vector<float> part_lse(c.splits > 1 ? (size_t)c.splits * nr : 1, NAN);
-    a.part_o = part_o.data(), a.part_lse = part_lse.data(); // poisoned: every slot read must be written first
+    sp.part_o = part_o.data(), sp.part_lse = part_lse.data(); // poisoned: every slot read must be written first
 
     run_kernels(a, c.bf);
 
