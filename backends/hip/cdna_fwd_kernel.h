@@ -99,7 +99,7 @@ __device__ __forceinline__ void pa_cdna_load_q(pa_in4 (&qf)[DQK / 8], const uint
  * in base 2 (the max over the lane and its partner lane ^ 32; O rescaled only when some row's max grew,
  * rare once it settles: a rescale multiplies every accumulator, AGPRs in the prefill) and P,
  * 2^PA_CDNA_P_LOG2 times its weight, packed as the B operands pf[s] of the four O^T += V^T P^T steps.
- * A is pa_fwd_args or pa_cdna_dec_args (the same score fields). */
+ * A is the kernels' pa_fwd_args (a template parameter only so that host tests may pass their own). */
 template <bool BF16, int DV, typename A>
 __device__ __forceinline__ void pa_cdna_step(pa_cdna_row<DV> &row, pa_acc32 &st, pa_in4 (&pf)[4], const A &a, bool mask,
                                              int key0, int klo, int khi, int lane PA_WAVE_SCRATCH_PARAMS)
@@ -178,8 +178,8 @@ template <int CH, int BN> constexpr int pa_cdna_copy_passes = (BN * CH + PA_CDNA
 /* Thread tid's row r and chunk c in copy pass p of such a tile: copies numbered row-major,
  * thread-fastest (pa_lds_store_addr's order, so a wave stores whole aligned runs of the swizzled
  * tile). A row of a power-of-two chunk count divides the threads and keeps the shift-and-mask form;
- * d96/d160/d224 rows (12, 20, 28 chunks) do not, and their last pass is partly past the tile: false
- * there. */
+ * d96/d160/d192/d224 rows (12, 20, 24, 28 chunks) do not and take the division; a last pass partly
+ * past the tile (d96, d160) returns false there. */
 template <int CH, int BN> __device__ __forceinline__ bool pa_cdna_copy_slot(int p, int tid, int &r, int &c)
 {
     constexpr int NT = PA_CDNA_THREADS;

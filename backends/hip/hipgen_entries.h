@@ -6,8 +6,6 @@
 #ifndef PORTATTN_HIPGEN_ENTRIES_H
 #define PORTATTN_HIPGEN_ENTRIES_H
 
-#include "problem.h"
-
 enum { PA_HIPGEN_F32, PA_HIPGEN_F16, PA_HIPGEN_BF16, PA_HIPGEN_APPEND16, PA_HIPGEN_APPEND32 };
 
 #define PA_HIPGEN_ENTRIES(X)                                                                                 \
@@ -22,12 +20,5 @@ enum { PA_HIPGEN_F32, PA_HIPGEN_F16, PA_HIPGEN_BF16, PA_HIPGEN_APPEND16, PA_HIPG
  * appended row) a wave. Keys a tile: 16, so that the fp32 K/V tiles of head dim 256 fit in 64 KB. */
 #define PA_HIPGEN_THREADS 256
 #define PA_HIPGEN_KT 16
-
-/* One launch's argument, the same struct on the host and in the kernel: the problem and 1 / softcap
- * (0 without), so that the kernel divides by nothing it could precompute. */
-typedef struct pa_hipgen_args {
-    pa_problem pb;
-    float inv_cap;
-} pa_hipgen_args;
 
 #endif

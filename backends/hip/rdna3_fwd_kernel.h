@@ -104,8 +104,8 @@ template <int CH, int ROWS> constexpr int pa_rdna3_copy_passes = (ROWS * CH + PA
 /* Thread tt's row r and chunk c in copy pass p of such a tile: copies numbered row-major,
  * thread-fastest, which is pass p * waves + wave of pa_lds_rdna3_store_addr for its lane (a wave stores
  * whole aligned runs of the swizzled tile). A power-of-two CH divides the threads and keeps the
- * shift-and-mask form; d96/d160/d224 rows (12, 20, 28 chunks) do not, and a last pass partly past the
- * tile returns false there. */
+ * shift-and-mask form; d96/d160/d192/d224 rows (12, 20, 24, 28 chunks) do not and take the division,
+ * and a last pass partly past the tile returns false there. */
 template <int CH, int ROWS> __device__ __forceinline__ bool pa_rdna3_copy_slot(unsigned tt, int p, int &r, int &c)
 {
     constexpr int NT = PA_RDNA3_THREADS;

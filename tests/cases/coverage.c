@@ -32,7 +32,7 @@
 
 /* head dims that are not multiples of 8, and a non-unit innermost stride */
 #define ODD_SHAPE_CASES "d59_v37_odd", "layout_strided_d"
-/* Varlen at head dims that are not multiples of 64 (cuda-sm90's narrow instances) */
+/* Varlen at head dims that are not multiples of 64 (those of cuda-sm90's narrow instances) */
 #define VARLEN_DIM_CASES                                                                                     \
     "d32_varlen_window", "d40_varlen_causal_gqa2", "d96_varlen", "d160_varlen_softcap", "d224_varlen_causal"
 /* cuda-sm100's instances take d64 and d128 with Dqk == Dv only */

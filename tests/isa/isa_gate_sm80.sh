@@ -2,7 +2,7 @@
 # T1 ISA gate for cuda-sm80 (no GPU needed): compiles every sm80 kernel file (prefill, decode, backward) to PTX and assembles
 # it for sm_80 (the backward also for sm_90, as built for the H100/H200) with ptxas -v. Fails unless
 # the PTX holds mma.sync.aligned.m16n8k16, ldmatrix (plain and .trans) and cp.async, and ptxas
-# reports 0 bytes of stack frame and spills for every kernel but the two named below.
+# reports 0 bytes of stack frame and spills for every kernel but the three named below.
 # Prints registers and shared memory per kernel. With cuobjdump on PATH (or beside nvcc) it also
 # checks the SASS (HMMA.16816, LDSM, LDGSTS; no LDL/STL); without it says that part did not run.
 # usage: isa_gate_sm80.sh NVCC SOURCE_DIR WORK_DIR      exit 0 pass, 1 fail, 77 no CUDA compiler
@@ -50,6 +50,7 @@ isa_ptxas_table 84 "prefill: 8 shapes, paged prefill: 2 head dims, decode: 3 hea
   '^_Z13sm80_bwd_mainI[0-9A-Za-z_]+Li64ELi128EEv13sm80_bwd_args \[sm_(80|90)\]$' 24
 
 echo "== SASS (sm_80 cubins)"
+SASS_LOCAL_OK='^_Z8sm80_fwdI[0-9A-Za-z_]+Li96ELi2ELi64E|^_Z13sm80_bwd_mainI[0-9A-Za-z_]+Li64ELi128EE' # as above, sm_80
 if isa_sass 58 "$WORK"/sm80_fwd_d*.cubin "$WORK"/sm80_fwd_paged_d*.cubin "$WORK"/sm80_decode_d*.cubin "$WORK"/sm80_bwd_d*.cubin; then
   isa_count "$WORK/all.sass" 58 'HMMA.16816.F32.BF16' 'HMMA.16816.F32' 'LDSM.16.M88.4' 'LDSM.16.MT88.4' 'LDGSTS'
 fi

@@ -17,8 +17,8 @@
 /* Query rows per streamed block: 64, and at d64 also 128 (half the barriers and loads per MMA; its
  * accumulators then match d128's at 64 rows), which pa_sm80_bwd_rows takes where shared memory allows
  * once PA_SM80_BWD_ROWS128 is 1. It is 0 until the 128-row shape has run on a GPU (it passes the
- * simulator): -DPA_SM80_BWD_ROWS128=1 in both CMAKE_C_FLAGS and CMAKE_CUDA_FLAGS selects it, for the
- * case table and an A/B. Both shapes are built either way; the workspace's rows per (batch, head) are
+ * simulator): -DPA_SM80_BWD_ROWS128=1 in CMAKE_CUDA_FLAGS (sm80_bwd_launch.cu reads it) selects it,
+ * for the case table and an A/B. Both shapes are built either way; the workspace's rows per (batch, head) are
  * a multiple of the largest. */
 #ifndef PA_SM80_BWD_ROWS128
 #define PA_SM80_BWD_ROWS128 0

@@ -69,7 +69,7 @@ struct cfg {
     int det;                /* deterministic mode: dQ slices */
     int gx;                 /* grid x of the main kernel in the default mode (0: one per key block) */
     int32_t cuq[4], cuk[4]; /* varlen when cuq[b] != 0: sq, sk are the totals */
-    int bm = 0;             /* query rows per block (0: the head dim's largest shape) */
+    int bm = 0;             /* query rows per block (main() runs d64 at both of its shapes) */
 };
 
 static const cfg cfgs[] = {
@@ -83,10 +83,6 @@ static const cfg cfgs[] = {
     {"d96_causal_gqa3_det2", 2, 100, 140, 6, 2, 96, 1, -1, -1, 0, 0, 1, 1, 2, 0, {0}, {0}},
     {"d96_varlen_softcap", 3, 150, 170, 2, 2, 96, 0, -1, -1, 3, 0, 2, 0, 0, 0, {0, 80, 80, 150}, {0, 130, 130, 170}},
     {"gqa4_window_left_det2", 1, 200, 300, 8, 2, 64, 0, 10, -1, 0, 0, 1, 1, 2, 0, {0}, {0}},
-    /* d64's 64-row shape (devices with less than 162 KB of shared memory per block) */
-    {"bm64_gqa4_window_left_det2", 1, 200, 300, 8, 2, 64, 0, 10, -1, 0, 0, 1, 1, 2, 0, {0}, {0}, 64},
-    {"bm64_varlen_causal_negscale_d64", 3, 150, 170, 4, 2, 64, 1, -1, -1, 0, -0.2f, 1, 1, 0, 0, {0, 80, 80, 150},
-     {0, 130, 130, 170}, 64},
     {"d128_full_blocks_gqa2", 1, 128, 256, 4, 2, 128, 0, -1, -1, 0, 0, 1, 0, 0, 0, {0}, {0}},
     {"d64_full_blocks_gqa2_det2", 1, 256, 256, 4, 2, 64, 0, -1, -1, 0, 0, 1, 0, 2, 0, {0}, {0}},
     {"d256_full_blocks_det2", 1, 128, 128, 2, 1, 256, 0, -1, -1, 0, 0, 1, 1, 2, 0, {0}, {0}},
@@ -234,7 +230,7 @@ static void run(const cfg &c, portattn_dtype_t dt)
     const int64_t bmax = PA_SM80_BWD_BM_MAX(c.d), sqp = (mq + bmax - 1) / bmax * bmax;
     const size_t rows = (size_t)(c.b * c.hq * sqp);
     std::vector<float> ws(rows * (2 + (size_t)splits * (size_t)c.d) + 4, NAN);
-    sm80_bwd_args a = fill_args(bp, splits, sqp, c.bm ? c.bm : (int)bmax);
+    sm80_bwd_args a = fill_args(bp, splits, sqp, c.bm);
     a.lse2 = ws.data(), a.delta = a.lse2 + rows, a.dq_acc = a.delta + rows;
     memset(a.dq_acc, 0, rows * (size_t)splits * (size_t)c.d * 4);
     sim_late_copies = dt == PORTATTN_DTYPE_BF16; /* f16 runs land cp.async at once, bf16 runs at the wait */
@@ -281,7 +277,7 @@ static void run(const cfg &c, portattn_dtype_t dt)
                               mism ? " WRITTEN/UNWRITTEN MISMATCH" : "");
     }
     failures += !ok;
-    printf("%-4s %-28s %-4s %-5s%s\n", ok ? "ok" : "FAIL", c.name, dt == PORTATTN_DTYPE_F16 ? "f16" : "bf16",
+    printf("%-4s %-28s bm%-3d %-4s %-5s%s\n", ok ? "ok" : "FAIL", c.name, c.bm, dt == PORTATTN_DTYPE_F16 ? "f16" : "bf16",
            sim_late_copies ? "late" : "early", note);
     fflush(stdout);
 }
@@ -292,9 +288,16 @@ int main(int argc, char **argv)
     uint64_t seed = env && *env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) * 2654435761u;
     printf("seed %llu (rerun with PORTATTN_TEST_SEED=%llu)\n", (unsigned long long)seed, (unsigned long long)seed);
     rng_state = seed ? seed : 1;
-    for (const cfg &c : cfgs) {
-        if (argc > 1 && !strstr(c.name, argv[1])) continue;
-        for (portattn_dtype_t dt : {PORTATTN_DTYPE_F16, PORTATTN_DTYPE_BF16}) run(c, dt);
+    for (const cfg &c0 : cfgs) {
+        if (argc > 1 && !strstr(c0.name, argv[1])) continue;
+        /* every shape the head dim builds: d64's 64 rows (what runs unless PA_SM80_BWD_ROWS128, and on
+         * devices with less shared memory) and 128 */
+        for (int bm : {64, PA_SM80_BWD_BM_MAX(c0.d)}) {
+            cfg c = c0;
+            c.bm = bm;
+            for (portattn_dtype_t dt : {PORTATTN_DTYPE_F16, PORTATTN_DTYPE_BF16}) run(c, dt);
+            if (PA_SM80_BWD_BM_MAX(c0.d) == 64) break;
+        }
     }
     printf("%d failures\n", failures.load());
     return failures.load() != 0;
