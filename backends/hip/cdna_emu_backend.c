@@ -24,9 +24,7 @@ static int emu_supports(const pa_problem *pb, pa_choice *ch, char *kernel, size_
     if (p->backend != PORTATTN_BACKEND_HIP_CDNA)
         return PA_REFUSE("the hip-cdna emulation runs only when forced by params->backend");
     static const int dims[] = {PA_CDNA_DIMS};
-#define EMU_INST5(name, bf16, dqk, dv, c0) {bf16, dqk, dv, c0},
-    static const pa_hip_inst insts[] = {PA_CDNA_ENTRIES(EMU_INST5)};
-#undef EMU_INST5
+    static const pa_hip_inst insts[] = {PA_CDNA_ENTRIES(PA_HIP_INST)};
     if (!pa_hip_shape_ok(pb, "cdna-emu", PA_CDNA_BM, PA_CDNA_BN, insts, PA_CDNA_ENTRY_COUNT, dims,
                          (int)(sizeof dims / sizeof *dims), kernel, kernel_len, why, why_len))
         return 0;

@@ -62,11 +62,10 @@ typedef struct hip_family {
 } hip_family;
 
 #define HIP_NAME5(name, bf16, dqk, dv, c0) #name,
-#define HIP_INST5(name, bf16, dqk, dv, c0) {bf16, dqk, dv, c0},
 static const char *const cdna_names[] = {PA_CDNA_ENTRIES(HIP_NAME5)};
 static const char *const rdna3_names[] = {PA_RDNA3_ENTRIES(HIP_NAME5)};
-static const pa_hip_inst cdna_insts[] = {PA_CDNA_ENTRIES(HIP_INST5)};
-static const pa_hip_inst rdna3_insts[] = {PA_RDNA3_ENTRIES(HIP_INST5)};
+static const pa_hip_inst cdna_insts[] = {PA_CDNA_ENTRIES(PA_HIP_INST)};
+static const pa_hip_inst rdna3_insts[] = {PA_RDNA3_ENTRIES(PA_HIP_INST)};
 #define HIP_NAME6(name, kind, bf16, dqk, dv, c0) #name,
 static const char *const cdnadec_names[] = {PA_CDNA_DEC_ENTRIES(HIP_NAME6)};
 #define HIP_NAME2(name, kind) #name,

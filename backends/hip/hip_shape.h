@@ -14,6 +14,8 @@
 /* An instance as the host launches it, from the X(name, bf16, head dim, output columns, first output
  * column) entries of cdna_entries.h / rdna3_entries.h. */
 typedef struct pa_hip_inst { int bf16, d, cols, c0; } pa_hip_inst;
+/* The X of those lists that makes one pa_hip_inst initialiser: {PA_CDNA_ENTRIES(PA_HIP_INST)}. */
+#define PA_HIP_INST(name, bf16, dqk, dv, c0) {bf16, dqk, dv, c0},
 
 /* 1 (and the kernel's name in kernel: pa_kernel_name's "<tag><dtype,dD(Dqk/Dv),BMxBN>", plus, where the
  * head dim runs as several launches (insts), the columns of those the call makes) or 0 with the reason

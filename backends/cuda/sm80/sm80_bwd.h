@@ -19,7 +19,7 @@
  * once PA_SM80_BWD_ROWS128 is 1. It is 0 until the 128-row shape has run on a GPU (it passes the
  * simulator): -DPA_SM80_BWD_ROWS128=1 in CMAKE_CUDA_FLAGS (sm80_bwd_launch.cu reads it) selects it,
  * for the case table and an A/B. Both shapes are built either way; the workspace's rows per (batch, head) are
- * a multiple of the largest. */
+ * a multiple of the largest the build may select. */
 #ifndef PA_SM80_BWD_ROWS128
 #define PA_SM80_BWD_ROWS128 0
 #endif
@@ -48,7 +48,7 @@ typedef struct sm80_bwd_args {
     /* Workspace, per (slice, batch, query head) `sqp` rows: the rows' LSE in base 2 (+inf for a row
      * that saw no key or a padding row, so that its P is 0), D = rowsum(dO * O), the fp32 dQ sums. */
     float *lse2, *delta, *dq_acc;
-    int sqp;          /* rows per (batch, head): the longest sequence rounded up to PA_SM80_BWD_BM_MAX */
+    int sqp;          /* rows per (batch, head): the longest sequence rounded up to every selectable shape */
     int max_sq;       /* query rows of a sequence past this are left alone (varlen, as FlashAttention) */
     int splits;       /* dQ slices: 1, or the deterministic mode's count */
     int deterministic;
