@@ -35,8 +35,7 @@ const tcase test_cases[] = {
     {"d136_v72_window",     1, 140,  160,  2, 1,  136, 72,  0,    40, 8,  0,    0,    LAYOUT_BSHD,    0, 1, 0, 0, 0, 0, 0, 0, 0},
     {"d64_v128_varlen_causal", 3, 90, 90,  4, 2,  64,  128, 1,    U,  U,  0,    0,    LAYOUT_BSHD,    1, 1, 0, 0, 0, 0, 0, 0, 0},
     /* varlen at the head dims of cuda-sm90's instances narrower than their shared-memory rows (d32,
-     * d48, d96, d160, d224; cuda-sm90 still sends varlen calls at these dims to the next whole-block
-     * instance until these cases have passed on the narrow ones): several key tiles, the last partial */
+     * d48, d96, d160, d224: the V tail zeroed per sequence): several key tiles, the last partial */
     {"d32_varlen_window",   3, 300,  400,  2, 2,  32,  32,  0,    60, 20, 0,    0,    LAYOUT_BSHD,    1, 1, 0, 0, 0, 0, 0, 0, 0},
     {"d40_varlen_causal_gqa2", 4, 260, 300, 4, 2, 40,  40,  1,    U,  U,  0,    0,    LAYOUT_BSHD,    1, 1, 0, 0, 0, 0, 0, 0, 0},
     {"d96_varlen",          3, 250,  330,  2, 2,  96,  96,  0,    U,  U,  0,    0,    LAYOUT_BSHD,    1, 1, 0, 0, 0, 0, 0, 0, 0},

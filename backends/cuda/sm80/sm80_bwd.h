@@ -14,15 +14,10 @@
 #include "portattn.h"
 
 #define PA_SM80_BWD_HAS_DIM(d) ((d) == 64 || (d) == 96 || (d) == 128 || (d) == 256)
-/* Query rows per streamed block: 64, and at d64 also 128 (half the barriers and loads per MMA; its
- * accumulators then match d128's at 64 rows), which pa_sm80_bwd_rows takes where shared memory allows
- * once PA_SM80_BWD_ROWS128 is 1. It is 0 until the 128-row shape has run on a GPU (it passes the
- * simulator): -DPA_SM80_BWD_ROWS128=1 in CMAKE_CUDA_FLAGS (sm80_bwd_launch.cu reads it) selects it,
- * for the case table and an A/B. Both shapes are built either way; the workspace's rows per (batch, head) are
- * a multiple of the largest the build may select. */
-#ifndef PA_SM80_BWD_ROWS128
-#define PA_SM80_BWD_ROWS128 0
-#endif
+/* Query rows per streamed block: 64, and at d64 128 (half the barriers and loads per MMA; its
+ * accumulators then match d128's at 64 rows), which pa_sm80_bwd_rows takes where shared memory allows.
+ * Both shapes are built; the workspace's rows per (batch, head) are a multiple of the largest, so that
+ * its size does not depend on the device. */
 #define PA_SM80_BWD_BM_MAX(d) ((d) == 64 ? 128 : 64)
 #define PA_SM80_BWD_BN(d) ((d) > 128 ? 64 : 128)   /* keys per CTA block: a quarter per warp pair */
 #define PA_SM80_BWD_WARPS 8

@@ -13,20 +13,17 @@ cudaError_t sm80_bwd_run_d96(const sm80_bwd_args *a, int bf16, int64_t max_sk, c
 cudaError_t sm80_bwd_run_d128(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
 cudaError_t sm80_bwd_run_d256(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
 
-/* The largest rows per block this build may select at head dim d (64 unless PA_SM80_BWD_ROWS128). */
-static int bwd_bm_top(int64_t d) { return PA_SM80_BWD_ROWS128 ? PA_SM80_BWD_BM_MAX(d) : 64; }
-
 /* Row slots per (batch, query head): the longest sequence, rounded up to whole row blocks of every
- * shape the build may select, so that the workspace size does not depend on the device. */
+ * shape pa_sm80_bwd_rows may select, so that the workspace size does not depend on the device. */
 static int64_t bwd_sqp(const pa_problem *pb)
 {
-    const int64_t bm = bwd_bm_top(pb->p.head_dim_qk);
+    const int64_t bm = PA_SM80_BWD_BM_MAX(pb->p.head_dim_qk);
     return (pb->max_seqlen_q + bm - 1) / bm * bm;
 }
 
 extern "C" int pa_sm80_bwd_rows(int d, int optin)
 {
-    const int bm = bwd_bm_top(d);
+    const int bm = PA_SM80_BWD_BM_MAX(d);
     return optin >= PA_SM80_BWD_SMEM(d, bm) ? bm : optin >= PA_SM80_BWD_SMEM(d, 64) ? 64 : 0;
 }
 

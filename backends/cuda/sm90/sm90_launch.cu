@@ -53,12 +53,7 @@ extern "C" const pa_cuda_inst *pa_sm90_instance(const pa_problem *pb, char *why,
 {
     if (pb->kv_cache)
         return pa_cuda_inst_ok(kv_insts, PA_CUDA_ROWS(kv_insts), pb, "cuda-sm90 (KV cache)", why, why_len);
-    const pa_cuda_inst *in = pa_cuda_inst_ok(fwd_insts, PA_CUDA_ROWS(fwd_insts), pb, "cuda-sm90", why, why_len);
-    /* The varlen builds of the instances narrower than their shared-memory layout (D not a multiple of
-     * 64) have not run on a GPU yet: varlen calls take the next whole-block row, which holds both head
-     * dims (rows ascend by D and the last, d256, is whole). */
-    while (in && pb->varlen && in->d % 64 != 0) ++in;
-    return in;
+    return pa_cuda_inst_ok(fwd_insts, PA_CUDA_ROWS(fwd_insts), pb, "cuda-sm90", why, why_len);
 }
 
 extern "C" int pa_sm90_nc(const pa_problem *pb, int d)

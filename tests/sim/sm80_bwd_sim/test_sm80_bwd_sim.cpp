@@ -290,8 +290,8 @@ int main(int argc, char **argv)
     rng_state = seed ? seed : 1;
     for (const cfg &c0 : cfgs) {
         if (argc > 1 && !strstr(c0.name, argv[1])) continue;
-        /* every shape the head dim builds: d64's 64 rows (what runs unless PA_SM80_BWD_ROWS128, and on
-         * devices with less shared memory) and 128 */
+        /* every shape the head dim builds: d64's 64 rows (what runs on devices with less shared
+         * memory) and 128 */
         for (int bm : {64, PA_SM80_BWD_BM_MAX(c0.d)}) {
             cfg c = c0;
             c.bm = bm;
