@@ -6,8 +6,10 @@
  * and last error. Nothing is launched. Two builds (two commits) on one machine must print the same
  * lines; `diff` shows where their selection differs.
  *
- * Tensors live in device memory where a CUDA device is present (most calls; some stay in host memory
- * so that the GPU backends' pointer refusals are exercised too), else in host memory. Public API and
+ * Tensors live in device memory where a CUDA device is present, else where a HIP device is (an AMD GPU,
+ * or the simulated one of tests/sim/hip_fake, under which the HIP backends' routes and kernels show);
+ * most calls, some staying in host memory so that the GPU backends' pointer refusals are exercised too.
+ * Without a device, everything is in host memory. Public API and
  * tests/support/devmem only, so the file builds unchanged in older trees.
  * usage: select_dump [calls (default 4000)] [seed (default 20261204)] */
 #define _POSIX_C_SOURCE 200809L
@@ -260,16 +262,18 @@ int main(int argc, char **argv)
     const long calls = argc > 1 ? strtol(argv[1], NULL, 10) : 4000;
     rng_state = argc > 2 ? strtoull(argv[2], NULL, 10) : 20261204ULL;
     char why[256];
-    const int gpu = dm_available(DM_CUDA, why, sizeof why);
+    const dm_kind kind = dm_available(DM_CUDA, why, sizeof why) ? DM_CUDA : DM_HIP;
+    const int gpu = kind == DM_CUDA || dm_available(DM_HIP, why, sizeof why);
     arena host, dev;
     memset(&dev, 0, sizeof dev);
-    dev.kind = DM_CUDA;
-    if (!arena_init(&host, DM_HOST) || (gpu && !arena_init(&dev, DM_CUDA))) {
+    dev.kind = kind;
+    if (!arena_init(&host, DM_HOST) || (gpu && !arena_init(&dev, kind))) {
         fprintf(stderr, "select_dump: cannot allocate the buffers\n");
         arena_free(&host), arena_free(&dev);
         return 1;
     }
-    printf("# select_dump calls=%ld memory=%s\n", calls, gpu ? "cuda (15%% host)" : "host");
+    printf("# select_dump calls=%ld memory=%s\n", calls,
+           !gpu ? "host" : kind == DM_CUDA ? "cuda (15%% host)" : "hip (15%% host)");
     for (long i = 0; i < calls; i++) {
         portattn_fwd_params_t p;
         static shape s;
