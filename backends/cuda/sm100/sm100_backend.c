@@ -5,29 +5,40 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "cuda_family.h"
 #include "cuda_host.h"
 #include "fwd_resolve.h"
 #include "sm100_desc.h"
 #include "sm100_launch.h"
 
-static int sm100_device(char *why, size_t why_len)
+/* Dqk == Dv of an instance only (PA_SM100_LIST): d256 needs more than TMEM's 512 columns for two Q
+ * tiles. */
+static int sm100_dims(const pa_problem *pb, char *why, size_t why_len)
 {
-    int major = 0, minor = 0;
-    char dev[96];
-    if (!pa_cuda_device_info(&major, &minor, NULL, dev, sizeof dev)) return PA_REFUSE("%s", dev);
-#ifdef PORTATTN_SM100_EMULATION /* test build: the kernel on sm_90a with tcgen05 emulated (emu/sm100_emu_ptx.cuh) */
-    if (major != 9 || minor != 0)
-        return PA_REFUSE("the emulation build runs on compute capability 9.0 (sm_90a code), device is %d.%d", major, minor);
-    return 1;
-#endif
-    if (major != 10 || (minor != 0 && minor != 3))
-        return PA_REFUSE("needs compute capability 10.0 or 10.3 (sm_100a/sm_103a code), device is %d.%d", major, minor);
-    return 1;
+    if (pa_sm100_instance(pb->p.head_dim_qk, pb->p.head_dim_v)) return 1;
+    return PA_REFUSE("head dims %lld/%lld: instances take 64 and 128 with Dqk == Dv (d256 needs more than TMEM's "
+                     "512 columns for two Q tiles)", (long long)pb->p.head_dim_qk, (long long)pb->p.head_dim_v);
 }
+
+/* The tcgen05 + TMEM instances (sm100_desc.h): no KV cache; decode shapes are cuda-sm80's; a CTA per
+ * (batch, head, two 128-row Q tiles). Varlen: seqlen_q/k are the packed totals, max_seqlen_q bounds
+ * each sequence. The emulation build (PORTATTN_SM100_EMULATION: the kernel on sm_90a with tcgen05
+ * emulated, emu/sm100_emu_ptx.cuh) runs on compute capability 9.0 instead. */
+static const pa_family sm100_family = {
+    .dtypes = PA_DTYPES_16,
+#ifdef PORTATTN_SM100_EMULATION
+    .cc = {90}, .code = "sm_90a code: the tcgen05 emulation build",
+#else
+    .cc = {100, 103}, .code = "sm_100a/sm_103a code",
+#endif
+    .head_dims = sm100_dims, .refuses = PA_REFUSES_KV_CACHE, .min_queries = PA_DECODE_MAX_SQ + 1,
+    .fewer_go = "decode shapes go to cuda-sm80", .needs_keys = 1, .max_seqlen = PA_SM100_MAX_SEQ,
+    .grid_dim = INT32_MAX, .grid_blocks = INT32_MAX, .grid_rows = PA_SM100_QT * PA_SM100_BM,
+};
 
 static int sm100_probe(char *detail, size_t detail_len)
 {
-    if (!pa_cuda_probe(detail, detail_len) || !sm100_device(detail, detail_len)) return 0;
+    if (!pa_cuda_probe(detail, detail_len) || !pa_cuda_arch_ok(&sm100_family, detail, detail_len)) return 0;
 #ifdef PORTATTN_SM100_EMULATION
     pa_fmt(detail, detail_len, PORTATTN_SUCCESS, "tcgen05 emulated on an sm_90 GPU (test build): forced calls only");
 #else
@@ -40,44 +51,24 @@ static int sm100_supports(const pa_problem *pb, pa_choice *ch, char *kernel, siz
                           size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    if (!sm100_device(why, why_len)) return 0;
-    const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
-    if (!dt) return PA_REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
-    const int64_t d = p->head_dim_qk;
-    if (p->head_dim_v != d || !PA_SM100_HAS_DIM(d))
-        return PA_REFUSE("head dims %lld/%lld: instances take 64 and 128 with Dqk == Dv (d256 needs more than TMEM's "
-                      "512 columns for two Q tiles)", (long long)d, (long long)p->head_dim_v);
-    if (pb->kv_cache) return PA_REFUSE("KV cache: not in this kernel");
-    /* varlen: seqlen_q/k are the packed totals, max_seqlen_q bounds each sequence */
-    if (pb->max_seqlen_q <= PA_DECODE_MAX_SQ)
-        return PA_REFUSE("%lld query tokens: decode shapes go to cuda-sm80's split-KV kernel", (long long)pb->max_seqlen_q);
-    if (p->seqlen_k < 1) return PA_REFUSE("no keys (a TMA map needs a row)");
-    if (p->seqlen_q > PA_SM100_MAX_SEQ || p->seqlen_k > PA_SM100_MAX_SEQ)
-        return PA_REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
-    const int64_t rows = PA_SM100_QT * PA_SM100_BM, blocks = (pb->max_seqlen_q + rows - 1) / rows;
-    if (p->batch > INT32_MAX || p->heads_q > INT32_MAX || blocks * p->batch * p->heads_q > INT32_MAX)
-        return PA_REFUSE("batch %lld x heads %lld x row blocks over the grid's 2^31-1", (long long)p->batch,
-                      (long long)p->heads_q);
+    if (!pa_cuda_family_ok(&sm100_family, pb, why, why_len)) return 0;
+    const pa_cuda_inst *in = pa_sm100_instance(p->head_dim_qk, p->head_dim_v); /* the family check found one */
 #ifdef PORTATTN_SM100_EMULATION
     /* one thread runs each emulated MMA: this bounds a test build's run time per call */
     enum { emu_max_ctas = 4096 };
+    const int64_t rows = PA_SM100_QT * PA_SM100_BM, blocks = (pb->max_seqlen_q + rows - 1) / rows;
     if (blocks * p->batch * p->heads_q > emu_max_ctas)
         return PA_REFUSE("emulation build: %lld CTAs, it takes at most %d (one thread computes each emulated MMA)",
                       (long long)(blocks * p->batch * p->heads_q), (int)emu_max_ctas);
 #endif
-    if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
-    int optin = 0;
-    if (!pa_cuda_device_smem(&optin, NULL)) return PA_REFUSE("cannot read the device's shared memory limit");
-    if (optin < PA_SM100_SMEM((int)d))
-        return PA_REFUSE("d%lld needs %d bytes of shared memory, device allows %d per block", (long long)d,
-                      PA_SM100_SMEM((int)d), optin);
+    if (!pa_fwd_score_map_ok(pb, why, why_len) || !pa_cuda_smem_ok(in->family, in->d, in->smem, why, why_len)) return 0;
     if (!pa_fwd_layouts_ok(pb, why, why_len) || !pa_tma_strides_ok(pb, 1, why, why_len) ||
         !pa_cuda_fwd_ptrs_ok(pb, why, why_len))
         return 0;
-    ch->inst = pa_sm100_instance(d, d);
+    ch->inst = in;
     if (kernel && kernel_len)
-        pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm100<%s,d%lld,2x%dx%d>", dt, (long long)d, PA_SM100_BM,
-               PA_SM100_BN);
+        pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm100<%s,d%d,2x%dx%d>", pa_dtype_name(p->dtype), in->d,
+               PA_SM100_BM, PA_SM100_BN);
     return 1;
 }
 

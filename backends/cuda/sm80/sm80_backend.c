@@ -4,21 +4,34 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "cuda_family.h"
 #include "cuda_host.h"
 #include "sm80_decode.h"
 #include "sm80_launch.h"
 
+static int sm80_prefill_dims(const pa_problem *pb, char *why, size_t why_len)
+{
+    return pa_sm80_instance(pb, why, why_len) != NULL;
+}
+
+/* The prefill instances, the paged ones over a KV cache (sm80_launch.h): int32 rows inside the
+ * kernel, one CTA column per (batch, head) pair over grid y and z. */
+static const pa_family sm80_prefill = {
+    .dtypes = PA_DTYPES_16, .cc = {80}, .cc_newer = 1, .head_dims = sm80_prefill_dims,
+    .max_seqlen = PA_SM80_MAX_SEQ, .grid_dim = INT32_MAX, .grid_blocks = PA_SM80_MAX_BH,
+};
+
+/* The split-KV decode kernel (sm80_decode.h): per-sequence queries of decode shapes. Its grid (KV heads
+ * x row tiles of the packed GQA rows) and cache capacity are checked with its launch shape
+ * (pa_sm80_decode_supports). */
+static const pa_family sm80_decode = {
+    .who = "decode kernel", .dtypes = PA_DTYPES_16, .cc = {80}, .cc_newer = 1, .head_dims = pa_sm80_decode_dims,
+    .refuses = PA_REFUSES_VARLEN, .max_queries = PA_DECODE_MAX_SQ,
+};
+
 static int sm80_probe(char *detail, size_t detail_len)
 {
-    int major = 0, minor = 0;
-    if (!pa_cuda_probe(detail, detail_len)) return 0;
-    if (!pa_cuda_device_info(&major, &minor, NULL, NULL, 0)) return 0;
-    if (major < 8) {
-        pa_fmt(detail, detail_len, PORTATTN_ERROR_NOT_SUPPORTED, "needs compute capability 8.0+, device is %d.%d",
-               major, minor);
-        return 0;
-    }
-    return 1;
+    return pa_cuda_probe(detail, detail_len) && pa_cuda_arch_ok(&sm80_prefill, detail, detail_len);
 }
 
 /* Few query tokens per sequence (per-sequence queries, KV cache or not) go to the split-KV decode
@@ -62,22 +75,12 @@ static const pa_problem *sm80_decode_view(const pa_problem *pb, pa_problem *tmp,
     return sm80_serving_decodes(pb, tmp) ? tmp : NULL;
 }
 
-static int sm80_device_ok(char *why, size_t why_len)
-{
-    int major = 0, minor = 0;
-    char dev[96];
-    if (!pa_cuda_device_info(&major, &minor, NULL, why ? dev : NULL, why ? sizeof dev : 0)) return PA_REFUSE("%s", dev);
-    if (major < 8) return PA_REFUSE("needs compute capability 8.0+, device is %d.%d", major, minor);
-    return 1;
-}
-
-/* Decode kernel: dtype, the kernel's limits (its instance into ch->inst), layouts, and every pointer
- * it reads on the device. */
+/* Decode kernel: its family check, the kernel's own limits (its instance into ch->inst), layouts, and
+ * every pointer it reads on the device. */
 static int sm80_decode_ok(const pa_problem *pb, pa_choice *ch, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    if (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16)
-        return PA_REFUSE("dtype %s not supported (f16, bf16)", pa_dtype_name(p->dtype));
+    if (!pa_family_can_implement(&sm80_decode, pb, why, why_len)) return 0;
     if (!(ch->inst = pa_sm80_decode_supports(pb, why, why_len))) return 0;
     if (p->batch == 0 || p->seqlen_q == 0) return 1;
     if (!pa_fwd_layouts_ok(pb, why, why_len)) return 0;
@@ -111,7 +114,7 @@ static int sm80_decode_chosen(const pa_problem *dp, pa_choice *ch, char *kernel,
 static int sm80_supports(const pa_problem *pb, pa_choice *ch, char *kernel, size_t kernel_len, char *why,
                          size_t why_len)
 {
-    if (!sm80_device_ok(why, why_len)) return 0;
+    if (!pa_cuda_arch_ok(&sm80_prefill, why, why_len)) return 0; /* every sm80 kernel's */
     /* Checked for both kernels, whichever the call takes. */
     if (pb->p.workspace && !pa_cuda_ptr_check(pb->p.workspace, "workspace", why, why_len)) return 0;
     pa_problem tmp;
@@ -150,22 +153,11 @@ static int sm80_prefill_supports(const pa_problem *pb, pa_choice *ch, char *kern
                                  size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p; /* the device was checked by sm80_supports */
-    const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
-    if (!dt) return PA_REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
-    const pa_cuda_inst *in = pa_sm80_instance(pb, why, why_len);
-    if (!in) return 0;
+    if (!pa_family_can_implement(&sm80_prefill, pb, why, why_len)) return 0;
+    const pa_cuda_inst *in = pa_sm80_instance(pb, NULL, 0); /* the family check found one */
     const int d = in->d;
-    if (p->seqlen_q > PA_SM80_MAX_SEQ || p->seqlen_k > PA_SM80_MAX_SEQ)
-        return PA_REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
-    if (p->heads_q > INT32_MAX || p->batch > INT32_MAX || p->batch * p->heads_q > PA_SM80_MAX_BH)
-        return PA_REFUSE("batch %lld x heads %lld over the grid's 65535^2 blocks", (long long)p->batch,
-                      (long long)p->heads_q);
-
-    int optin = 0;
-    if (!pa_cuda_device_smem(&optin, NULL)) return PA_REFUSE("cannot read the device's shared memory limit");
-    if (optin < PA_SM80_MIN_SMEM_BYTES(d))
-        return PA_REFUSE("d%d instance needs %d bytes of shared memory, device allows %d per block", d,
-                      PA_SM80_MIN_SMEM_BYTES(d), optin);
+    /* d256's smaller shape is enough (pa_sm80_block_rows picks the shape that fits) */
+    if (!pa_cuda_smem_ok(in->family, d, PA_SM80_MIN_SMEM_BYTES(d), why, why_len)) return 0;
     const int bm = pa_sm80_block_rows(d);
     if (bm == 0) return PA_REFUSE("cannot read the device's shared memory per SM");
 
@@ -175,7 +167,7 @@ static int sm80_prefill_supports(const pa_problem *pb, pa_choice *ch, char *kern
         return 0;
     ch->route = SM80_PREFILL, ch->inst = in, ch->bm = bm;
     if (kernel && kernel_len)
-        pa_kernel_name(kernel, kernel_len, in->family, dt, d, pb, bm, in->bn, NULL);
+        pa_kernel_name(kernel, kernel_len, in->family, pa_dtype_name(p->dtype), d, pb, bm, in->bn, NULL);
     return 1;
 }
 

@@ -40,8 +40,11 @@
 extern "C" {
 #endif
 
-/* The instance the decode path runs this (validated) problem on, from the table sm80_decode_launch.cu
- * generates from sm80_instances.h; NULL and why when the path does not take it. */
+/* The decode family's head-dim rule (its family check, sm80_backend.c): an instance of the table
+ * sm80_decode_launch.cu generates from sm80_instances.h holds both head dims. 1, or 0 and why. */
+int pa_sm80_decode_dims(const pa_problem *pb, char *why, size_t why_len);
+/* The instance the decode path runs a (validated) problem that passed its family check on; NULL and
+ * why when the path does not take it (pages, grid, cache capacity, score map, shared memory). */
 const pa_cuda_inst *pa_sm80_decode_supports(const pa_problem *pb, char *why, size_t why_len);
 /* Splits for a call on instance `in` (device SM count and the work; params->num_splits caps it): the
  * backend's supports() fixes them in its choice (pa_choice.splits). */

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda_append.h"
+#include "cuda_family.h"
 #include "cuda_host.h"
 #include "sm80_decode.h"
 #include "sm80_decode_kernel.cuh"
@@ -19,14 +20,16 @@ static const sm80_dec_fn dec_fns[] = {PA_SM80_DEC_DIMS(PA_X)};
 #undef PA_X
 PA_CUDA_INST_FNS_OK(dec_insts, dec_fns);
 
-/* 1 and the instance in *out if the decode path takes this problem; else 0 and why. */
+extern "C" int pa_sm80_decode_dims(const pa_problem *pb, char *why, size_t why_len)
+{
+    return pa_cuda_inst_ok(dec_insts, PA_CUDA_ROWS(dec_insts), pb, "decode kernel", why, why_len) != NULL;
+}
+
+/* 1 and the instance in *out if the decode path takes this problem, which passed its family check
+ * (sm80_backend.c: dtype, head dims, per-sequence queries of decode shapes); else 0 and why. */
 static int decode_ok(const pa_problem *pb, const pa_cuda_inst **out, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    if (pb->varlen) return PA_REFUSE("decode kernel: no varlen queries");
-    if (p->seqlen_q > PA_DECODE_MAX_SQ)
-        return PA_REFUSE("decode kernel: %lld query tokens per sequence (takes <= %d)", (long long)p->seqlen_q,
-                      PA_DECODE_MAX_SQ);
     const pa_cuda_inst *in = pa_cuda_inst_ok(dec_insts, PA_CUDA_ROWS(dec_insts), pb, "decode kernel", why, why_len);
     if (!in) return 0;
     const int d = in->d;
@@ -38,12 +41,7 @@ static int decode_ok(const pa_problem *pb, const pa_cuda_inst **out, char *why, 
                       (long long)p->batch, (long long)p->heads_kv, (long long)mtiles);
     if (p->seqlen_k > PA_SM80_MAX_SEQ || p->seqlen_new > PA_SM80_MAX_SEQ)
         return PA_REFUSE("decode kernel: cache capacity %lld over 2^30-1", (long long)p->seqlen_k);
-    if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
-    int optin = 0;
-    if (!pa_cuda_device_smem(&optin, NULL)) return PA_REFUSE("cannot read the device's shared memory limit");
-    const int need = in->smem;
-    if (optin < need)
-        return PA_REFUSE("decode d%d needs %d bytes of shared memory, device allows %d per block", d, need, optin);
+    if (!pa_fwd_score_map_ok(pb, why, why_len) || !pa_cuda_smem_ok(in->family, d, in->smem, why, why_len)) return 0;
     if (p->batch * p->heads_kv * rows > INT32_MAX)
         return PA_REFUSE("decode kernel: %lld packed rows over the combine grid", (long long)(p->batch * p->heads_kv * rows));
     *out = in;
