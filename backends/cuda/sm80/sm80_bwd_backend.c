@@ -4,27 +4,27 @@
 
 #include "backend.h"
 #include "bwd_problem.h"
+#include "cuda_family.h"
 #include "cuda_host.h"
 #include "fwd_resolve.h"
 #include "sm80_bwd.h"
 
-/* The problem's shape against the instances and the grid. */
-static int bwd_shape_ok(const pa_bwd_problem *bp, char *why, size_t why_len)
+/* Dqk == Dv of an instance only. */
+static int bwd_dims(const pa_problem *pb, char *why, size_t why_len)
 {
-    const pa_problem *pb = &bp->fwd;
-    const portattn_fwd_params_t *p = &pb->p;
-    if (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16)
-        return PA_REFUSE("dtype %s not supported (f16, bf16)", pa_dtype_name(p->dtype));
-    const int64_t d = p->head_dim_qk;
-    if (p->head_dim_v != d)
-        return PA_REFUSE("head dims %lld/%lld: no instance with Dqk != Dv", (long long)d, (long long)p->head_dim_v);
+    const int64_t d = pb->p.head_dim_qk;
+    if (pb->p.head_dim_v != d)
+        return PA_REFUSE("head dims %lld/%lld: no instance with Dqk != Dv", (long long)d, (long long)pb->p.head_dim_v);
     if (!PA_SM80_BWD_HAS_DIM(d)) return PA_REFUSE("head dim %lld has no backward instance (64, 96, 128, 256)", (long long)d);
-    if (p->seqlen_q > (1 << 30) - 1 || p->seqlen_k > (1 << 30) - 1)
-        return PA_REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
-    if (p->batch > 65535 || p->heads_q > 65535)
-        return PA_REFUSE("batch %lld or heads_q %lld over the grid's 65535", (long long)p->batch, (long long)p->heads_q);
-    return pa_fwd_score_map_ok(pb, why, why_len);
+    return 1;
 }
+
+/* The mma.sync backward (sm80_bwd.h), on the backward's forward problem: int32 rows inside the
+ * kernels, batch and query heads over grid y and z. */
+static const pa_family sm80_bwd_family = {
+    .dtypes = PA_DTYPES_16, .cc = {80}, .cc_newer = 1, .head_dims = bwd_dims, .max_seqlen = (1 << 30) - 1,
+    .grid_dim = 65535,
+};
 
 /* Layouts and device residency of every tensor the kernels touch (none when there are no rows). */
 static int bwd_tensors_ok(const pa_bwd_problem *bp, char *why, size_t why_len)
@@ -50,18 +50,14 @@ static int bwd_tensors_ok(const pa_bwd_problem *bp, char *why, size_t why_len)
 
 static int sm80_bwd_supports(const pa_bwd_problem *bp, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
-    int major = 0, minor = 0, optin = 0;
-    char dev[96];
-    if (!pa_cuda_device_info(&major, &minor, NULL, dev, sizeof dev)) return PA_REFUSE("%s", dev);
-    if (major < 8) return PA_REFUSE("needs compute capability 8.0+, device is %d.%d", major, minor);
-    if (!bwd_shape_ok(bp, why, why_len)) return 0;
+    if (!pa_cuda_family_ok(&sm80_bwd_family, &bp->fwd, why, why_len) || !pa_fwd_score_map_ok(&bp->fwd, why, why_len))
+        return 0;
+    /* the 64-row shape is the smallest; pa_sm80_bwd_rows takes the largest that fits */
     const int d = (int)bp->fwd.p.head_dim_qk;
-    if (!pa_cuda_device_smem(&optin, NULL)) return PA_REFUSE("cannot read the device's shared memory limit");
+    if (!pa_cuda_smem_ok("sm80-bwd", d, PA_SM80_BWD_SMEM(d, 64), why, why_len)) return 0;
+    int optin = 0;
+    pa_cuda_device_smem(&optin, NULL); /* read by pa_cuda_smem_ok just now */
     const int bm = pa_sm80_bwd_rows(d, optin);
-    if (!bm)
-        return PA_REFUSE("d%d backward needs %d bytes of shared memory per block, %s allows %d%s", d,
-                      PA_SM80_BWD_SMEM(d, 64), dev, optin,
-                      d > 128 ? " (d256 needs an sm_90/sm_100-class 227 KB part; an A100 has 163 KB)" : "");
     if (!bwd_tensors_ok(bp, why, why_len)) return 0;
     if (kernel && kernel_len)
         pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80-bwd<%s,d%d,%dx%d%s>", pa_dtype_name(bp->fwd.p.dtype), d,
