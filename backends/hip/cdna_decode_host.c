@@ -7,10 +7,23 @@
 
 #include "cdna_decode_args.h"
 #include "cdna_decode_entries.h"
+#include "family.h"
 #include "fwd_resolve.h"
 
 static const int dec_dims[] = {PA_CDNA_DEC_DIMS};
 #define DEC_NDIMS ((int)(sizeof dec_dims / sizeof dec_dims[0]))
+
+static int dec_head_dims(const pa_problem *pb, char *why, size_t why_len)
+{
+    return pa_fwd_dims_ok(dec_dims, DEC_NDIMS, pb, "decode kernel", why, why_len);
+}
+
+/* Per-sequence queries of decode shapes. Its grid (KV heads x row tiles of the packed GQA rows) and
+ * cache capacity are checked with its launch shape (pa_cdna_dec_shape_ok). */
+static const pa_family dec_family = {
+    .who = "decode kernel", .dtypes = PA_DTYPES_16, .head_dims = dec_head_dims, .refuses = PA_REFUSES_VARLEN,
+    .max_queries = PA_CDNA_DEC_MAX_SQ,
+};
 
 int pa_cdna_dec_candidate(const pa_problem *pb)
 {
@@ -26,13 +39,7 @@ static int dec_dim(const pa_problem *pb)
 int pa_cdna_dec_shape_ok(const pa_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    if (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16)
-        return PA_REFUSE("decode kernel: dtype %s not supported (f16, bf16)", pa_dtype_name(p->dtype));
-    if (pb->varlen) return PA_REFUSE("decode kernel: no varlen queries");
-    if (p->seqlen_q > PA_CDNA_DEC_MAX_SQ)
-        return PA_REFUSE("decode kernel: %lld query tokens per sequence (takes <= %d)", (long long)p->seqlen_q,
-                      PA_CDNA_DEC_MAX_SQ);
-    if (!pa_fwd_dims_ok(dec_dims, DEC_NDIMS, pb, "decode kernel", why, why_len)) return 0;
+    if (!pa_family_can_implement(&dec_family, pb, why, why_len)) return 0;
     const int64_t mtiles = (dec_rows(pb) + PA_CDNA_DEC_ROWS - 1) / PA_CDNA_DEC_ROWS;
     if (p->batch > 65535 || p->heads_kv * mtiles > 65535 || pb->group > INT32_MAX / PA_CDNA_DEC_MAX_SQ)
         return PA_REFUSE("decode kernel: batch %lld or KV heads %lld x row tiles %lld over the grid's 65535",

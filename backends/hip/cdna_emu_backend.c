@@ -5,8 +5,9 @@
 #include "backend.h"
 #include "cdna_entries.h"
 #include "cdna_grid.h"
-#include "hip_shape.h"
 #include "cuda_host.h"
+#include "fwd_resolve.h"
+#include "hip_shape.h"
 
 portattn_status_t pa_hip_cdna_emu_run(const pa_problem *pb, void *stream, char *err, size_t err_len); /* cdna_fwd_emu.cu */
 
@@ -17,16 +18,24 @@ static int emu_probe(char *detail, size_t detail_len)
     return 1;
 }
 
+static const int dims[] = {PA_CDNA_DIMS};
+#define NDIMS ((int)(sizeof dims / sizeof *dims))
+
+static int emu_head_dims(const pa_problem *pb, char *why, size_t why_len)
+{
+    return pa_fwd_dims_ok(dims, NDIMS, pb, "hip-cdna-emu", why, why_len);
+}
+
 static int emu_supports(const pa_problem *pb, pa_choice *ch, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     (void)ch; /* one kernel */
     const portattn_fwd_params_t *p = &pb->p;
     if (p->backend != PORTATTN_BACKEND_HIP_CDNA)
         return PA_REFUSE("the hip-cdna emulation runs only when forced by params->backend");
-    static const int dims[] = {PA_CDNA_DIMS};
     static const pa_hip_inst insts[] = {PA_CDNA_ENTRIES(PA_HIP_INST)};
-    if (!pa_hip_shape_ok(pb, "cdna-emu", PA_CDNA_BM, PA_CDNA_BN, insts, PA_CDNA_ENTRY_COUNT, dims,
-                         (int)(sizeof dims / sizeof *dims), kernel, kernel_len, why, why_len))
+    static const pa_family limits = PA_HIP_FAST_FAMILY(emu_head_dims);
+    if (!pa_hip_shape_ok(pb, &limits, "cdna-emu", PA_CDNA_BM, PA_CDNA_BN, insts, PA_CDNA_ENTRY_COUNT, dims, NDIMS,
+                         kernel, kernel_len, why, why_len))
         return 0;
     return pa_hip_nothing_to_do(pb) || pa_cuda_fwd_ptrs_ok(pb, why, why_len);
 }

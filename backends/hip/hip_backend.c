@@ -58,6 +58,7 @@ typedef struct hip_family {
     int keys_per_tile_wide; /* of instances over 128 columns (pa_hip_shape_ok_wide) */
     const int *dims;
     int ndims;
+    const pa_family *limits; /* what the fast kernel takes (PA_HIP_FAST_FAMILY); NULL for the others */
     hip_module mod[HIP_MAX_DEVICES];
 } hip_family;
 
@@ -71,25 +72,36 @@ static const char *const cdnadec_names[] = {PA_CDNA_DEC_ENTRIES(HIP_NAME6)};
 #define HIP_NAME2(name, kind) #name,
 static const char *const hipgen_names[] = {PA_HIPGEN_ENTRIES(HIP_NAME2)};
 static const int cdna_dims[] = {PA_CDNA_DIMS}, rdna3_dims[] = {PA_RDNA3_DIMS};
+#define HIP_NDIMS(dims) ((int)(sizeof dims / sizeof *dims))
+static int cdna_head_dims(const pa_problem *pb, char *why, size_t why_len)
+{
+    return pa_fwd_dims_ok(cdna_dims, HIP_NDIMS(cdna_dims), pb, "hip-cdna", why, why_len);
+}
+static int rdna3_head_dims(const pa_problem *pb, char *why, size_t why_len)
+{
+    return pa_fwd_dims_ok(rdna3_dims, HIP_NDIMS(rdna3_dims), pb, "hip-rdna3", why, why_len);
+}
+static const pa_family cdna_limits = PA_HIP_FAST_FAMILY(cdna_head_dims);
+static const pa_family rdna3_limits = PA_HIP_FAST_FAMILY(rdna3_head_dims);
 _Static_assert(PA_CDNA_ENTRY_COUNT <= HIP_MAX_ENTRIES && PA_RDNA3_ENTRY_COUNT <= HIP_MAX_ENTRIES &&
                PA_CDNA_DEC_ENTRY_COUNT <= HIP_MAX_ENTRIES && PA_HIPGEN_ENTRY_COUNT <= HIP_MAX_ENTRIES, "entries");
 
 static hip_family g_cdna = {"cdna", "PORTATTN_HIP_CDNA_ARCHS", pa_cdna_code_objects, &pa_cdna_code_object_count,
                             cdna_names, cdna_insts, PA_CDNA_ENTRY_COUNT, PA_CDNA_THREADS, PA_CDNA_BM, PA_CDNA_BN,
-                            PA_CDNA_BN, cdna_dims, (int)(sizeof cdna_dims / sizeof *cdna_dims), {{0}}};
+                            PA_CDNA_BN, cdna_dims, HIP_NDIMS(cdna_dims), &cdna_limits, {{0}}};
 static hip_family g_rdna3 = {"rdna3", "PORTATTN_HIP_RDNA3_ARCHS", pa_rdna3_code_objects, &pa_rdna3_code_object_count,
                              rdna3_names, rdna3_insts, PA_RDNA3_ENTRY_COUNT, PA_RDNA3_THREADS, PA_RDNA3_BM,
-                             PA_RDNA3_BN, PA_RDNA3_BN_WIDE, rdna3_dims,
-                             (int)(sizeof rdna3_dims / sizeof *rdna3_dims), {{0}}};
+                             PA_RDNA3_BN, PA_RDNA3_BN_WIDE, rdna3_dims, HIP_NDIMS(rdna3_dims), &rdna3_limits,
+                             {{0}}};
 /* hip-cdna's decode kernels: code objects of their own (cdna_decode.hip), routed to by hip-cdna; the
  * launch shape fields are unused (cdna_decode_host.c launches them). */
 static hip_family g_cdnadec = {"cdna", "PORTATTN_HIP_CDNA_ARCHS", pa_cdnadec_code_objects, &pa_cdnadec_code_object_count,
-                               cdnadec_names, NULL, PA_CDNA_DEC_ENTRY_COUNT, 0, 0, 0, 0, NULL, 0, {{0}}};
+                               cdnadec_names, NULL, PA_CDNA_DEC_ENTRY_COUNT, 0, 0, 0, 0, NULL, 0, NULL, {{0}}};
 /* hip-generic: code objects for every CDNA and RDNA target (hipgen.hip), routed to by both families;
  * launched by hipgen_host.c. */
 static hip_family g_hipgen = {"generic", "PORTATTN_HIP_CDNA_ARCHS / PORTATTN_HIP_RDNA3_ARCHS", pa_hipgen_code_objects,
                               &pa_hipgen_code_object_count, hipgen_names, NULL, PA_HIPGEN_ENTRY_COUNT, 0, 0, 0, 0, NULL,
-                              0, {{0}}};
+                              0, NULL, {{0}}};
 static pthread_mutex_t g_mod_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void hip_try_load(const pa_hip_rt *rt, const hip_family *f, hip_module *m)
@@ -178,8 +190,9 @@ static hip_route hip_route_of(const hip_family *f, const pa_problem *pb, char *k
     char fast_why[256];
     if (f == &g_cdna && pa_cdna_dec_candidate(pb) && pa_cdna_dec_shape_ok(pb, kernel, kernel_len, fast_why, sizeof fast_why))
         return ROUTE_DECODE;
-    if (pa_hip_shape_ok_wide(pb, f->tag, f->rows_per_block, f->keys_per_tile, f->keys_per_tile_wide, f->insts,
-                             f->entry_count, f->dims, f->ndims, kernel, kernel_len, fast_why, sizeof fast_why))
+    if (pa_hip_shape_ok_wide(pb, f->limits, f->tag, f->rows_per_block, f->keys_per_tile, f->keys_per_tile_wide,
+                             f->insts, f->entry_count, f->dims, f->ndims, kernel, kernel_len, fast_why,
+                             sizeof fast_why))
         return ROUTE_FAST;
     return pa_gen_shape_ok(pb, kernel, kernel_len, why, why_len) ? ROUTE_GENERIC : ROUTE_NONE;
 }

@@ -9,10 +9,11 @@
 
 int pa_hip_nothing_to_do(const pa_problem *pb) { return pb->p.batch <= 0 || pb->max_seqlen_q <= 0; }
 
-int pa_hip_shape_ok(const pa_problem *pb, const char *tag, int bm, int bn, const pa_hip_inst *insts, int ninsts,
-                    const int *dims, int ndims, char *kernel, size_t kernel_len, char *why, size_t why_len)
+int pa_hip_shape_ok(const pa_problem *pb, const pa_family *fam, const char *tag, int bm, int bn,
+                    const pa_hip_inst *insts, int ninsts, const int *dims, int ndims, char *kernel, size_t kernel_len,
+                    char *why, size_t why_len)
 {
-    return pa_hip_shape_ok_wide(pb, tag, bm, bn, bn, insts, ninsts, dims, ndims, kernel, kernel_len, why, why_len);
+    return pa_hip_shape_ok_wide(pb, fam, tag, bm, bn, bn, insts, ninsts, dims, ndims, kernel, kernel_len, why, why_len);
 }
 
 /* The launches of head dim d for a call of output columns dv, where d runs as more than one instance:
@@ -34,29 +35,19 @@ static void hip_launches(char *buf, size_t len, const pa_hip_inst *insts, int ni
     else snprintf(buf, len, "%s columns", list);
 }
 
-int pa_hip_shape_ok_wide(const pa_problem *pb, const char *tag, int bm, int bn, int bn_wide, const pa_hip_inst *insts,
-                         int ninsts, const int *dims, int ndims, char *kernel, size_t kernel_len, char *why,
-                         size_t why_len)
+int pa_hip_shape_ok_wide(const pa_problem *pb, const pa_family *fam, const char *tag, int bm, int bn, int bn_wide,
+                         const pa_hip_inst *insts, int ninsts, const int *dims, int ndims, char *kernel,
+                         size_t kernel_len, char *why, size_t why_len)
 {
     const portattn_fwd_params_t *p = &pb->p;
-    const char *dt = p->dtype == PORTATTN_DTYPE_F16 || p->dtype == PORTATTN_DTYPE_BF16 ? pa_dtype_name(p->dtype) : NULL;
-    if (!dt) return PA_REFUSE("dtype %s not supported (f16, bf16)", p->dtype == PORTATTN_DTYPE_F32 ? "f32" : "?");
-    char who[24];
-    snprintf(who, sizeof who, "hip-%s", tag);
-    if (!pa_fwd_dims_ok(dims, ndims, pb, who, why, why_len)) return 0;
-    if (pb->kv_cache) return PA_REFUSE("KV cache: not in this kernel");
-    if (p->seqlen_q > (1 << 30) - 1 || p->seqlen_k > (1 << 30) - 1)
-        return PA_REFUSE("sequence lengths %lld/%lld over 2^30-1", (long long)p->seqlen_q, (long long)p->seqlen_k);
-    if (p->batch > INT32_MAX || p->heads_q > INT32_MAX || p->batch * p->heads_q > (int64_t)65535 * 65535)
-        return PA_REFUSE("batch %lld x heads %lld over the grid", (long long)p->batch, (long long)p->heads_q);
-    if (!pa_fwd_score_map_ok(pb, why, why_len)) return 0;
+    if (!pa_family_can_implement(fam, pb, why, why_len) || !pa_fwd_score_map_ok(pb, why, why_len)) return 0;
     if (!pa_hip_nothing_to_do(pb) && !pa_fwd_layouts_ok(pb, why, why_len)) return 0;
     const int d = pa_fwd_instance_dim(dims, ndims, p->head_dim_qk, p->head_dim_v);
     if (kernel && kernel_len) {
         char launches[48];
         hip_launches(launches, sizeof launches, insts, ninsts, p->dtype == PORTATTN_DTYPE_BF16, d, p->head_dim_v);
-        pa_kernel_name(kernel, kernel_len, tag, dt, d, pb, bm, d > PA_HIP_NARROW_COLS ? bn_wide : bn,
-                       launches[0] ? launches : NULL);
+        pa_kernel_name(kernel, kernel_len, tag, pa_dtype_name(p->dtype), d, pb, bm,
+                       d > PA_HIP_NARROW_COLS ? bn_wide : bn, launches[0] ? launches : NULL);
     }
     return 1;
 }
