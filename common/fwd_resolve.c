@@ -125,12 +125,14 @@ int pa_fwd_dims_ok(const int *dims, int n, const pa_problem *pb, const char *who
     size_t used = 0;
     for (int i = 0; i < n && used < sizeof list; ++i)
         used += (size_t)snprintf(list + used, sizeof list - used, "%s%d", i ? "/" : "", dims[i]);
+    const char *sep = who ? ": " : "";
+    if (!who) who = "";
     if (dqk % 8 || dv % 8)
-        pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, "%s: head dims %lld/%lld are not multiples of 8 (16-byte rows)",
-               who, (long long)dqk, (long long)dv);
+        pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, "%s%shead dims %lld/%lld are not multiples of 8 (16-byte rows)",
+               who, sep, (long long)dqk, (long long)dv);
     else
-        pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, "%s: head dims %lld/%lld over its largest instance (%s)", who,
-               (long long)dqk, (long long)dv, list);
+        pa_fmt(why, why_len, PORTATTN_ERROR_NOT_SUPPORTED, "%s%shead dims %lld/%lld over its largest instance (%s)", who,
+               sep, (long long)dqk, (long long)dv, list);
     return 0;
 }
 

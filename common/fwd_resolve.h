@@ -36,7 +36,9 @@ int pa_tiled_layout_ok(const portattn_tensor_t *t, const char *name, int varlen,
  * that holds both head dims. Both must be positive multiples of 8, because the kernels load and
  * store 16-byte column chunks: the chunks past Dqk (Q, K) and past Dv (V) are zero-filled on load
  * and O's are never written, so S, the LSE and O's first Dv columns are exact. 0 when none fits;
- * pa_fwd_dims_ok is the same with the reason in words. */
+ * pa_fwd_dims_ok is the same with the reason in words, headed by `who` where it names a kernel family
+ * inside the backend ("decode kernel: head dims ..."); NULL for the backend's own, which the selector
+ * already names. */
 int pa_fwd_instance_dim(const int *dims, int n, int64_t dqk, int64_t dv);
 /* The kernel's name in the "which kernel" answer: family<dtype,dD,BMxBN>, the call's head dims after
  * D where the instance is wider than them (family<bf16,d128(80/80),128x128>), and a family's own

@@ -75,11 +75,11 @@ static const int cdna_dims[] = {PA_CDNA_DIMS}, rdna3_dims[] = {PA_RDNA3_DIMS};
 #define HIP_NDIMS(dims) ((int)(sizeof dims / sizeof *dims))
 static int cdna_head_dims(const pa_problem *pb, char *why, size_t why_len)
 {
-    return pa_fwd_dims_ok(cdna_dims, HIP_NDIMS(cdna_dims), pb, "hip-cdna", why, why_len);
+    return pa_fwd_dims_ok(cdna_dims, HIP_NDIMS(cdna_dims), pb, NULL, why, why_len);
 }
 static int rdna3_head_dims(const pa_problem *pb, char *why, size_t why_len)
 {
-    return pa_fwd_dims_ok(rdna3_dims, HIP_NDIMS(rdna3_dims), pb, "hip-rdna3", why, why_len);
+    return pa_fwd_dims_ok(rdna3_dims, HIP_NDIMS(rdna3_dims), pb, NULL, why, why_len);
 }
 static const pa_family cdna_limits = PA_HIP_FAST_FAMILY(cdna_head_dims);
 static const pa_family rdna3_limits = PA_HIP_FAST_FAMILY(rdna3_head_dims);

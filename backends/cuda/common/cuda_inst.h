@@ -34,7 +34,8 @@ extern "C" {
 /* The instance of table t (n rows, ascending d) a call with head dims dqk/dv runs on: the smallest that
  * holds both (pa_fwd_instance_dim), or NULL. */
 const pa_cuda_inst *pa_cuda_inst_for(const pa_cuda_inst *t, int n, int64_t dqk, int64_t dv);
-/* supports()' form: that instance, or NULL and why (pa_fwd_dims_ok's words, `who` naming the family). */
+/* supports()' form: that instance, or NULL and why (pa_fwd_dims_ok's words; `who` names a kernel family
+ * inside the backend, NULL the backend's own). */
 const pa_cuda_inst *pa_cuda_inst_ok(const pa_cuda_inst *t, int n, const struct pa_problem *pb, const char *who,
                                     char *why, size_t why_len);
 

@@ -41,7 +41,7 @@ extern "C" const pa_cuda_inst *pa_sm80_instance(const pa_problem *pb, char *why,
 {
     if (pb->kv_cache)
         return pa_cuda_inst_ok(paged_insts, PA_CUDA_ROWS(paged_insts), pb, "paged prefill (KV cache)", why, why_len);
-    return pa_cuda_inst_ok(fwd_insts, PA_CUDA_ROWS(fwd_insts), pb, "cuda-sm80", why, why_len);
+    return pa_cuda_inst_ok(fwd_insts, PA_CUDA_ROWS(fwd_insts), pb, NULL, why, why_len);
 }
 
 /* A KV-cache call: the new tokens go into the cache first (same stream), then the paged instance. */

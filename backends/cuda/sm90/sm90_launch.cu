@@ -52,8 +52,8 @@ PA_CUDA_INST_FNS_OK(kv_insts, kv_fns);
 extern "C" const pa_cuda_inst *pa_sm90_instance(const pa_problem *pb, char *why, size_t why_len)
 {
     if (pb->kv_cache)
-        return pa_cuda_inst_ok(kv_insts, PA_CUDA_ROWS(kv_insts), pb, "cuda-sm90 (KV cache)", why, why_len);
-    return pa_cuda_inst_ok(fwd_insts, PA_CUDA_ROWS(fwd_insts), pb, "cuda-sm90", why, why_len);
+        return pa_cuda_inst_ok(kv_insts, PA_CUDA_ROWS(kv_insts), pb, "KV cache", why, why_len);
+    return pa_cuda_inst_ok(fwd_insts, PA_CUDA_ROWS(fwd_insts), pb, NULL, why, why_len);
 }
 
 extern "C" int pa_sm90_nc(const pa_problem *pb, int d)
