@@ -1,5 +1,6 @@
-/* Runs the whole case table on one backend: test_cases <backend-name> [case-substring]; built as
- * test_cases_bwd (PA_BACKWARD) it runs the backward check of every case instead.
+/* Runs the whole case table on one backend: test_cases <backend-name> [case-substring | K/N]; built
+ * as test_cases_bwd (PA_BACKWARD) it runs the backward check of every case instead. K/N runs every
+ * N-th case from the K-th: N processes share the table (CTest runs them side by side on the cores).
  * Exit 0 all pass, 1 any failure, 77 when the hardware the backend needs is absent (harness.h).
  * Cases the backend declines (NOT_SUPPORTED) are listed and counted apart, never as passes, and must
  * be exactly the backend's pinned list (coverage.c): a decline more or fewer fails, named. */
@@ -17,9 +18,21 @@
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s <backend> [case-substring]\n", argv[0]);
+    int shard = 1, shards = 1;
+    char end;
+    if (argc < 2 || argc > 3) {
+        fprintf(stderr, "usage: %s <backend> [case-substring | K/N]\n", argv[0]);
         return 2;
+    }
+    const char *only = argc > 2 ? argv[2] : NULL;
+    if (only && sscanf(only, "%d/%d%c", &shard, &shards, &end) == 2) {
+        if (shard < 1 || shard > shards) {
+            fprintf(stderr, "shard %s: K must be in 1..N\n", only);
+            return 2;
+        }
+        only = NULL;
+    } else {
+        shard = shards = 1;
     }
     int ok;
     portattn_backend_t be = portattn_backend_from_name(argv[1], &ok);
@@ -39,7 +52,7 @@ int main(int argc, char **argv)
         return 1;
     }
     for (int i = 0; i < test_case_count; i++) {
-        if (argc > 2 && !strstr(test_cases[i].name, argv[2])) continue;
+        if ((only && !strstr(test_cases[i].name, only)) || i % shards != shard - 1) continue;
         for (int t = 0; t < 3; t++) {
             run_result r = (PA_BACKWARD ? run_case_bwd : run_case)(&test_cases[i], dtypes[t], be, seed);
             passed += r == RUN_PASS, failed += r == RUN_FAIL, declined += r == RUN_NOT_SUPPORTED;
@@ -51,6 +64,7 @@ int main(int argc, char **argv)
             }
         }
     }
+    if (shards > 1) printf("cases %d, %d + %d, ... of %d: ", shard, shard + shards, shard + 2 * shards, test_case_count);
     printf("%s: %d cases ran, %d declined by the backend (n/a)\n", info.name, passed + failed, declined);
     printf("%d passed, %d failed, %d off the pinned coverage (COVERAGE lines)\n", passed, failed, off_list);
     return failed || off_list || passed == 0 ? 1 : 0;

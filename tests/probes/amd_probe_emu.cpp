@@ -1,7 +1,8 @@
 /* The emulated side of the AMD instruction probes: amd_wave_probes.h's bodies under hip_wave.h's
- * emulation, every lane a fiber of tests/sim/hip_fake/sim_fiber.h, as the simulated GPU of the T3 tests
- * runs the kernels. Compiled like tests/sim/hip_fake/fake_hip.cpp (-D__CUDACC__, -include its shim's
- * pre.h) and linked into amd_probe (amd_probe.hip), which compares it with the hardware. */
+ * emulation, every lane a fiber of tests/sim/sim_shim/sim_fiber.h, as the simulated GPU of the T3 tests
+ * runs the kernels. Compiled like tests/sim/hip_fake/fake_hip.cpp (-D__CUDACC__, -include the HIP shim's
+ * pre.h, tests/sim/hip_sim/shim) and linked into amd_probe (amd_probe.hip), which compares it with the
+ * hardware. */
 #include "amd_wave_probes.h"
 
 int pa_sim_mfma_ftz; /* PA_EMU_MFMA_FTZ (shim/pre.h): set per call */

@@ -1,4 +1,4 @@
-/* cuda-generic's backward kernels (generic_bwd_kernel.cuh) on the CPU, one std::thread per lane, with
+/* cuda-generic's backward kernels (generic_bwd_kernel.cuh) on the CPU, every lane a fiber (sim_fiber.h), with
  * grids smaller than the problem so every grid-stride loop runs: dq, dk, dv against the CPU backend's
  * backward on the same inputs (GQA/MQA, Dqk != Dv up to 256, causal with rows that see no key,
  * windows, softcap, scale, varlen with empty sequences, padded gradient layouts), f32/f16/bf16.
@@ -8,39 +8,22 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include <thread>
 #include <vector>
 
 #include "generic_bwd_kernel.cuh"
 #include "half.h"
 #include "portattn.h"
 
-thread_local sim_dim3 threadIdx, blockIdx;
-sim_dim3 gridDim;
-thread_local sim_warp *sim_cur_warp;
+sim_warp sim_warps[32];
 
-/* Every warp of every block of `grid` in turn (the kernels never sync across warps), on 32 lane
- * threads that live for the whole launch: a shuffle ends on a barrier, so a lane may start the next
- * warp's work while the others finish theirs. */
+/* Every block of `grid` in turn, its warps side by side (the kernels never sync across warps). */
 template <typename K>
 static void sim_launch(K kernel, sim_dim3 grid, const pa_bwd_problem &bp, float inv_cap)
 {
-    gridDim = grid;
-    sim_warp warp;
-    std::vector<std::thread> lanes;
-    for (unsigned l = 0; l < 32; ++l)
-        lanes.emplace_back([&, l] {
-            sim_cur_warp = &warp;
-            for (unsigned z = 0; z < grid.z; ++z)
-                for (unsigned y = 0; y < grid.y; ++y)
-                    for (unsigned x = 0; x < grid.x; ++x)
-                        for (unsigned w = 0; w < GB_WARPS; ++w) {
-                            threadIdx = {w * 32 + l, 0, 0};
-                            blockIdx = {x, y, z};
-                            kernel(bp, inv_cap);
-                        }
-        });
-    for (auto &t : lanes) t.join();
+    if (sim_run(grid, GB_THREADS, 32, [&] { kernel(bp, inv_cap); })) {
+        printf("FAIL: a launch deadlocked\n");
+        exit(1);
+    }
 }
 
 struct cfg {

@@ -1,4 +1,4 @@
-/* portattn_merge's CUDA kernel (cuda_merge_kernel.cuh) on the CPU, one std::thread per lane, with
+/* portattn_merge's CUDA kernel (cuda_merge_kernel.cuh) on the CPU, every lane a fiber (sim_fiber.h), with
  * grids smaller than the rows so that the grid-stride loop runs: every (o, o_part) dtype pair, BSHD,
  * BHSD and padded layouts, LSE layouts of both orders, LSEs with -inf on one side or both (the O there
  * NaN: it must not be read), NaN, and far apart. The result must be bitwise the host loop's
@@ -10,37 +10,22 @@
 #include <string.h>
 #include <time.h>
 
-#include <thread>
 #include <vector>
-
-/* pre.h (included first) has the lanes' barrier; the merge kernel orders its LSE write with it. */
-thread_local sim_dim3 threadIdx, blockIdx;
-sim_dim3 gridDim;
-thread_local sim_warp *sim_cur_warp;
-static inline void __syncwarp() { sim_cur_warp->bar.arrive_and_wait(); }
 
 #include "cuda_merge_kernel.cuh"
 #include "half.h"
 #include "portattn.h"
 
-/* Every warp of every block in turn, on 32 lane threads that live for the whole launch. */
+sim_warp sim_warps[32];
+
+/* Every block in turn, its warps side by side. */
 template <typename K>
 static void sim_launch(K kernel, unsigned blocks, const portattn_merge_params_t &p)
 {
-    gridDim = {blocks, 1, 1};
-    sim_warp warp;
-    std::vector<std::thread> lanes;
-    for (unsigned l = 0; l < 32; ++l)
-        lanes.emplace_back([&, l] {
-            sim_cur_warp = &warp;
-            for (unsigned x = 0; x < blocks; ++x)
-                for (unsigned w = 0; w < MRG_WARPS; ++w) {
-                    threadIdx = {w * 32 + l, 0, 0};
-                    blockIdx = {x, 0, 0};
-                    kernel(p);
-                }
-        });
-    for (auto &t : lanes) t.join();
+    if (sim_run({blocks, 1, 1}, MRG_THREADS, 32, [&] { kernel(p); })) {
+        printf("FAIL: a launch deadlocked\n");
+        exit(1);
+    }
 }
 
 template <typename TO>

@@ -1,23 +1,27 @@
 // The CPU simulation of the HIP kernels' emulation build, shared by test_hip_cdna_sim.cpp and
 // test_hip_rdna3_sim.cpp (each test is one translation unit that includes this once, after its
-// kernel header): the globals the shim (shim/) declares, 16-bit conversions, the case table, the
-// thread-per-lane launch (one std::thread per GPU thread, the block barrier and one std::barrier per
-// wave for the emulation's named barriers), the double-precision reference and the checker.
+// kernel header): 16-bit conversions, the case table, the launch (every GPU thread a fiber of
+// tests/sim/sim_shim/sim_fiber.h, __syncthreads and the emulation's per-wave barriers its barriers),
+// the double-precision reference and the checker.
 // A kernel is described by SimKernel: rows per workgroup, threads per workgroup, wave size and a
 // function running one thread of it (every launch a call makes, as the host backend does).
 #pragma once
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <memory>
+#include <random>
+#include <string>
+#include <vector>
 
 #include "hip_grid.h"
 
-thread_local sim_dim3 threadIdx, blockIdx;
-sim_dim3 gridDim;
-std::barrier<> *sim_block_bar;
-std::barrier<> *sim_wave_bar[16];
-int sim_bar_calls_bad;
-int sim_wave_threads = 64;
 int pa_sim_mfma_ftz; // the emulated MFMA flushes 16-bit subnormals (gfx90a); set by the CDNA test
 
 struct SimKernel {
@@ -141,24 +145,10 @@ static int run_case(const Case &c0, unsigned seed, const SimKernel &kern) {
     unsigned g[3];
     pa_hip_grid(B, H, max_sq, kern.block_m, g);
     const unsigned gy = g[1], gz = g[2];
-    gridDim = {g[0], gy, gz};
-    // one block barrier, one barrier per wave (the emulation's per-wave named barriers)
-    std::barrier<> bb(kern.threads);
-    std::vector<std::unique_ptr<std::barrier<>>> wbs;
-    for (int w = 0; w < kern.threads / kern.wave; ++w) wbs.push_back(std::make_unique<std::barrier<>>(kern.wave)), sim_wave_bar[w] = wbs.back().get();
-    sim_block_bar = &bb;
-    sim_wave_threads = kern.wave;
-    for (unsigned z = 0; z < gz; ++z)
-        for (unsigned y = 0; y < gy; ++y)
-            for (unsigned x = 0; x < g[0]; ++x) {
-                std::vector<std::thread> th;
-                for (int t = 0; t < kern.threads; ++t)
-                    th.emplace_back([&, t, x, y, z] {
-                        threadIdx = {(unsigned)t, 0, 0}; blockIdx = {x, y, z};
-                        kern.run(a, c.bf, inst);
-                    });
-                for (auto &t : th) t.join();
-            }
+    if (sim_run({g[0], gy, gz}, (unsigned)kern.threads, (unsigned)kern.wave, [&] { kern.run(a, c.bf, inst); })) {
+        printf("%-44s FAIL the launch deadlocked\n", c.name);
+        return 0;
+    }
 
     // reference (double, from the 16-bit inputs)
     double maxerr = 0, maxlse = 0; long bad = 0, unwritten = 0, overwritten = 0;

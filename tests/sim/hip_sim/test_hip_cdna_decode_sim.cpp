@@ -1,6 +1,6 @@
 // test_hip_cdna_decode_sim: hip-cdna's split-KV decode kernels (backends/hip/cdna_decode_kernel.h: the
 // append, the split attention and the combine) on the CPU, as the emulation build compiles them, every
-// GPU thread a std::thread (sim_common.h's launch shim). Independent of the library's host code: the
+// GPU thread a fiber (tests/sim/sim_shim/sim_fiber.h). Independent of the library's host code: the
 // arguments are filled here, so what this checks is the kernels' own index math, paging, masking and
 // split merge against a double-precision attention. Inputs are chosen to catch what the case table
 // does not: pages of 1 and 2 keys, tables with entries outside the pool, cache lengths below zero and
@@ -24,17 +24,10 @@ struct DecCase {
 
 // One launch of 64-thread workgroups over grid g; body runs as every thread.
 template <typename F> void launch(unsigned gx, unsigned gy, unsigned gz, F body) {
-    std::barrier<> bb(PA_CDNA_DEC_THREADS), wb(PA_CDNA_DEC_THREADS);
-    sim_block_bar = &bb, sim_wave_bar[0] = &wb, sim_wave_threads = PA_WAVE;
-    gridDim = {gx, gy, gz};
-    for (unsigned z = 0; z < gz; ++z)
-        for (unsigned y = 0; y < gy; ++y)
-            for (unsigned x = 0; x < gx; ++x) {
-                std::vector<std::thread> th;
-                for (int t = 0; t < PA_CDNA_DEC_THREADS; ++t)
-                    th.emplace_back([&, t, x, y, z] { threadIdx = {(unsigned)t, 0, 0}, blockIdx = {x, y, z}; body(); });
-                for (auto &t : th) t.join();
-            }
+    if (sim_run({gx, gy, gz}, PA_CDNA_DEC_THREADS, PA_WAVE, body)) {
+        printf("FAIL: a launch deadlocked\n");
+        exit(1);
+    }
 }
 
 // The split attention of one entry of cdna_decode_entries.h, if it is an attention instance the call uses.

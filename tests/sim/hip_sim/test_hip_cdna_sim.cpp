@@ -1,6 +1,6 @@
 // test_hip_cdna_sim: the hip-cdna kernel source (backends/hip/cdna_fwd_kernel.h) on the CPU, as the
 // nvcc emulation build compiles it (hip_wave.h's emulated wave primitives), every GPU thread a
-// std::thread: 256 per workgroup, __syncthreads and the per-wave named barriers as std::barriers,
+// fiber (sim_fiber.h): 256 per workgroup, __syncthreads and the per-wave named barriers its barriers,
 // __shared__ as static storage (workgroups run one after another). The kernel and hip_wave.h are used
 // verbatim; shim/ only supplies the CUDA names. Each case is compared with a double-precision
 // attention over the same 16-bit inputs; outputs and LSE start as sentinels, so rows never written

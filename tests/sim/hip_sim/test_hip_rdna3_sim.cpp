@@ -1,7 +1,7 @@
 // test_hip_rdna3_sim: the hip-rdna3 kernel source (backends/hip/rdna3_fwd_kernel.h) on the CPU, as the
 // nvcc emulation build compiles it (hip_wave.h's emulated wave32 primitives: WMMA computed from the
 // lane maps of hip_mfma_layout.h, each half-wave from its own copy of the replicated operands, the
-// xor-16 exchange through shared storage), every GPU thread a std::thread: 128 per workgroup, four
+// xor-16 exchange through shared storage), every GPU thread a fiber: 128 per workgroup, four
 // wave32s. The same cases, reference and checker as test_hip_cdna_sim (sim_common.h). Not AMD
 // hardware; T3 is the case table through the library's backend (tests/sim/hip_fake); it checks the kernel's index math, WMMA operand layouts, masking, softmax
 // and data flow. Exit 0 pass, 1 fail. Seed: $PORTATTN_TEST_SEED, else the clock (printed).

@@ -1,6 +1,6 @@
 /* The CUDA names that every CPU simulation of a CUDA kernel needs, declared for g++ so that the kernel
- * source compiles for the host: the qualifiers, the thread and block indices (thread_local: each host
- * thread plays one GPU thread, its indices set by the simulation's launch), the vector types and bit
+ * source compiles for the host: the qualifiers, the thread and block indices (sim_fiber.h: every GPU
+ * thread a fiber, its indices set by the scheduler before it runs), the vector types and bit
  * casts, two fast-math intrinsics, and the runtime calls of the kernels' launch code. Those calls exist
  * only so that the launch code parses: a simulation runs the kernel body itself and never calls them.
  * What differs by simulator (barriers, shuffles, votes, shared memory, the instructions it emulates)
@@ -27,11 +27,8 @@
 #define __align__(n) __attribute__((aligned(n)))
 #endif
 
-struct sim_dim3 {
-    unsigned x, y, z;
-};
-extern thread_local sim_dim3 threadIdx, blockIdx;
-extern sim_dim3 gridDim;
+#include "sim_fiber.h"
+
 struct dim3 {
     unsigned x, y, z;
     dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}

@@ -1,7 +1,7 @@
 /* The cuda-sm100 kernel source on the CPU (no GPU): sm100_fwd_kernel.cuh compiled by g++ with
- * PA_SM100_HOST_SIM, one std::thread per CUDA thread (320 per CTA, CTAs one after another), and
- *  - mbarriers with phases, arrival counts and transaction bytes (a wait that never completes is
- *    reported as a deadlock, with the barrier's name),
+ * PA_SM100_HOST_SIM, a fiber per CUDA thread (sim_fiber.h; 320 per CTA, CTAs one after another), and
+ *  - mbarriers with phases, arrival counts and transaction bytes (a wait that nothing can complete
+ *    is reported as a deadlock, with the barrier's address),
  *  - TMA loads of 64-column boxes with the 128-byte swizzle and zero fill out of bounds,
  *  - tcgen05 from sm100_tc_emu.h: MMAs queued at issue and run at commit (so reading TMEM before
  *    the commit's barrier shows stale data), 32x32b ld/st with the warp-quadrant rule.
@@ -12,14 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include <atomic>
-#include <barrier>
-#include <chrono>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cuda.h"
@@ -30,31 +24,27 @@
 #include "sm100_tc_emu.h"
 
 /* ---- the simulated CTA ----------------------------------------------------------------- */
-thread_local sim_dim3 threadIdx, blockIdx;
-sim_dim3 gridDim;
 alignas(1024) uint8_t smem_raw[232448];
 static std::vector<uint32_t> tmem(SM100_TMEM_LANES * SM100_TMEM_COLS);
-static std::barrier<> *block_bar;
-static std::barrier<> *warp_bar[PA_SM100_WARPS];
 static int votes[PA_SM100_WARPS][32];
-static std::atomic<int> sim_errors{0};
+static int sim_errors;
 static char sim_error_text[256];
 
 static void sim_fail(const char *what)
 {
-    if (sim_errors.fetch_add(1) == 0) snprintf(sim_error_text, sizeof sim_error_text, "%s", what);
+    if (sim_errors++ == 0) snprintf(sim_error_text, sizeof sim_error_text, "%s", what);
 }
 
-void __syncthreads() { block_bar->arrive_and_wait(); }
-void __syncwarp(unsigned) { warp_bar[threadIdx.x / 32]->arrive_and_wait(); }
+void __syncthreads() { sim_sync_block(); }
+void __syncwarp(unsigned) { sim_sync_wave(); }
 int __any_sync(unsigned, int pred)
 {
     const int w = threadIdx.x / 32;
     votes[w][threadIdx.x % 32] = pred != 0;
-    warp_bar[w]->arrive_and_wait();
+    sim_sync_wave();
     int any = 0;
     for (int i = 0; i < 32; ++i) any |= votes[w][i];
-    warp_bar[w]->arrive_and_wait(); /* nobody overwrites a vote before all have read */
+    sim_sync_wave(); /* nobody overwrites a vote before all have read */
     return any;
 }
 float __shfl_xor_sync(unsigned, float v, int) { return sim_fail("__shfl_xor_sync is not simulated"), v; }
@@ -67,20 +57,19 @@ struct sim_bar {
     unsigned phase = 0; /* completed phases */
 };
 static std::map<uint32_t, sim_bar> bars;
-static std::mutex bar_mu;
-static std::condition_variable bar_cv;
-static std::atomic<bool> sim_dead{false};
+static bool sim_dead;
 /* Faults injected into the simulated hardware, to prove the simulation catches them. */
 enum { INJ_NONE, INJ_PARITY, INJ_NO_SWIZZLE, INJ_EARLY_COMMIT, INJ_QUADRANT };
 static int inject = INJ_NONE;
-static std::atomic<int> inject_armed{0};
+static int inject_armed;
 
+/* After every change of an mbarrier's state: a waiter may be able to go on. */
 static void bar_check(sim_bar &b)
 {
+    sim_progress();
     if (b.pending == 0 && b.tx == 0) {
         b.phase++;
         b.pending = b.count;
-        bar_cv.notify_all();
     } else if (b.pending < 0 || b.tx < 0) {
         sim_fail("mbarrier: more arrivals or bytes than expected in a phase");
     }
@@ -88,42 +77,40 @@ static void bar_check(sim_bar &b)
 static uint32_t pa_smem_u32(const void *p) { return __cvta_generic_to_shared(p); }
 static void pa_bar_init(uint32_t a, int count)
 {
-    std::lock_guard<std::mutex> g(bar_mu);
     bars[a] = sim_bar{count, count, 0, 0};
 }
 static void pa_bar_init_fence(void) {}
 static void pa_fence_proxy_async(void) {}
 static void pa_bar_expect_tx(uint32_t a, uint32_t bytes)
 {
-    std::lock_guard<std::mutex> g(bar_mu);
     sim_bar &b = bars.at(a);
     b.tx += bytes;
     b.pending--;
     bar_check(b);
 }
+/* An arrival is visible at once: the waiters it releases run before this thread's next step (an
+ * arrival made too early, before the data it announces, shows). */
 static void pa_bar_arrive(uint32_t a)
 {
-    std::lock_guard<std::mutex> g(bar_mu);
     sim_bar &b = bars.at(a);
     b.pending--;
     bar_check(b);
+    sim_yield();
 }
 static void pa_bar_wait(uint32_t a, uint32_t parity)
 {
     /* fault: the first wait of softmax thread 0 asks for the other parity (a kernel bug's effect) */
-    if (inject == INJ_PARITY && threadIdx.x == 0 && inject_armed.exchange(0)) parity ^= 1u;
-    std::unique_lock<std::mutex> g(bar_mu);
-    sim_bar &b = bars.at(a);
+    if (inject == INJ_PARITY && threadIdx.x == 0 && inject_armed) inject_armed = 0, parity ^= 1u;
+    const sim_bar &b = bars.at(a);
     /* try_wait.parity(P) succeeds once the phase of parity P has completed: current parity != P */
-    if (!bar_cv.wait_for(g, std::chrono::seconds(20), [&] { return (b.phase & 1u) != parity || sim_dead.load(); }) ||
-        sim_dead.load()) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "deadlock: wait on the mbarrier at smem offset %u (parity %u, %u phases done)", a,
-                 parity, b.phase);
-        sim_fail(msg);
-        sim_dead = true;
-        bar_cv.notify_all();
-    }
+    while ((b.phase & 1u) == parity && !sim_dead)
+        if (sim_spin()) { /* every thread waits and nothing can move */
+            char msg[128];
+            snprintf(msg, sizeof msg, "deadlock: wait on the mbarrier at smem offset %u (parity %u, %u phases done)",
+                     a, parity, b.phase);
+            sim_fail(msg);
+            sim_dead = true;
+        }
 }
 /* TMA: a 64-column x box_rows box at (c0, c1, c2, c3), 128-byte swizzle by address bits, zeros out of bounds */
 static void pa_tma_load_4d(uint32_t dst, const void *tmap, uint32_t bar, int c0, int c1, int c2, int c3)
@@ -141,7 +128,6 @@ static void pa_tma_load_4d(uint32_t dst, const void *tmap, uint32_t bar, int c0,
             if (inject != INJ_NO_SWIZZLE) a ^= ((a >> 7) & 7u) << 4;
             memcpy(smem_raw + a, &v, 2);
         }
-    std::lock_guard<std::mutex> g(bar_mu);
     sim_bar &b = bars.at(bar);
     b.tx -= 64 * m->box_rows * 2;
     bar_check(b);
@@ -164,11 +150,10 @@ static void pa_tma_store_4d(const void *tmap, uint32_t src, int c0, int c1, int 
 }
 static void pa_bulk_commit(void) {}
 static void pa_bulk_wait_read(void) {}
-static std::barrier<> *named_bar[3];
 static void pa_named_sync(int id, int n)
 {
     if (id < 1 || id > 2 || n != 128) sim_fail("named barrier: the kernel uses ids 1 and 2 over 128 threads");
-    else named_bar[id]->arrive_and_wait();
+    else sim_sync_named(id, (unsigned)n);
 }
 
 /* tcgen05 */
@@ -244,28 +229,22 @@ static float frand(void)
 template <typename T> static void launch(const sim_case &c, const CUtensorMap &tq, const CUtensorMap &tk,
                                          const CUtensorMap &tv, const CUtensorMap &to, const pa_fwd_args &a, int ctas)
 {
-    for (int cta = 0; cta < ctas && !sim_dead; ++cta) {
+    auto start = [&] {
         memset(smem_raw, 0xFF, sizeof smem_raw);
         for (auto &x : tmem) x = 0x7FC00001u; /* NaN: an unwritten TMEM cell shows */
+        if (!mma_queue.empty()) sim_fail("MMAs issued and never committed");
         bars.clear();
         mma_queue.clear();
-        std::barrier<> bb(PA_SM100_THREADS);
-        block_bar = &bb;
-        for (int w = 0; w < PA_SM100_WARPS; ++w) warp_bar[w] = new std::barrier<>(32);
-        std::barrier<> nb1(128), nb2(128);
-        named_bar[1] = &nb1, named_bar[2] = &nb2;
-        std::vector<std::thread> th;
-        for (int t = 0; t < PA_SM100_THREADS; ++t)
-            th.emplace_back([&, t, cta] {
-                threadIdx = {(unsigned)t, 0, 0};
-                blockIdx = {(unsigned)cta, 0, 0};
-                if (c.d == 64) sm100_fwd<T, 64, PA_SM100_STAGES(64)>(tq, tk, tv, to, a);
-                else sm100_fwd<T, 128, PA_SM100_STAGES(128)>(tq, tk, tv, to, a);
-            });
-        for (auto &x : th) x.join();
-        for (int w = 0; w < PA_SM100_WARPS; ++w) delete warp_bar[w];
-        if (!mma_queue.empty()) sim_fail("MMAs issued and never committed");
-    }
+    };
+    auto thread = [&] {
+        if (sim_dead) return;
+        if (c.d == 64) sm100_fwd<T, 64, PA_SM100_STAGES(64)>(tq, tk, tv, to, a);
+        else sm100_fwd<T, 128, PA_SM100_STAGES(128)>(tq, tk, tv, to, a);
+    };
+    if (sim_run_blocks({(unsigned)ctas, 1, 1}, PA_SM100_THREADS, 32, start, thread))
+        sim_fail("deadlock at a block or named barrier");
+    if (!mma_queue.empty()) sim_fail("MMAs issued and never committed");
+    mma_queue.clear();
 }
 
 static int run_case(const sim_case &c, const sim_varlen *vl = nullptr)
@@ -329,7 +308,6 @@ static int run_case(const sim_case &c, const sim_varlen *vl = nullptr)
     const CUtensorMap tq = tmap(q, Sq, Hq, PA_SM100_BM), tk = tmap(k, Sk, Hk, PA_SM100_BN), tv = tmap(v, Sk, Hk, PA_SM100_BN),
                       to = tmap(o, Sq, Hq, PA_SM100_BM);
     const int ctas = (maxq + 255) / 256 * B * Hq;
-    gridDim = {(unsigned)ctas, 1, 1};
     if (c.bf16) launch<__nv_bfloat16>(c, tq, tk, tv, to, a, ctas);
     else launch<__half>(c, tq, tk, tv, to, a, ctas);
     if (sim_errors) {

@@ -1,5 +1,5 @@
-/* cuda-sm80's backward kernels (sm80_bwd_rows.cuh, sm80_bwd_kernel.cuh) on the CPU, a std::thread per
- * GPU thread, ldmatrix and mma.sync emulated by the lanes' posted operands (shim/pre.h): dq, dk, dv
+/* cuda-sm80's backward kernels (sm80_bwd_rows.cuh, sm80_bwd_kernel.cuh) on the CPU, a fiber per GPU
+ * thread (sim_fiber.h, resumed in a random order that differs between runs), ldmatrix and mma.sync emulated by the lanes' posted operands (shim/pre.h): dq, dk, dv
  * against the CPU backend's backward on the same inputs. Covers d64, d96, d128 and d256, f16 and
  * bf16, GQA/MQA, causal with rows that see no key, windows, softcap, a negative scale, varlen with
  * empty sequences, whole blocks (the unmasked path) at d128 and d256, several key blocks per CTA (a
@@ -12,51 +12,36 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include <thread>
 #include <vector>
 
 #include "bwd_problem.h"
 #include "portattn.h"
 #include "sm80_bwd_rows.cuh"
 
-thread_local sim_dim3 threadIdx, blockIdx;
-sim_dim3 gridDim;
-thread_local sim_warp *sim_cur_warp;
-std::barrier<> *sim_block_bar;
+sim_warp sim_warps[32];
 bool sim_late_copies;
-thread_local std::vector<sim_copy> sim_pending;
-static std::atomic<int> failures{0};
+std::vector<sim_copy> sim_pending_of[1024];
+static int failures;
 alignas(128) uint8_t smem[SIM_SMEM_BYTES];
 
-/* Every block of `grid` in turn on `threads` threads that live for the whole launch. */
+/* Every block of `grid` in turn, `threads` fibers each. */
 template <typename K>
 static void sim_launch(K kernel, sim_dim3 grid, int threads, const sm80_bwd_args &a)
 {
-    gridDim = grid;
-    std::barrier<> block_bar(threads);
-    std::vector<sim_warp> warps((size_t)threads / 32);
-    sim_block_bar = &block_bar;
     memset(smem, 0xFF, sizeof smem); /* shared memory starts as garbage */
-    std::vector<std::thread> pool;
-    for (int th = 0; th < threads; ++th)
-        pool.emplace_back([&, th] {
-            sim_cur_warp = &warps[(size_t)th / 32];
-            for (unsigned z = 0; z < grid.z; ++z)
-                for (unsigned y = 0; y < grid.y; ++y)
-                    for (unsigned x = 0; x < grid.x; ++x) {
-                        threadIdx = {(unsigned)th, 0, 0};
-                        blockIdx = {x, y, z};
-                        kernel(a);
-                        if (!sim_pending.empty()) { /* a copy never waited for: the kernel's bug */
-                            printf("FAIL: thread %d ended a block with %zu cp.async copies not waited for\n", th,
-                                   sim_pending.size());
-                            sim_pending.clear();
-                            failures++;
-                        }
-                        block_bar.arrive_and_wait(); /* the next block starts when this one is done */
-                    }
-        });
-    for (auto &t : pool) t.join();
+    const int r = sim_run(grid, (unsigned)threads, 32, [&] {
+        kernel(a);
+        if (!sim_pending.empty()) { /* a copy never waited for: the kernel's bug */
+            printf("FAIL: thread %u ended a block with %zu cp.async copies not waited for\n", threadIdx.x,
+                   sim_pending.size());
+            sim_pending.clear();
+            failures++;
+        }
+    });
+    if (r) {
+        printf("FAIL: a launch deadlocked\n");
+        failures++;
+    }
 }
 
 struct cfg {
@@ -238,6 +223,8 @@ static void run(const cfg &c, portattn_dtype_t dt)
      * threads interleave differently each time, the results must not differ in a bit. */
     std::vector<unsigned char> first[3];
     for (int pass = 0; pass < (c.det ? 2 : 1); ++pass) {
+        urand(); /* the threads interleave differently on each pass */
+        sim_order((unsigned)(rng_state >> 32) | 1u);
         if (pass) {
             for (int i = 0; i < 3; ++i) first[i] = g[1][i].mem, memset(g[1][i].mem.data(), 0xFF, g[1][i].mem.size());
             memset(a.dq_acc, 0, rows * (size_t)splits * (size_t)c.d * 4);
@@ -299,6 +286,6 @@ int main(int argc, char **argv)
             if (PA_SM80_BWD_BM_MAX(c0.d) == 64) break;
         }
     }
-    printf("%d failures\n", failures.load());
-    return failures.load() != 0;
+    printf("%d failures\n", failures);
+    return failures != 0;
 }

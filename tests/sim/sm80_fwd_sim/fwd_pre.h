@@ -3,16 +3,16 @@
 #pragma once
 #include "pre.h"
 
-static inline void __syncwarp(void) { sim_cur_warp->bar.arrive_and_wait(); }
+static inline void __syncwarp(void) { sim_sync_wave(); }
 
 /* Every lane posts its predicate; all read the OR. */
 static inline bool __any_sync(unsigned, bool pred)
 {
     sim_cur_warp->f[sim_lane()] = pred ? 1.f : 0.f;
-    sim_cur_warp->bar.arrive_and_wait();
+    sim_sync_wave();
     bool any = false;
     for (int l = 0; l < 32; ++l) any |= sim_cur_warp->f[l] != 0.f;
-    sim_cur_warp->bar.arrive_and_wait();
+    sim_sync_wave();
     return any;
 }
 

@@ -1,37 +1,31 @@
-/* Included first (-include) by test_generic_bwd_sim: the CUDA names the cuda-generic backward kernels
- * use, on the host. Each lane of a warp is a std::thread; a shuffle is a post and a read around the
- * warp's barrier, so lanes that diverge on a shuffle deadlock here as they would misbehave on a GPU. */
+/* Included first (-include) by test_generic_bwd_sim and test_merge_sim: the CUDA names the cuda-generic
+ * backward kernels and the merge kernel use, on the host. Every lane is a fiber (sim_fiber.h); a
+ * shuffle is a post and a read around its warp's barrier, so lanes that diverge on a shuffle deadlock
+ * here (reported) as they would misbehave on a GPU. */
 #pragma once
-#include <barrier>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "cuda_runtime.h" /* the names every simulation shares (tests/sim/sim_shim) */
 
+/* The posts of the lanes of every warp of a block (32 warps at most). */
 struct sim_warp {
-    std::barrier<> bar{32};
     float val[32];
     double dval[32];
 };
-extern thread_local sim_warp *sim_cur_warp;
+extern sim_warp sim_warps[32];
 
-static inline double __shfl_xor_sync(unsigned, double x, int mask)
+template <typename T> static inline T sim_shfl_xor(T (sim_warp::*slot)[32], T x, int mask)
 {
+    sim_warp &w = sim_warps[threadIdx.x / 32];
     const unsigned lane = threadIdx.x & 31;
-    sim_cur_warp->dval[lane] = x;
-    sim_cur_warp->bar.arrive_and_wait();
-    const double r = sim_cur_warp->dval[lane ^ (unsigned)mask];
-    sim_cur_warp->bar.arrive_and_wait();
+    (w.*slot)[lane] = x;
+    sim_sync_wave();
+    const T r = (w.*slot)[lane ^ (unsigned)mask];
+    sim_sync_wave();
     return r;
 }
-
-static inline float __shfl_xor_sync(unsigned, float x, int mask)
-{
-    const unsigned lane = threadIdx.x & 31;
-    sim_cur_warp->val[lane] = x;
-    sim_cur_warp->bar.arrive_and_wait();
-    const float r = sim_cur_warp->val[lane ^ (unsigned)mask];
-    sim_cur_warp->bar.arrive_and_wait();
-    return r;
-}
+static inline double __shfl_xor_sync(unsigned, double x, int mask) { return sim_shfl_xor(&sim_warp::dval, x, mask); }
+static inline float __shfl_xor_sync(unsigned, float x, int mask) { return sim_shfl_xor(&sim_warp::val, x, mask); }
+static inline void __syncwarp() { sim_sync_wave(); }

@@ -1,22 +1,12 @@
-/* Included first (-include) by test_hip_cdna_sim and test_hip_rdna3_sim: the CUDA names the
- * emulation build of the HIP kernels uses, on the host. */
-#include "cuda_runtime.h"
+/* Included first (-include) when the HIP kernel source is compiled for the fiber simulation (the fake
+ * HIP runtime, tests/sim/hip_fake, and the kernel-level checks, tests/sim/hip_sim). */
 #include "cuda_fp16.h"
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <random>
-#include <vector>
-#include <string>
-#include <algorithm>
-#include <cmath>
-#include <functional>
+#include "cuda_runtime.h"
 /* The emulation's only inline asm is its per-wave barrier, asm volatile("bar.sync %0, %1;" :: ...):
- * it becomes sim_named_bar(), a std::barrier of the wave's threads (64 or 32:
- * sim_wave_threads). */
+ * it becomes sim_sync_wave(), a barrier of the calling fiber's wave (64 or 32 threads). */
 #define asm
-#define volatile(...) sim_named_bar()
-/* Whether the emulated MFMA flushes 16-bit subnormals as gfx90a's does (hip_wave.h); sim_common.h
- * defines it, each test sets it. */
+#define volatile(...) sim_sync_wave()
+/* Whether the simulated target's MFMA flushes 16-bit subnormals (hip_wave.h): set per launch by the
+ * fake runtime from the target it simulates, or by the hip_sim test. */
 extern int pa_sim_mfma_ftz;
 #define PA_EMU_MFMA_FTZ pa_sim_mfma_ftz

@@ -1,13 +1,12 @@
 /* Included first (-include) by test_sm80_bwd_sim: the CUDA names and the sm_80 instructions
  * (sm80_ptx.cuh's wrappers) the cuda-sm80 backward kernels use, on the host. Each thread of a block is
- * a std::thread; __syncthreads is a barrier of the block; a warp-wide instruction (ldmatrix, mma,
- * shuffle) posts each lane's operands, meets the warp's barrier, computes the lane's result from all
- * the posts and meets it again. cp.async lands at once, or with sim_late_copies as late as the
+ * a fiber (sim_fiber.h); __syncthreads is a barrier of the block; a warp-wide instruction (ldmatrix,
+ * mma, shuffle) posts each lane's operands, meets the warp's barrier, computes the lane's result from
+ * all the posts and meets it again. cp.async lands at once, or with sim_late_copies as late as the
  * hardware may land it: at the thread's next wait (the kernel's barriers must make both safe).
  * Shared memory is one array: the blocks of a launch run one after another. */
 #pragma once
 #include <atomic>
-#include <barrier>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -24,23 +23,23 @@
 #define SIM_SMEM_BYTES (232 * 1024)
 extern uint8_t smem[SIM_SMEM_BYTES];
 
+/* The lanes' posts, one set per warp of the block (32 warps at most). */
 struct sim_warp {
-    std::barrier<> bar{32};
     uint32_t addr[32], a[32][4], b[32][2];
     float f[32];
 };
-extern thread_local sim_warp *sim_cur_warp;
-extern std::barrier<> *sim_block_bar;
+extern sim_warp sim_warps[32];
+#define sim_cur_warp (&sim_warps[threadIdx.x / 32])
 
-static inline void __syncthreads(void) { sim_block_bar->arrive_and_wait(); }
+static inline void __syncthreads(void) { sim_sync_block(); }
 static inline unsigned sim_lane(void) { return threadIdx.x & 31; }
 
 static inline float __shfl_xor_sync(unsigned, float x, int mask)
 {
     sim_cur_warp->f[sim_lane()] = x;
-    sim_cur_warp->bar.arrive_and_wait();
+    sim_sync_wave();
     const float r = sim_cur_warp->f[sim_lane() ^ (unsigned)mask];
-    sim_cur_warp->bar.arrive_and_wait();
+    sim_sync_wave();
     return r;
 }
 
@@ -59,7 +58,9 @@ struct sim_copy {
     bool valid;
 };
 extern bool sim_late_copies;
-extern thread_local std::vector<sim_copy> sim_pending;
+/* Each thread's copies not landed yet. */
+extern std::vector<sim_copy> sim_pending_of[1024];
+#define sim_pending (sim_pending_of[threadIdx.x])
 
 static inline void sim_land(const sim_copy &c)
 {
@@ -104,7 +105,7 @@ static inline void sim_ldsm(uint32_t r[4], uint32_t addr, bool trans)
 {
     const unsigned l = sim_lane();
     sim_cur_warp->addr[l] = addr;
-    sim_cur_warp->bar.arrive_and_wait();
+    sim_sync_wave();
     for (int i = 0; i < 4; ++i) {
         const uint32_t *rows = sim_cur_warp->addr + 8 * i;
         if (!trans)
@@ -112,7 +113,7 @@ static inline void sim_ldsm(uint32_t r[4], uint32_t addr, bool trans)
         else
             r[i] = sim_ld16(rows[2 * (l % 4)] + (l / 4) * 2) | sim_ld16(rows[2 * (l % 4) + 1] + (l / 4) * 2) << 16;
     }
-    sim_cur_warp->bar.arrive_and_wait();
+    sim_sync_wave();
 }
 static inline void sm80_ldsm_x4(uint32_t r[4], uint32_t addr) { sim_ldsm(r, addr, false); }
 static inline void sm80_ldsm_x4_trans(uint32_t r[4], uint32_t addr) { sim_ldsm(r, addr, true); }
@@ -129,7 +130,7 @@ static inline void sim_mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_
     const unsigned l = sim_lane();
     memcpy(sim_cur_warp->a[l], a, 16);
     sim_cur_warp->b[l][0] = b0, sim_cur_warp->b[l][1] = b1;
-    sim_cur_warp->bar.arrive_and_wait();
+    sim_sync_wave();
     const unsigned g = l / 4, t = l % 4;
     for (int e = 0; e < 4; ++e) {
         const unsigned row = g + 8 * (e >> 1), col = 2 * t + (e & 1);
@@ -141,7 +142,7 @@ static inline void sim_mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_
         }
         d[e] += s;
     }
-    sim_cur_warp->bar.arrive_and_wait();
+    sim_sync_wave();
 }
 static inline void sm80_mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1, __half tag)
 {
