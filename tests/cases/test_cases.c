@@ -1,10 +1,12 @@
 /* Runs the whole case table on one backend: test_cases <backend-name> [case-substring | K/N]; built
- * as test_cases_bwd (PA_BACKWARD) it runs the backward check of every case instead. K/N runs every
- * N-th case from the K-th: N processes share the table (CTest runs them side by side on the cores).
+ * as test_cases_bwd (PA_BACKWARD) it runs the backward check of every case instead. K/N runs the K-th
+ * of N shares of the table, balanced by each case's work: N processes (CTest runs them side by side
+ * on the cores) run every case once between them.
  * Exit 0 all pass, 1 any failure, 77 when the hardware the backend needs is absent (harness.h).
  * Cases the backend declines (NOT_SUPPORTED) are listed and counted apart, never as passes, and must
  * be exactly the backend's pinned list (coverage.c): a decline more or fewer fails, named. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "coverage.h"
@@ -16,6 +18,31 @@
 #define PA_BACKWARD 0
 #endif
 
+/* A case's work on a backend: the visible part of its score matrix times the head dims, none if the
+ * backend declines it (a varlen batch's random lengths average a quarter of the matrix). */
+static double case_work(const tcase *c, portattn_backend_t be)
+{
+    if (coverage_expects_decline(be, c->name, PORTATTN_DTYPE_F16, PA_BACKWARD) == 1) return 0;
+    const double rows = (double)(c->sq > 0 ? c->sq : 1), keys = (double)(c->sk > 0 ? c->sk : 1);
+    return (double)c->b * (double)c->hq * rows * keys * (double)(c->dqk + c->dv) * (c->causal ? 0.5 : 1) *
+           (c->varlen ? 0.25 : 1);
+}
+
+/* The share (0..n-1) of every case: the largest first, each to the least loaded share so far. */
+static void shares(portattn_backend_t be, int n, int *share)
+{
+    double load[64] = {0};
+    for (int i = 0; i < test_case_count; i++) share[i] = -1;
+    for (int k = 0; k < test_case_count; k++) {
+        int big = -1, least = 0;
+        for (int i = 0; i < test_case_count; i++)
+            if (share[i] < 0 && (big < 0 || case_work(&test_cases[i], be) > case_work(&test_cases[big], be))) big = i;
+        for (int j = 1; j < n; j++)
+            if (load[j] < load[least]) least = j;
+        share[big] = least, load[least] += case_work(&test_cases[big], be);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int shard = 1, shards = 1;
@@ -26,8 +53,8 @@ int main(int argc, char **argv)
     }
     const char *only = argc > 2 ? argv[2] : NULL;
     if (only && sscanf(only, "%d/%d%c", &shard, &shards, &end) == 2) {
-        if (shard < 1 || shard > shards) {
-            fprintf(stderr, "shard %s: K must be in 1..N\n", only);
+        if (shard < 1 || shard > shards || shards > 64) {
+            fprintf(stderr, "shard %s: K must be in 1..N, N at most 64\n", only);
             return 2;
         }
         only = NULL;
@@ -51,8 +78,11 @@ int main(int argc, char **argv)
         printf("FAIL %s has no pinned coverage in coverage.c\n", info.name);
         return 1;
     }
+    int *share = malloc(sizeof *share * (size_t)test_case_count);
+    if (!share) return 1;
+    shares(be, shards, share);
     for (int i = 0; i < test_case_count; i++) {
-        if ((only && !strstr(test_cases[i].name, only)) || i % shards != shard - 1) continue;
+        if ((only && !strstr(test_cases[i].name, only)) || share[i] != shard - 1) continue;
         for (int t = 0; t < 3; t++) {
             run_result r = (PA_BACKWARD ? run_case_bwd : run_case)(&test_cases[i], dtypes[t], be, seed);
             passed += r == RUN_PASS, failed += r == RUN_FAIL, declined += r == RUN_NOT_SUPPORTED;
@@ -64,8 +94,9 @@ int main(int argc, char **argv)
             }
         }
     }
-    if (shards > 1) printf("cases %d, %d + %d, ... of %d: ", shard, shard + shards, shard + 2 * shards, test_case_count);
+    if (shards > 1) printf("share %d of %d: ", shard, shards);
     printf("%s: %d cases ran, %d declined by the backend (n/a)\n", info.name, passed + failed, declined);
     printf("%d passed, %d failed, %d off the pinned coverage (COVERAGE lines)\n", passed, failed, off_list);
+    free(share);
     return failed || off_list || passed == 0 ? 1 : 0;
 }

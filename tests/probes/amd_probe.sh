@@ -25,7 +25,7 @@ compilers=()
 command -v "$HIPCC" >/dev/null && compilers+=("$HIPCC")
 for c in clang++-19 clang++-18 clang++-17; do command -v $c >/dev/null && [ -n "$rocm" ] && { compilers+=("$c"); break; }; done
 ((${#compilers[@]})) || { echo "SKIP: no hipcc or clang 17+ (scripts/deps.sh installs Debian's)"; exit 77; }
-inc=(-I"$SRC/tests/probes" -I"$SRC/backends/hip" -I"$SRC/common")
+inc=(-I"$SRC/tests/probes" -I"$SRC/backends/hip" -I"$SRC/common" -I"$SRC/include")
 shim=(-D__CUDACC__ -include "$SRC/tests/sim/hip_sim/shim/pre.h" -I"$SRC/tests/sim/hip_sim/shim" -I"$SRC/tests/sim/sim_shim")
 c++ -std=c++17 -O2 "${shim[@]}" "${inc[@]}" -c "$SRC/tests/probes/amd_probe_emu.cpp" -o amd_probe_emu.o &&
   c++ -std=c++17 -O2 -I"$SRC/tests/sim/sim_shim" -c "$SRC/tests/sim/sim_shim/sim_fiber.cpp" -o sim_fiber.o ||

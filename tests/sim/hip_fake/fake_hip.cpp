@@ -92,9 +92,6 @@ void run_thread(void *p)
 
 int pa_sim_mfma_ftz = 1; /* PA_EMU_MFMA_FTZ of the kernels compiled into this runtime (shim/pre.h) */
 
-/* glibc declares __log2f but does not export it: the kernel's LSE calls it (a device intrinsic). */
-extern "C" __attribute__((visibility("hidden"))) float __log2f(float x) noexcept { return log2f(x); }
-
 extern "C" {
 int hipRuntimeGetVersion(int *v) { *v = 50200000; return OK; } /* ROCm 5.2's numbering (pointer attributes) */
 int hipGetDeviceCount(int *n) { *n = 1; return OK; }

@@ -308,4 +308,3 @@ static int sim_main(int argc, char **argv, const SimKernel &kern) {
     printf("%zu cases, %d failing\n", cs.size(), fails);
     return fails ? 1 : 0;
 }
-extern "C" float __log2f(float x) noexcept { return log2f(x); }

@@ -18,4 +18,5 @@ struct __half2 {
 static inline float __half2float(__half h) { return pa_f16_to_f32(h.bits); }
 static inline __half __float2half_rn(float x) { return __half{pa_f32_to_f16(x)}; }
 static inline __half __ushort_as_half(unsigned short b) { return __half{(uint16_t)b}; }
+static inline unsigned short __half_as_ushort(__half h) { return h.bits; }
 static inline __half2 __floats2half2_rn(float lo, float hi) { return __half2{__float2half_rn(lo), __float2half_rn(hi)}; }

@@ -20,8 +20,11 @@
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __grid_constant__
-/* A simulation places shared memory where its launch can reach it (a global array, a static). */
+/* A simulation places shared memory where its launch can reach it (a global array; the HIP kernels'
+ * __shared__ arrays are statics, which their shim defines it as: blocks run one at a time). */
+#ifndef __shared__
 #define __shared__
+#endif
 /* A simulation may define __align__ before this header to make it mean something else. */
 #ifndef __align__
 #define __align__(n) __attribute__((aligned(n)))
@@ -55,6 +58,7 @@ static inline uint4 make_uint4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
 static inline float __uint_as_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline uint32_t __float_as_uint(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float __fdividef(float a, float b) { return a / b; }
+static inline void __syncthreads(void) { sim_sync_block(); }
 #define __log2f(x) log2f(x) /* function-like: glibc declares a __log2f of its own, which math.h above has */
 
 typedef int cudaError_t;

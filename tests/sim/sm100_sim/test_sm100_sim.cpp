@@ -35,7 +35,6 @@ static void sim_fail(const char *what)
     if (sim_errors++ == 0) snprintf(sim_error_text, sizeof sim_error_text, "%s", what);
 }
 
-void __syncthreads() { sim_sync_block(); }
 void __syncwarp(unsigned) { sim_sync_wave(); }
 int __any_sync(unsigned, int pred)
 {

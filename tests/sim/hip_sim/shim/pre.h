@@ -1,6 +1,9 @@
-/* Included first (-include) when the HIP kernel source is compiled for the fiber simulation (the fake
- * HIP runtime, tests/sim/hip_fake, and the kernel-level checks, tests/sim/hip_sim). */
-#include "cuda_fp16.h"
+/* Included first (-include) when a HIP kernel's source is compiled for the CPU (the fake HIP runtime,
+ * tests/sim/hip_fake, the kernel-level checks, tests/sim/hip_sim, and the AMD probe's emulated side):
+ * the CUDA names every simulation shares (tests/sim/sim_shim, fibers) and what the HIP kernels' nvcc
+ * emulation build needs beyond them. */
+/* The kernels' __shared__ arrays are function statics: workgroups run one at a time. */
+#define __shared__ static
 #include "cuda_runtime.h"
 /* The emulation's only inline asm is its per-wave barrier, asm volatile("bar.sync %0, %1;" :: ...):
  * it becomes sim_sync_wave(), a barrier of the calling fiber's wave (64 or 32 threads). */

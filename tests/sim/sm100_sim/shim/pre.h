@@ -4,7 +4,6 @@
 #pragma once
 #include "cuda_runtime.h"
 
-void __syncthreads();
 void __syncwarp(unsigned mask = 0xffffffffu);
 int __any_sync(unsigned mask, int pred);
 float __shfl_xor_sync(unsigned mask, float v, int lane_mask);

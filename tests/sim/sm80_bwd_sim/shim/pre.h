@@ -31,7 +31,6 @@ struct sim_warp {
 extern sim_warp sim_warps[32];
 #define sim_cur_warp (&sim_warps[threadIdx.x / 32])
 
-static inline void __syncthreads(void) { sim_sync_block(); }
 static inline unsigned sim_lane(void) { return threadIdx.x & 31; }
 
 static inline float __shfl_xor_sync(unsigned, float x, int mask)
