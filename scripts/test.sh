@@ -22,4 +22,4 @@ TSAN_OPTIONS=halt_on_error=1 ctest --preset tsan
 
 cmake --preset fuzz                       # clang + libFuzzer + ASan/UBSan over the public API, build-fuzz/
 cmake --build --preset fuzz -j "$JOBS"
-ctest --preset fuzz
+ctest --preset fuzz -j "$JOBS"
