@@ -18,31 +18,7 @@
 #include "portattn.h"
 #include "sm80_bwd_rows.cuh"
 
-sim_warp sim_warps[32];
-bool sim_late_copies;
-std::vector<sim_copy> sim_pending_of[1024];
 static int failures;
-alignas(128) uint8_t smem[SIM_SMEM_BYTES];
-
-/* Every block of `grid` in turn, `threads` fibers each. */
-template <typename K>
-static void sim_launch(K kernel, sim_dim3 grid, int threads, const sm80_bwd_args &a)
-{
-    memset(smem, 0xFF, sizeof smem); /* shared memory starts as garbage */
-    const int r = sim_run(grid, (unsigned)threads, 32, [&] {
-        kernel(a);
-        if (!sim_pending.empty()) { /* a copy never waited for: the kernel's bug */
-            printf("FAIL: thread %u ended a block with %zu cp.async copies not waited for\n", threadIdx.x,
-                   sim_pending.size());
-            sim_pending.clear();
-            failures++;
-        }
-    });
-    if (r) {
-        printf("FAIL: a launch deadlocked\n");
-        failures++;
-    }
-}
 
 struct cfg {
     const char *name;
@@ -138,13 +114,13 @@ static void run_kernels(const sm80_bwd_args &a, const cfg &c, int64_t max_sk)
     const int rpb = SM80B_ROW_THREADS / SM80B_TPR(D), nkb = (int)((max_sk + PA_SM80_BWD_BN(D) - 1) / PA_SM80_BWD_BN(D));
     const sim_dim3 rows = {(unsigned)((a.sqp + rpb - 1) / rpb), (unsigned)c.hq, (unsigned)c.b};
     const unsigned gx = (unsigned)(a.deterministic ? a.splits : c.gx ? c.gx : nkb);
-    sim_launch(sm80_bwd_prep<T, D>, rows, SM80B_ROW_THREADS, a);
+    failures += sim_launch(sm80_bwd_prep<T, D>, rows, SM80B_ROW_THREADS, a);
     const sim_dim3 grid = {gx, (unsigned)c.hkv, (unsigned)c.b};
     if (a.bm == 64)
-        sim_launch(sm80_bwd_main<T, D, 64>, grid, PA_SM80_BWD_WARPS * 32, a);
+        failures += sim_launch(sm80_bwd_main<T, D, 64>, grid, PA_SM80_BWD_WARPS * 32, a);
     else
-        sim_launch(sm80_bwd_main<T, D, PA_SM80_BWD_BM_MAX(D)>, grid, PA_SM80_BWD_WARPS * 32, a);
-    sim_launch(sm80_bwd_dq<T, D>, rows, SM80B_ROW_THREADS, a);
+        failures += sim_launch(sm80_bwd_main<T, D, PA_SM80_BWD_BM_MAX(D)>, grid, PA_SM80_BWD_WARPS * 32, a);
+    failures += sim_launch(sm80_bwd_dq<T, D>, rows, SM80B_ROW_THREADS, a);
 }
 
 template <typename T>

@@ -15,31 +15,7 @@
 #include "portattn.h"
 #include "sm80_fwd_kernel.cuh"
 
-sim_warp sim_warps[32];
-bool sim_late_copies;
-std::vector<sim_copy> sim_pending_of[1024];
 static int failures;
-alignas(128) uint8_t smem[SIM_SMEM_BYTES];
-
-/* Every block of `grid` in turn, `threads` fibers each. */
-template <typename K>
-static void sim_launch(K kernel, sim_dim3 grid, int threads, const sm80_args &a)
-{
-    memset(smem, 0xFF, sizeof smem); /* shared memory starts as garbage */
-    const int r = sim_run(grid, (unsigned)threads, 32, [&] {
-        kernel(a);
-        if (!sim_pending.empty()) { /* a copy never waited for: the kernel's bug */
-            printf("FAIL: thread %u ended a block with %zu cp.async copies not waited for\n", threadIdx.x,
-                   sim_pending.size());
-            sim_pending.clear();
-            failures++;
-        }
-    });
-    if (r) {
-        printf("FAIL: a launch deadlocked\n");
-        failures++;
-    }
-}
 
 struct cfg {
     const char *name;
@@ -84,7 +60,7 @@ static void run_kernel(const sm80_args &a, int max_sq)
 {
     constexpr int BM = PA_SM80_BM(D), NW = PA_SM80_WARPS(D), MT = BM / (16 * NW);
     const sim_dim3 grid = {(unsigned)((max_sq + BM - 1) / BM), (unsigned)(a.batch * a.heads), 1};
-    sim_launch(sm80_fwd<T, D, MT, PA_SM80_BN(D), NW, PA_SM80_STAGES(D), PA_SM80_MIN_CTAS(D), true>, grid, NW * 32, a);
+    failures += sim_launch(sm80_fwd<T, D, MT, PA_SM80_BN(D), NW, PA_SM80_STAGES(D), PA_SM80_MIN_CTAS(D), true>, grid, NW * 32, a);
 }
 
 static void run(const cfg &c, portattn_dtype_t dt)

@@ -9,26 +9,27 @@
 #include <atomic>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <vector>
 
 /* The kernels' `extern __shared__ __align__(128) uint8_t smem[]` names the one array below, whose
- * definition (the test's) carries the alignment: here __align__ is nothing. */
+ * definition carries the alignment: here __align__ is nothing. */
 #define __align__(n)
 /* float2, float4 and uint4 as this simulation has always had them: at their members' alignment. */
 #define PA_SIM_VECTORS_UNALIGNED
 #include "cuda_runtime.h" /* the names every simulation shares (tests/sim/sim_shim), fp16 and bf16 too */
 
 #define SIM_SMEM_BYTES (232 * 1024)
-extern uint8_t smem[SIM_SMEM_BYTES];
+alignas(128) inline uint8_t smem[SIM_SMEM_BYTES];
 
 /* The lanes' posts, one set per warp of the block (32 warps at most). */
 struct sim_warp {
     uint32_t addr[32], a[32][4], b[32][2];
     float f[32];
 };
-extern sim_warp sim_warps[32];
+inline sim_warp sim_warps[32];
 #define sim_cur_warp (&sim_warps[threadIdx.x / 32])
 
 static inline unsigned sim_lane(void) { return threadIdx.x & 31; }
@@ -56,9 +57,9 @@ struct sim_copy {
     const void *src;
     bool valid;
 };
-extern bool sim_late_copies;
+inline bool sim_late_copies;
 /* Each thread's copies not landed yet. */
-extern std::vector<sim_copy> sim_pending_of[1024];
+inline std::vector<sim_copy> sim_pending_of[1024];
 #define sim_pending (sim_pending_of[threadIdx.x])
 
 static inline void sim_land(const sim_copy &c)
@@ -165,3 +166,27 @@ static inline float pa_ex2(float x) { return exp2f(x); }
 
 template <typename Kernel>
 static cudaError_t pa_smem_optin_once(Kernel, int, int *) { return 1; }
+
+/* Runs kernel(a) as every block of `grid` in turn, `threads` fibers each, over shared memory that
+ * starts as garbage. Returns the failures it saw: a thread that ended a block with cp.async copies
+ * never waited for (the kernel's bug), a launch that deadlocked. */
+template <typename K, typename A>
+[[nodiscard]] static int sim_launch(K kernel, sim_dim3 grid, int threads, const A &a)
+{
+    int failures = 0;
+    memset(smem, 0xFF, sizeof smem);
+    const int r = sim_run(grid, (unsigned)threads, 32, [&] {
+        kernel(a);
+        if (!sim_pending.empty()) {
+            printf("FAIL: thread %u ended a block with %zu cp.async copies not waited for\n", threadIdx.x,
+                   sim_pending.size());
+            sim_pending.clear();
+            failures++;
+        }
+    });
+    if (r) {
+        printf("FAIL: a launch deadlocked\n");
+        failures++;
+    }
+    return failures;
+}
