@@ -28,18 +28,19 @@ static double case_work(const tcase *c, portattn_backend_t be)
            (c->varlen ? 0.25 : 1);
 }
 
-/* The share (0..n-1) of every case: the largest first, each to the least loaded share so far. */
-static void shares(portattn_backend_t be, int n, int *share)
+/* The share (0..n-1) of every case: the largest first, each to the least loaded share so far.
+ * work: scratch of test_case_count entries. */
+static void shares(portattn_backend_t be, int n, int *share, double *work)
 {
     double load[64] = {0};
-    for (int i = 0; i < test_case_count; i++) share[i] = -1;
+    for (int i = 0; i < test_case_count; i++) share[i] = -1, work[i] = case_work(&test_cases[i], be);
     for (int k = 0; k < test_case_count; k++) {
         int big = -1, least = 0;
         for (int i = 0; i < test_case_count; i++)
-            if (share[i] < 0 && (big < 0 || case_work(&test_cases[i], be) > case_work(&test_cases[big], be))) big = i;
+            if (share[i] < 0 && (big < 0 || work[i] > work[big])) big = i;
         for (int j = 1; j < n; j++)
             if (load[j] < load[least]) least = j;
-        share[big] = least, load[least] += case_work(&test_cases[big], be);
+        share[big] = least, load[least] += work[big];
     }
 }
 
@@ -79,8 +80,10 @@ int main(int argc, char **argv)
         return 1;
     }
     int *share = malloc(sizeof *share * (size_t)test_case_count);
-    if (!share) return 1;
-    shares(be, shards, share);
+    double *work = malloc(sizeof *work * (size_t)test_case_count);
+    if (!share || !work) return 1;
+    shares(be, shards, share, work);
+    free(work);
     for (int i = 0; i < test_case_count; i++) {
         if ((only && !strstr(test_cases[i].name, only)) || share[i] != shard - 1) continue;
         for (int t = 0; t < 3; t++) {
