@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Call 1: (a) cuda-sm100's emulation build on the H200 (tcgen05 emulated) on this tree: case table,
+# numerics, concurrency; (b) this tree's GPU case tables (the sharded test_cases, the simulation
+# runtime changes of the last session had only run on the CPU); (c) cuda-sm90 d96/d128 with three K/V
+# slots (-DPA_SM90_STAGES_D128=3, "s3") against this tree ("new"): case table and numerics, then
+# peer_bench beside FA2 and cuDNN at s 512-4096, causal and not, builds interleaved, 2 rounds.
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+W=$OUT/w; mkdir -p $W; D=results/2026-12-05-h200-b
+S=$(date +%s); t() { echo "[$(( $(date +%s) - S ))s]"; }
+pack() { tar czf $OUT/c1.tgz -C $OUT w; }
+{ nvidia-smi -L; git log --oneline -1 | cut -c1-100; git status --short | head; date -u; } > $W/env.txt
+cfg() { cmake -S . -B $1 -G Ninja -DCMAKE_BUILD_TYPE=Release -DPORTATTN_CUDA_ARCHS="90" -DPORTATTN_ENABLE_HIP=OFF "${@:5}" > $W/build_$2.log 2>&1 &&
+  cmake --build $1 -j $3 --target $4 >> $W/build_$2.log 2>&1 || { grep -E "error|FAILED" $W/build_$2.log | head; echo "BUILD $2 FAILED"; }; }
+cfg build-h new 6 "portattn test_cases test_cases_bwd test_numerics test_concurrency test_large" -DPORTATTN_WITH_SM100=OFF &
+cfg /tmp/build-emu emu 6 "test_cases test_numerics test_concurrency" -DPORTATTN_SM80_GENCODE=-gencode=arch=compute_90,code=sm_90 -DPORTATTN_SM100_EMULATION=ON &
+cfg /tmp/build-s3 s3 4 "portattn test_cases test_numerics" -DPORTATTN_WITH_SM100=OFF -DCMAKE_C_FLAGS=-DPA_SM90_STAGES_D128=3 -DCMAKE_CUDA_FLAGS=-DPA_SM90_STAGES_D128=3 &
+wait; echo "== built $(t)"
+run() { local L=$1; shift; echo "--- $*" >> $L; local s=$(date +%s); timeout ${TO:-120} "$@" >> $L 2>&1; echo "exit $? ($(( $(date +%s) - s ))s): $*" | tee -a $L; }
+( E=/tmp/build-emu/tests; TO=200 run $W/emu.log $E/test_cases cuda-sm100; run $W/emu.log $E/test_numerics cuda-sm100
+  run $W/emu.log $E/test_concurrency cuda-sm100 ) > $W/emu.sum 2>&1 &
+N=build-h/tests
+for be in cuda-sm90 cuda-sm80 cuda-generic; do run $W/new.log $N/test_cases $be; done
+run $W/new.log $N/test_cases_bwd cuda-sm80; run $W/new.log $N/test_cases_bwd cuda-generic
+for be in cuda-sm90 cuda-sm80; do run $W/new.log $N/test_numerics $be; run $W/new.log $N/test_concurrency $be; done
+run $W/new.log $N/test_large cuda-sm80
+run $W/s3.log /tmp/build-s3/tests/test_cases cuda-sm90; run $W/s3.log /tmp/build-s3/tests/test_numerics cuda-sm90
+wait; cat $W/emu.sum; grep -hE "cases ran|passed,|^FAIL|^fail|ok$" $W/emu.log $W/new.log $W/s3.log | sort | uniq -c | head -40
+pack; echo "== tests $(t)"
+lib() { case $1 in new) echo $PWD/build-h/libportattn.so;; s3) echo /tmp/build-s3/libportattn.so;; esac; }
+for r in 1 2; do for v in new s3; do [ $(( $(date +%s) - S )) -lt 500 ] || break
+  PORTATTN_LIBRARY=$(lib $v) timeout 90 python3 tools/peer_bench.py --backend cuda-sm90 --dtype bf16 --d 96 128 --s 512 1024 2048 4096 \
+    --causal both --json $W/s3ab_${v}$r.json > $W/s3ab_${v}$r.txt 2>&1 || echo "s3ab $v$r failed"
+done; done
+python3 $D/summ.py pb $W s3ab new s3
+pack; echo "== done $(t)"
