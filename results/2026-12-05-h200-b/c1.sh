@@ -12,7 +12,7 @@ pack() { tar czf $OUT/c1.tgz -C $OUT w; }
 { nvidia-smi -L; git log --oneline -1 | cut -c1-100; git status --short | head; date -u; } > $W/env.txt
 cfg() { cmake -S . -B $1 -G Ninja -DCMAKE_BUILD_TYPE=Release -DPORTATTN_CUDA_ARCHS="90" -DPORTATTN_ENABLE_HIP=OFF "${@:5}" > $W/build_$2.log 2>&1 &&
   cmake --build $1 -j $3 --target $4 >> $W/build_$2.log 2>&1 || { grep -E "error|FAILED" $W/build_$2.log | head; echo "BUILD $2 FAILED"; }; }
-cfg build-h new 6 "portattn test_cases test_cases_bwd test_numerics test_concurrency test_large" -DPORTATTN_WITH_SM100=OFF &
+cfg build-h new 6 "portattn portattn-bench test_cases test_cases_bwd test_numerics test_concurrency test_large" -DPORTATTN_WITH_SM100=OFF &
 cfg /tmp/build-emu emu 6 "test_cases test_numerics test_concurrency" -DPORTATTN_SM80_GENCODE=-gencode=arch=compute_90,code=sm_90 -DPORTATTN_SM100_EMULATION=ON &
 cfg /tmp/build-s3 s3 4 "portattn test_cases test_numerics" -DPORTATTN_WITH_SM100=OFF -DCMAKE_C_FLAGS=-DPA_SM90_STAGES_D128=3 -DCMAKE_CUDA_FLAGS=-DPA_SM90_STAGES_D128=3 &
 wait; echo "== built $(t)"
@@ -27,6 +27,18 @@ run $W/new.log $N/test_large cuda-sm80
 run $W/s3.log /tmp/build-s3/tests/test_cases cuda-sm90; run $W/s3.log /tmp/build-s3/tests/test_numerics cuda-sm90
 wait; cat $W/emu.sum; grep -hE "cases ran|passed,|^FAIL|^fail|ok$" $W/emu.log $W/new.log $W/s3.log | sort | uniq -c | head -40
 pack; echo "== tests $(t)"
+# ncu on ViT-B/16 (256, 197, 12, 64): portattn's cuda-sm90 beside cuDNN, sections and the SASS source page
+SEC="--section SpeedOfLight --section WarpStateStats --section SchedulerStats --section InstructionStats --section MemoryWorkloadAnalysis --section SourceCounters"
+M="--metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum"
+timeout 90 ncu --clock-control none -k regex:sm90_fwd --launch-skip 2 --launch-count 1 $SEC $M -o $W/ncu_pa -f build-h/tools/portattn-bench \
+  --batch 256 --seqlen 197 --heads-q 12 --head-dim 64 --no-check --burst --warmup 1 --reps 3 > $W/ncu_pa.log 2>&1; echo "ncu pa rc=$?"
+timeout 90 ncu --clock-control none -k regex:cudnn --launch-skip 2 --launch-count 1 $SEC $M -o $W/ncu_cudnn -f \
+  python3 $D/sdpa_one.py 256 197 12 64 cudnn > $W/ncu_cudnn.log 2>&1; echo "ncu cudnn rc=$?"
+for n in pa cudnn; do ncu --import $W/ncu_$n.ncu-rep --print-details all > $W/ncu_$n.txt 2>&1
+  ncu --import $W/ncu_$n.ncu-rep --page source --csv --print-source sass > $W/ncu_${n}_sass.csv 2>&1; done
+rm -f $W/*.ncu-rep; python3 $D/sass_mix.py $W/ncu_pa_sass.csv $W/ncu_cudnn_sass.csv 2>&1 | head -70
+grep -E "Duration|Warp Cycles Per Issued|Issue Slots Busy|gmma_cycles|xu\.|Registers Per|Stall" $W/ncu_pa.txt $W/ncu_cudnn.txt | cut -c1-160 | head -40
+pack; echo "== ncu $(t)"
 lib() { case $1 in new) echo $PWD/build-h/libportattn.so;; s3) echo /tmp/build-s3/libportattn.so;; esac; }
 for r in 1 2; do for v in new s3; do [ $(( $(date +%s) - S )) -lt 500 ] || break
   PORTATTN_LIBRARY=$(lib $v) timeout 90 python3 tools/peer_bench.py --backend cuda-sm90 --dtype bf16 --d 96 128 --s 512 1024 2048 4096 \

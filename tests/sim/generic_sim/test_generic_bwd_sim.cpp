@@ -20,10 +20,7 @@ sim_warp sim_warps[32];
 template <typename K>
 static void sim_launch(K kernel, sim_dim3 grid, const pa_bwd_problem &bp, float inv_cap)
 {
-    if (sim_run(grid, GB_THREADS, 32, [&] { kernel(bp, inv_cap); })) {
-        printf("FAIL: a launch deadlocked\n");
-        exit(1);
-    }
+    sim_run_or_fail(grid, GB_THREADS, 32, [&] { kernel(bp, inv_cap); });
 }
 
 struct cfg {

@@ -24,10 +24,7 @@ struct DecCase {
 
 // One launch of 64-thread workgroups over grid g; body runs as every thread.
 template <typename F> void launch(unsigned gx, unsigned gy, unsigned gz, F body) {
-    if (sim_run({gx, gy, gz}, PA_CDNA_DEC_THREADS, PA_WAVE, body)) {
-        printf("FAIL: a launch deadlocked\n");
-        exit(1);
-    }
+    sim_run_or_fail({gx, gy, gz}, PA_CDNA_DEC_THREADS, PA_WAVE, body);
 }
 
 // The split attention of one entry of cdna_decode_entries.h, if it is an attention instance the call uses.

@@ -9,6 +9,8 @@
 #ifndef PORTATTN_SIM_FIBER_H
 #define PORTATTN_SIM_FIBER_H
 
+#include <cstdio>
+#include <cstdlib>
 #include <type_traits>
 
 struct sim_dim3 { unsigned x, y, z; };
@@ -49,6 +51,14 @@ template <typename F> int sim_run(sim_dim3 grid, unsigned threads, unsigned wave
 {
     using G = std::remove_reference_t<F>;
     return sim_launch(grid, threads, wave, [](void *p) { (*static_cast<G *>(p))(); }, (void *)&f);
+}
+/* sim_run for a test that cannot go on after a deadlock: it says so and exits with a failure. */
+template <typename F> void sim_run_or_fail(sim_dim3 grid, unsigned threads, unsigned wave, F &&f)
+{
+    if (sim_run(grid, threads, wave, static_cast<F &&>(f))) {
+        printf("FAIL: a launch deadlocked\n");
+        exit(1);
+    }
 }
 /* sim_launch_blocks with callables: start() before each block, body() as every thread of it. */
 template <typename S, typename F> int sim_run_blocks(sim_dim3 grid, unsigned threads, unsigned wave, S &&start, F &&body)
