@@ -45,8 +45,7 @@ static int64_t at(const pa_problem *f, const portattn_tensor_t *t, const seq *s,
     return (f->varlen ? 0 : s->b * t->stride[0]) + (r0 + r) * t->stride[1] + h * t->stride[2];
 }
 
-/* The dtype chosen once per row, not per element: the inner loops reload K and V rows for every
- * query row, and this is most of the backward's time. */
+/* The dtype chosen once per row, not per element. */
 static void load_row(portattn_dtype_t dt, const portattn_tensor_t *t, int64_t off, int64_t n, double *dst)
 {
     const int64_t st = t->stride[3];
@@ -109,29 +108,43 @@ static double grad_score(const pa_problem *f, const qrow *r, const double *k, co
 }
 
 typedef struct scratch {
-    double *q, *dout, *o, *acc, *k, *v, *dk, *dv; /* k, v, dk, dv: KEYS_PER_ITEM rows */
+    double *q, *dout, *acc; /* ROWS_PER_ITEM rows */
+    double *o;              /* one row */
+    double *k, *v, *dk, *dv; /* KEYS_PER_ITEM rows */
 } scratch;
 
-/* A block of query rows of head h: dQ. */
+/* A block of query rows of head h: dQ. Keys outer, rows inner, so that each K and V row is converted
+ * once per block rather than once per row; each row still sums over its keys in ascending order. */
 static void dq_block(const pa_bwd_problem *pb, const seq *s, int64_t h, int64_t blk, scratch *w)
 {
     const pa_problem *f = &pb->fwd;
     const portattn_fwd_params_t *p = &f->p;
-    const int64_t hk = h / f->group, dqk = p->head_dim_qk;
-    qrow r = {w->q, w->dout, 0, 0};
-    for (int64_t i = blk * ROWS_PER_ITEM; i < s->sq && i < (blk + 1) * ROWS_PER_ITEM; i++) {
-        for (int64_t d = 0; d < dqk; d++) w->acc[d] = 0.0;
-        int64_t lo, hi;
-        pa_key_range(i, s->sq, s->sk, f->window_left, f->window_right, &lo, &hi);
-        if (lo <= hi && load_qrow(pb, s, h, i, w->o, &r))
-            for (int64_t j = lo; j <= hi; j++) {
-                load_row(p->dtype, &p->k, at(f, &p->k, s, s->k0, j, hk), dqk, w->k);
-                load_row(p->dtype, &p->v, at(f, &p->v, s, s->k0, j, hk), p->head_dim_v, w->v);
-                double pr, dx = grad_score(f, &r, w->k, w->v, &pr);
-                for (int64_t d = 0; d < dqk; d++) w->acc[d] += dx * w->k[d];
-            }
-        store_row(p->dtype, &pb->dq, at(f, &pb->dq, s, s->q0, i, h), dqk, w->acc, (double)f->scale);
+    const int64_t hk = h / f->group, dqk = p->head_dim_qk, dv = p->head_dim_v;
+    const int64_t i0 = blk * ROWS_PER_ITEM, n = s->sq - i0 < ROWS_PER_ITEM ? s->sq - i0 : ROWS_PER_ITEM;
+    qrow r[ROWS_PER_ITEM];
+    int64_t lo[ROWS_PER_ITEM], hi[ROWS_PER_ITEM], jlo = s->sk, jhi = -1;
+    for (int64_t i = 0; i < n; i++) {
+        r[i] = (qrow){w->q + i * dqk, w->dout + i * dv, 0, 0};
+        for (int64_t d = 0; d < dqk; d++) w->acc[i * dqk + d] = 0.0;
+        pa_key_range(i0 + i, s->sq, s->sk, f->window_left, f->window_right, &lo[i], &hi[i]);
+        if (lo[i] > hi[i] || !load_qrow(pb, s, h, i0 + i, w->o, &r[i])) {
+            lo[i] = 1, hi[i] = 0; /* no gradient: sees no key, or LSE = -inf */
+            continue;
+        }
+        if (lo[i] < jlo) jlo = lo[i];
+        if (hi[i] > jhi) jhi = hi[i];
     }
+    for (int64_t j = jlo; j <= jhi; j++) {
+        load_row(p->dtype, &p->k, at(f, &p->k, s, s->k0, j, hk), dqk, w->k);
+        load_row(p->dtype, &p->v, at(f, &p->v, s, s->k0, j, hk), dv, w->v);
+        for (int64_t i = 0; i < n; i++) {
+            if (j < lo[i] || j > hi[i]) continue;
+            double pr, dx = grad_score(f, &r[i], w->k, w->v, &pr), *acc = w->acc + i * dqk;
+            for (int64_t d = 0; d < dqk; d++) acc[d] += dx * w->k[d];
+        }
+    }
+    for (int64_t i = 0; i < n; i++)
+        store_row(p->dtype, &pb->dq, at(f, &pb->dq, s, s->q0, i0 + i, h), dqk, w->acc + i * dqk, (double)f->scale);
 }
 
 /* A block of keys of KV head hk: dK and dV, summed over the group's query heads and their rows. */
@@ -186,13 +199,13 @@ static void *worker(void *arg)
     bwd_job *jb = arg;
     const portattn_fwd_params_t *p = &jb->pb->fwd.p;
     const size_t dqk = (size_t)p->head_dim_qk, dv = (size_t)p->head_dim_v;
-    double *mem = malloc(sizeof(double) * (dqk * 3 + dv * 3 + (dqk + dv) * 2 * KEYS_PER_ITEM));
+    const size_t R = ROWS_PER_ITEM, K = KEYS_PER_ITEM;
+    double *mem = malloc(sizeof(double) * ((dqk * 2 + dv) * R + dv + (dqk + dv) * 2 * K));
     if (!mem) atomic_store(&jb->failed, 1);
     scratch w = {0};
     if (mem) {
-        w.q = mem, w.acc = w.q + dqk, w.dout = w.acc + dqk, w.o = w.dout + dv;
-        w.k = w.o + dv, w.dk = w.k + dqk * KEYS_PER_ITEM, w.v = w.dk + dqk * KEYS_PER_ITEM;
-        w.dv = w.v + dv * KEYS_PER_ITEM;
+        w.q = mem, w.acc = w.q + dqk * R, w.dout = w.acc + dqk * R, w.o = w.dout + dv * R;
+        w.k = w.o + dv, w.dk = w.k + dqk * K, w.v = w.dk + dqk * K, w.dv = w.v + dv * K;
     }
     for (;;) {
         long long it = atomic_fetch_add(&jb->next, 1);
