@@ -14,7 +14,7 @@ enum { ROWS_PER_ITEM = 16, MAX_THREADS = 64 };
 
 typedef struct job {
     const pa_problem *pb;
-    double *scratch;      /* per thread: the scores of one row, then its O accumulator */
+    double *scratch;      /* per thread: the scores of one row, its O accumulator, its Q row */
     int64_t keys;         /* most keys one row can see: the scratch's score part */
     int64_t qblocks;      /* blocks of query rows per (batch, head) */
     int64_t items;        /* batch * heads_q * qblocks */
@@ -32,9 +32,41 @@ static int64_t kv_row(const pa_problem *pb, const portattn_tensor_t *t, int64_t 
     return page * t->stride[0] + (j % p->page_size) * t->stride[1];
 }
 
+/* x . row and acc += w row, the row (n elements, stride st, from element off) in the call's dtype,
+ * chosen once per row rather than per element; products and sums in double. */
+static double dot_row(portattn_dtype_t dt, const void *base, int64_t off, int64_t st, const double *x, int64_t n)
+{
+    double s = 0.0;
+    if (dt == PORTATTN_DTYPE_F32) {
+        const float *r = (const float *)base + off;
+        for (int64_t d = 0; d < n; d++) s += x[d] * r[d * st];
+    } else if (dt == PORTATTN_DTYPE_F16) {
+        const uint16_t *r = (const uint16_t *)base + off;
+        for (int64_t d = 0; d < n; d++) s += x[d] * pa_f16_to_f32(r[d * st]);
+    } else {
+        const uint16_t *r = (const uint16_t *)base + off;
+        for (int64_t d = 0; d < n; d++) s += x[d] * pa_bf16_to_f32(r[d * st]);
+    }
+    return s;
+}
+
+static void axpy_row(portattn_dtype_t dt, const void *base, int64_t off, int64_t st, double w, double *acc, int64_t n)
+{
+    if (dt == PORTATTN_DTYPE_F32) {
+        const float *r = (const float *)base + off;
+        for (int64_t d = 0; d < n; d++) acc[d] += w * r[d * st];
+    } else if (dt == PORTATTN_DTYPE_F16) {
+        const uint16_t *r = (const uint16_t *)base + off;
+        for (int64_t d = 0; d < n; d++) acc[d] += w * pa_f16_to_f32(r[d * st]);
+    } else {
+        const uint16_t *r = (const uint16_t *)base + off;
+        for (int64_t d = 0; d < n; d++) acc[d] += w * pa_bf16_to_f32(r[d * st]);
+    }
+}
+
 /* One query row: two passes over the visible keys, in double. */
 static void row(const pa_problem *pb, int64_t b, int64_t h, int64_t i, int64_t sq, int64_t sk, int64_t q0,
-                int64_t k0, double *s, double *acc)
+                int64_t k0, double *s, double *acc, double *qd)
 {
     const portattn_fwd_params_t *p = &pb->p;
     const int64_t hk = h / pb->group, dqk = p->head_dim_qk, dv = p->head_dim_v;
@@ -46,13 +78,10 @@ static void row(const pa_problem *pb, int64_t b, int64_t h, int64_t i, int64_t s
 
     double mx = -INFINITY, sum = 0.0;
     int nan_score = 0;
+    for (int64_t d = 0; d < dqk; d++) qd[d] = pa_load_elem(p->dtype, p->q.data, qoff + d * p->q.stride[3]);
     for (int64_t j = lo; j <= hi; j++) {
         const int64_t koff = kv_row(pb, &p->k, b, k0, j) + hk * p->k.stride[2];
-        double dot = 0.0;
-        for (int64_t d = 0; d < dqk; d++)
-            dot += (double)pa_load_elem(p->dtype, p->q.data, qoff + d * p->q.stride[3]) * /* in double, not float */
-                   pa_load_elem(p->dtype, p->k.data, koff + d * p->k.stride[3]);
-        double x = dot * (double)pb->scale;
+        double x = dot_row(p->dtype, p->k.data, koff, p->k.stride[3], qd, dqk) * (double)pb->scale;
         if (p->softcap > 0) x = (double)p->softcap * tanh(x / (double)p->softcap);
         s[j - lo] = x;
         if (x > mx) mx = x;
@@ -66,7 +95,7 @@ static void row(const pa_problem *pb, int64_t b, int64_t h, int64_t i, int64_t s
         const int64_t voff = kv_row(pb, &p->v, b, k0, j) + hk * p->v.stride[2];
         double w = exp(s[j - lo] - mx);
         sum += w;
-        for (int64_t d = 0; d < dv; d++) acc[d] += w * pa_load_elem(p->dtype, p->v.data, voff + d * p->v.stride[3]);
+        axpy_row(p->dtype, p->v.data, voff, p->v.stride[3], w, acc, dv);
     }
     /* A row with no visible key writes O = 0 and LSE = -inf. NaN inputs propagate to this row. */
     for (int64_t d = 0; d < dv; d++) pa_store_elem(p->dtype, p->o.data, ooff + d * p->o.stride[3], none ? 0.0f : (float)(acc[d] / sum));
@@ -81,8 +110,8 @@ static void *worker(void *arg)
     job *jb = arg;
     const pa_problem *pb = jb->pb;
     const portattn_fwd_params_t *p = &pb->p;
-    double *s = jb->scratch + (size_t)atomic_fetch_add(&jb->slot, 1) * (size_t)(jb->keys + p->head_dim_v);
-    double *acc = s + jb->keys;
+    double *s = jb->scratch + (size_t)atomic_fetch_add(&jb->slot, 1) * (size_t)(jb->keys + p->head_dim_v + p->head_dim_qk);
+    double *acc = s + jb->keys, *qd = acc + p->head_dim_v;
     for (;;) {
         long long it = atomic_fetch_add(&jb->next, 1);
         if (it >= jb->items) break;
@@ -93,7 +122,7 @@ static void *worker(void *arg)
         if (pb->varlen_k) k0 = p->cu_seqlens_k[b], sk = p->cu_seqlens_k[b + 1] - k0;
         if (p->seqused_k) sk = pa_cache_len(pb, p->seqused_k[b]); /* validated: within the capacity */
         for (int64_t i = blk * ROWS_PER_ITEM; i < sq && i < (blk + 1) * ROWS_PER_ITEM; i++)
-            row(pb, b, h, i, sq, sk, q0, k0, s, acc);
+            row(pb, b, h, i, sq, sk, q0, k0, s, acc, qd);
     }
     return NULL;
 }
@@ -159,7 +188,7 @@ static portattn_status_t cpu_run(const pa_problem *pb, const pa_choice *ch, void
 
     /* Every refusal comes before the append, so a failed call leaves the cache as it was. Sk may be
      * huge with a zero key stride (validation accepts it): refuse what cannot even be expressed. */
-    const uint64_t per_thread = (uint64_t)jb.keys + (uint64_t)pb->p.head_dim_v;
+    const uint64_t per_thread = (uint64_t)jb.keys + (uint64_t)pb->p.head_dim_v + (uint64_t)pb->p.head_dim_qk;
     if (per_thread >= SIZE_MAX / sizeof(double) / (uint64_t)n / 2)
         return pa_fmt(err, err_len, PORTATTN_ERROR_OUT_OF_MEMORY, "a %lld-key score buffer does not fit in memory",
                       (long long)jb.keys);
