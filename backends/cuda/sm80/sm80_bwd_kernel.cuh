@@ -200,13 +200,19 @@ __device__ __forceinline__ void sm80b_afrags(uint32_t (&af)[MX][KS][4], uint32_t
  * pass must be a multiple of 16 dims: d96 takes 4 x 2; d64 at 128 rows 4 x 2, 32 rows x 32 dims a
  * warp). Shared memory: K, V (KVB each), two buffers of Q and of dO (QB each), P^T and dS^T (BN rows of
  * BM 16-bit values: SP 16-byte chunks, swizzled), then two buffers of the rows' LSE_2 and of D. */
+/* dQ's columns per pass (each pass: its dS K MMAs, then its fp32 reductions): a warp's whole dQ
+ * share where it fits (48 columns or fewer). -DPA_SM80_BWD_DQ_PASS=16 (CUDA flags) builds 16-column
+ * passes for an A/B: the reductions of one pass would drain while the next pass's MMAs run. */
+#ifndef PA_SM80_BWD_DQ_PASS
+#define PA_SM80_BWD_DQ_PASS 48
+#endif
 template <int D, int BM_>
 struct sm80b_shape {
     static constexpr int BM = BM_, BN = PA_SM80_BWD_BN(D), NW = PA_SM80_BWD_WARPS, NT = NW * 32;
     static constexpr int PITCH = sm80b_row_shape<D>::PITCH; /* 16-byte chunks per shared row */
     static constexpr int KW = BN / 4, MX = KW / 16, QH = BM / 2, NQ = QH / 8, DH = D / 2, SP = BM / 8;
     static constexpr int WQM = BM == 128 || (D / 4) % 16 != 0 ? 4 : 2, MQ = BM / WQM / 16, DQC = D / (NW / WQM);
-    static constexpr int DQP = DQC <= 48 ? DQC : 32;
+    static constexpr int DQP = DQC <= 48 ? (DQC % PA_SM80_BWD_DQ_PASS == 0 ? PA_SM80_BWD_DQ_PASS : DQC) : 32;
     static constexpr int KVB = BN * PITCH * 16, QB = BM * PITCH * 16, SB = BN * BM * 2;
     static constexpr int O_V = KVB, O_Q = 2 * KVB, O_DO = O_Q + 2 * QB, O_PT = O_DO + 2 * QB, O_DS = O_PT + SB,
                          O_L = O_DS + SB;
