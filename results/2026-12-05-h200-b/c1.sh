@@ -36,7 +36,7 @@ timeout 90 ncu --clock-control none -k regex:cudnn --launch-skip 2 --launch-coun
   python3 $D/sdpa_one.py 256 197 12 64 cudnn > $W/ncu_cudnn.log 2>&1; echo "ncu cudnn rc=$?"
 for n in pa cudnn; do ncu --import $W/ncu_$n.ncu-rep --print-details all > $W/ncu_$n.txt 2>&1
   ncu --import $W/ncu_$n.ncu-rep --page source --csv --print-source sass > $W/ncu_${n}_sass.csv 2>&1; done
-rm -f $W/*.ncu-rep; python3 $D/sass_mix.py $W/ncu_pa_sass.csv $W/ncu_cudnn_sass.csv 2>&1 | head -70
+rm -f $W/*.ncu-rep; python3 results/2026-12-04-h200/sass_mix.py $W/ncu_pa_sass.csv $W/ncu_cudnn_sass.csv 2>&1 | head -70
 grep -E "Duration|Warp Cycles Per Issued|Issue Slots Busy|gmma_cycles|xu\.|Registers Per|Stall" $W/ncu_pa.txt $W/ncu_cudnn.txt | cut -c1-160 | head -40
 pack; echo "== ncu $(t)"
 lib() { case $1 in new) echo $PWD/build-h/libportattn.so;; s3) echo /tmp/build-s3/libportattn.so;; esac; }
@@ -44,5 +44,5 @@ for r in 1 2; do for v in new s3; do [ $(( $(date +%s) - S )) -lt 500 ] || break
   PORTATTN_LIBRARY=$(lib $v) timeout 90 python3 tools/peer_bench.py --backend cuda-sm90 --dtype bf16 --d 96 128 --s 512 1024 2048 4096 \
     --causal both --json $W/s3ab_${v}$r.json > $W/s3ab_${v}$r.txt 2>&1 || echo "s3ab $v$r failed"
 done; done
-python3 $D/summ.py pb $W s3ab new s3
+python3 results/2026-12-05-h200/summ.py pb $W s3ab new s3
 pack; echo "== done $(t)"

@@ -24,5 +24,5 @@ lib() { case $1 in new) echo $PWD/build-h/libportattn.so;; dq16) echo /tmp/build
 for r in 1 2; do for v in new dq16; do [ $(( $(date +%s) - S )) -lt 520 ] || break
   PORTATTN_LIBRARY=$(lib $v) timeout 100 python3 tools/bwd_bench.py --backend cuda-sm80 --d 64 128 --s 2048 4096 --causal both > $W/bwd_${v}$r.txt 2>&1 || echo "bwd $v$r failed"
 done; done
-python3 $D/summ.py bwd $W bwd new dq16
+python3 results/2026-12-05-h200/summ.py bwd $W bwd new dq16
 pack; echo "== done $(t)"
