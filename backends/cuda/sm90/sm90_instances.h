@@ -15,6 +15,11 @@
 #ifndef PA_SM90_STAGES_D128
 #define PA_SM90_STAGES_D128 2
 #endif
+/* d64 with five slots needs 209 KB at 192 rows: -DPA_SM90_STAGES_D64=5 (C and CUDA flags) for an A/B
+ * (short items of one or two key tiles: the producer runs 2.5 items ahead instead of 1.5). */
+#ifndef PA_SM90_STAGES_D64
+#define PA_SM90_STAGES_D64 3
+#endif
 
 /* Dense (contiguous K/V, varlen or not): X(Y, D, BN, STAGES, NC, NC_SHORT): keys per tile, K/V slots,
  * consumer warpgroups of 64 query rows, and the consumer warpgroups of a short-query shape (0: none).
@@ -22,7 +27,7 @@
 #define PA_SM90_FWD_LIST(X, Y)                                                                               \
     X(Y, 32, 128, 3, 3, 2)                                                                                   \
     X(Y, 48, 128, 3, 3, 2)                                                                                   \
-    X(Y, 64, 128, 3, 3, 2)                                                                                   \
+    X(Y, 64, 128, PA_SM90_STAGES_D64, 3, 2)                                                                  \
     X(Y, 96, 128, PA_SM90_STAGES_D128, 2, 0)                                                                 \
     X(Y, 128, 128, PA_SM90_STAGES_D128, 2, 0)                                                                \
     X(Y, 160, 112, 2, 2, 0)                                                                                  \
