@@ -193,6 +193,13 @@ __device__ __forceinline__ void sm80b_afrags(uint32_t (&af)[MX][KS][4], uint32_t
         for (int ks = 0; ks < KS; ++ks) sm80_ldsm_x4(af[m][ks], sb + sm80b_fa<SP>(la, 16 * m, 2 * ks));
 }
 
+/* dQ's columns per pass (each pass: its dS K MMAs, then its fp32 reductions): a warp's whole dQ
+ * share where it fits (48 columns or fewer). -DPA_SM80_BWD_DQ_PASS=16 (CUDA flags) builds 16-column
+ * passes for an A/B: the reductions of one pass would drain while the next pass's MMAs run. */
+#ifndef PA_SM80_BWD_DQ_PASS
+#define PA_SM80_BWD_DQ_PASS 48
+#endif
+
 /* The main kernel's shape. Warp w works as (kg, rh) = (w % 4, w / 4): S^T and dP^T for key quarter kg
  * (KW = BN / 4 keys) and row half rh (QH of the BM rows), both read from shared memory once per block;
  * dK and dV for the same keys and dim half rh, over all BM rows, with the other half's P^T and dS^T read
@@ -200,12 +207,6 @@ __device__ __forceinline__ void sm80b_afrags(uint32_t (&af)[MX][KS][4], uint32_t
  * pass must be a multiple of 16 dims: d96 takes 4 x 2; d64 at 128 rows 4 x 2, 32 rows x 32 dims a
  * warp). Shared memory: K, V (KVB each), two buffers of Q and of dO (QB each), P^T and dS^T (BN rows of
  * BM 16-bit values: SP 16-byte chunks, swizzled), then two buffers of the rows' LSE_2 and of D. */
-/* dQ's columns per pass (each pass: its dS K MMAs, then its fp32 reductions): a warp's whole dQ
- * share where it fits (48 columns or fewer). -DPA_SM80_BWD_DQ_PASS=16 (CUDA flags) builds 16-column
- * passes for an A/B: the reductions of one pass would drain while the next pass's MMAs run. */
-#ifndef PA_SM80_BWD_DQ_PASS
-#define PA_SM80_BWD_DQ_PASS 48
-#endif
 template <int D, int BM_>
 struct sm80b_shape {
     static constexpr int BM = BM_, BN = PA_SM80_BWD_BN(D), NW = PA_SM80_BWD_WARPS, NT = NW * 32;
