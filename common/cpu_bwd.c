@@ -45,20 +45,9 @@ static int64_t at(const pa_problem *f, const portattn_tensor_t *t, const seq *s,
     return (f->varlen ? 0 : s->b * t->stride[0]) + (r0 + r) * t->stride[1] + h * t->stride[2];
 }
 
-/* The dtype chosen once per row, not per element. */
 static void load_row(portattn_dtype_t dt, const portattn_tensor_t *t, int64_t off, int64_t n, double *dst)
 {
-    const int64_t st = t->stride[3];
-    if (dt == PORTATTN_DTYPE_F32) {
-        const float *x = (const float *)t->data + off;
-        for (int64_t d = 0; d < n; d++) dst[d] = x[d * st];
-    } else if (dt == PORTATTN_DTYPE_F16) {
-        const uint16_t *x = (const uint16_t *)t->data + off;
-        for (int64_t d = 0; d < n; d++) dst[d] = pa_f16_to_f32(x[d * st]);
-    } else {
-        const uint16_t *x = (const uint16_t *)t->data + off;
-        for (int64_t d = 0; d < n; d++) dst[d] = pa_bf16_to_f32(x[d * st]);
-    }
+    pa_load_row_f64(dt, t->data, off, t->stride[3], n, dst);
 }
 
 static void store_row(portattn_dtype_t dt, const portattn_tensor_t *t, int64_t off, int64_t n, const double *src,

@@ -58,6 +58,22 @@ static inline float pa_load_elem(portattn_dtype_t t, const void *base, int64_t i
                                    : pa_bf16_to_f32(((const uint16_t *)base)[i]);
 }
 
+/* n elements of a row of dtype t (from element off, stride st) into dst in double, the dtype chosen
+ * once per row rather than per element (the CPU backend's inner loops). */
+static inline void pa_load_row_f64(portattn_dtype_t t, const void *base, int64_t off, int64_t st, int64_t n, double *dst)
+{
+    if (t == PORTATTN_DTYPE_F32) {
+        const float *x = (const float *)base + off;
+        for (int64_t d = 0; d < n; d++) dst[d] = x[d * st];
+    } else if (t == PORTATTN_DTYPE_F16) {
+        const uint16_t *x = (const uint16_t *)base + off;
+        for (int64_t d = 0; d < n; d++) dst[d] = pa_f16_to_f32(x[d * st]);
+    } else {
+        const uint16_t *x = (const uint16_t *)base + off;
+        for (int64_t d = 0; d < n; d++) dst[d] = pa_bf16_to_f32(x[d * st]);
+    }
+}
+
 static inline void pa_store_elem(portattn_dtype_t t, void *base, int64_t i, float x)
 {
     if (t == PORTATTN_DTYPE_F32) ((float *)base)[i] = x;
