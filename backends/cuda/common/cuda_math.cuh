@@ -23,9 +23,13 @@ __device__ __forceinline__ uint32_t pa_pack(float lo, float hi, __nv_bfloat16)
 /* 2^x on the SFU; ex2(-inf) = +0, which is what masked scores need. */
 __device__ __forceinline__ float pa_ex2(float x)
 {
+#ifdef PA_CUDA_HOST_SIM /* a CPU simulation of a kernel (tests/sim) */
+    return exp2f(x);
+#else
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
+#endif
 }
 
 #endif

@@ -12,7 +12,7 @@
 #define PA_TMA_DEVICE 1
 #endif
 
-#ifndef PA_SM100_HOST_SIM /* the CPU simulation (tests/sim/sm100_sim) defines these names itself */
+#ifndef PA_CUDA_HOST_SIM /* the CPU simulations (tests/sim/sim_shim/sim_tma.h) define these names themselves */
 __device__ __forceinline__ uint32_t pa_smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 #endif
 

@@ -9,11 +9,15 @@
 
 #include "tma_mbar_ptx.cuh" /* mbarriers, TMA loads: shared with cuda-sm100 */
 
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if defined(PA_SM90_HOST_SIM)
+/* CPU simulation (tests/sim/sm90_sim): the kernel body compiled by g++; the primitives below, wgmma
+ * and the mbarriers/TMA are the simulation's. */
+#define PA_SM90_DEVICE 1
+#elif defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define PA_SM90_DEVICE 1
 #endif
 
-#ifdef PA_SM90_DEVICE
+#if defined(PA_SM90_DEVICE) && !defined(PA_SM90_HOST_SIM)
 __device__ __forceinline__ void sm90_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void sm90_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void sm90_wgmma_wait(void)

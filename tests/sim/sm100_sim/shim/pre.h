@@ -7,4 +7,3 @@
 void __syncwarp(unsigned mask = 0xffffffffu);
 int __any_sync(unsigned mask, int pred);
 float __shfl_xor_sync(unsigned mask, float v, int lane_mask);
-uint32_t __cvta_generic_to_shared(const void *p);

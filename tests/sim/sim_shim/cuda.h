@@ -1,4 +1,5 @@
-/* test_sm100_sim's own: the simulated tensor map (what its simulated TMA load reads). */
+/* The simulations' <cuda.h>: the tensor map that the simulated TMA of cuda-sm90's and cuda-sm100's
+ * simulations reads and writes (sim_tma.h). */
 #pragma once
 #include "cuda_runtime.h"
 typedef struct CUtensorMap {

@@ -1,0 +1,344 @@
+/* The cuda-sm90 kernel source on the CPU (no GPU): sm90_fwd_kernel.cuh compiled by g++ with
+ * PA_SM90_HOST_SIM, a fiber per CUDA thread (sim_fiber.h; 384 or 512 per CTA, a few persistent CTAs
+ * one after another, each walking several work items), and
+ *  - mbarriers, TMA boxes with the 128-byte swizzle and zero fill, named barriers (sim_tma.h),
+ *  - warp shuffles, ballots (the softmax's row reductions, the epilogue's quad transpose, the
+ *    varlen walk's scan),
+ *  - wgmma as the hardware runs it: each wgmma of a warpgroup is one operation, which exists once all
+ *    128 threads have issued it (each thread's accumulator and A registers taken at issue) and is
+ *    computed at the first wgmma.wait_group that retires its group, reading shared memory then and
+ *    writing every thread's accumulators. Operands by descriptor (128-byte swizzle, K-major or, for
+ *    the register-A form's B, N-major with LBO between 64-column blocks) or from the A fragments of
+ *    the warps' 16-row slices; accumulators in the m64nNk16 layout. A kernel that reads an
+ *    accumulator before its wait, rewrites one in flight or releases a K/V slot too early computes
+ *    something else here.
+ * Each case runs one instance of the real shape table (sm90_instances.h) and compares O and LSE with
+ * a double-precision reference; injected faults must each fail a case. This checks the kernel's
+ * barrier protocol, descriptors, fragment layouts, masks, schedule and softmax as written; it says
+ * nothing about timing, and what ptxas makes of the code is the ISA gate's and the H200's. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <deque>
+#include <vector>
+
+#include "cuda.h"
+#include "cuda_runtime.h"
+#include "fwd_args.h"
+#include "half.h"
+#include "sim_fwd_case.h"
+
+/* ---- the simulated CTA ----------------------------------------------------------------- */
+alignas(1024) uint8_t smem_raw[232448];
+static int sim_errors;
+static char sim_error_text[256];
+
+static void sim_fail(const char *what)
+{
+    if (sim_errors++ == 0) snprintf(sim_error_text, sizeof sim_error_text, "%s", what);
+}
+
+#include "sim_tma.h"
+
+/* Faults of this file's half (sim_tma.h has the parity and swizzle ones). */
+enum { INJ_NONE, INJ_PARITY, INJ_NO_SWIZZLE, INJ_LATE_WAIT, INJ_NO_LBO, INJ_A_ROWS };
+static int inject = INJ_NONE;
+
+/* ---- warp intrinsics: values exchanged through a per-warp table between two warp barriers -- */
+static uint32_t lane_vals[32][32];
+static uint32_t sim_exchange(uint32_t v, int src)
+{
+    const int w = threadIdx.x / 32;
+    lane_vals[w][threadIdx.x % 32] = v;
+    sim_sync_wave();
+    const uint32_t r = lane_vals[w][src & 31];
+    sim_sync_wave(); /* nobody overwrites a value before all have read */
+    return r;
+}
+void __syncwarp(unsigned = 0xffffffffu) { sim_sync_wave(); }
+float __shfl_xor_sync(unsigned, float v, int m) { return __uint_as_float(sim_exchange(__float_as_uint(v), (threadIdx.x % 32) ^ m)); }
+uint32_t __shfl_xor_sync(unsigned, uint32_t v, int m) { return sim_exchange(v, (threadIdx.x % 32) ^ m); }
+int __shfl_sync(unsigned, int v, int src) { return (int)sim_exchange((uint32_t)v, src); }
+int __shfl_up_sync(unsigned, int v, int d)
+{
+    const int l = threadIdx.x % 32;
+    return (int)sim_exchange((uint32_t)v, l >= d ? l - d : l);
+}
+unsigned __ballot_sync(unsigned, int pred)
+{
+    const int w = threadIdx.x / 32;
+    lane_vals[w][threadIdx.x % 32] = pred != 0;
+    sim_sync_wave();
+    unsigned m = 0;
+    for (int i = 0; i < 32; ++i) m |= lane_vals[w][i] << i;
+    sim_sync_wave();
+    return m;
+}
+static int __ffs(unsigned x) { return __builtin_ffs((int)x); }
+
+/* ---- sm_90a primitives (sm90_ptx.cuh's names) -------------------------------------------- */
+static void sm90_wgmma_fence(void) {}
+template <int R> static void sm90_setmaxnreg_inc(void) {}
+template <int R> static void sm90_setmaxnreg_dec(void) {}
+static void sm90_reg_fence(float &) {}
+static void sm90_reg_fence(uint32_t &) {}
+static void sm90_st_shared_zero16(uint32_t addr)
+{
+    if (addr % 16 || addr + 16 > sizeof smem_raw) sim_fail("st.shared.v4: misaligned or outside shared memory");
+    else memset(smem_raw + addr, 0, 16);
+}
+static void sm90_st_global16(void *p, uint32_t x0, uint32_t x1, uint32_t x2, uint32_t x3)
+{
+    if ((uintptr_t)p % 16) sim_fail("st.global.v4: address not 16-byte aligned");
+    const uint32_t x[4] = {x0, x1, x2, x3};
+    memcpy(p, x, 16);
+}
+
+/* ---- wgmma ------------------------------------------------------------------------------- */
+enum { WG_SS, WG_SS0, WG_RS }; /* both operands by descriptor; the same, D write-only; A from registers */
+struct wg_op {
+    int kind, n, bf16, acc;
+    uint64_t da, db;
+    int issued = 0;
+    bool done = false;
+    float *d[128];
+    bool chain[128];       /* the thread's D is the output of an earlier op still in flight */
+    std::vector<float> din; /* [thread][n / 2]: the thread's D when it issued (unless chained) */
+    uint32_t a[128][4];
+};
+struct wg_state {
+    std::deque<wg_op> ops;
+    long base = 0;                   /* sequence number of ops.front() */
+    long next[128];                  /* per thread: the sequence number of its next wgmma */
+    std::vector<long> ends[128];     /* per thread: the end of each group it committed */
+    size_t retired[128];             /* per thread: groups its waits have retired */
+    int waits1[128];                 /* per thread: wait_group 1 calls (a fault delays the first) */
+};
+static wg_state wgs[4];
+static void wg_reset(void)
+{
+    for (wg_state &g : wgs) {
+        g.ops.clear(), g.base = 0;
+        for (int t = 0; t < 128; ++t) g.next[t] = 0, g.ends[t].clear(), g.retired[t] = 0, g.waits1[t] = 0;
+    }
+}
+
+static float sim_h16(uint16_t h, int bf16) { return bf16 ? pa_bf16_to_f32(h) : pa_f16_to_f32(h); }
+static uint16_t sim_smem16(uint32_t a)
+{
+    uint16_t v = 0;
+    if (a + 2 > sizeof smem_raw) sim_fail("wgmma: operand outside shared memory");
+    else memcpy(&v, smem_raw + sim_swz128(a), 2);
+    return v;
+}
+/* A descriptor's fields (sm90_desc_sw128's encoding); only the 128-byte swizzle is used. */
+struct sim_desc { uint32_t start, lbo, sbo; };
+static sim_desc sim_decode(uint64_t d)
+{
+    if ((d >> 62) != 1 || ((d >> 49) & 7)) sim_fail("wgmma descriptor: not the 128-byte swizzle with base offset 0");
+    return {(uint32_t)(d & 0x3FFF) << 4, (uint32_t)((d >> 16) & 0x3FFF) << 4, (uint32_t)((d >> 32) & 0x3FFF) << 4};
+}
+/* Element (row, k) of a K-major operand: 8-row groups sbo apart, rows 128 bytes apart, k contiguous. */
+static uint32_t sim_kmajor(const sim_desc &s, int row, int k) { return s.start + (row / 8) * s.sbo + (row % 8) * 128 + k * 2; }
+
+/* Runs op o for its warpgroup: C = A B (64 x n, depth 16) into every thread's accumulators. */
+static void wg_compute(wg_op &o)
+{
+    float A[64][16], B[16][256];
+    if (o.kind == WG_RS) {
+        for (int t = 0; t < 128; ++t) { /* the m16n8k16 A fragment of warp t / 32's 16 rows */
+            const int r0 = 16 * (t / 32) + (t % 32) / 4, c0 = 2 * (t % 4);
+            for (int i = 0; i < 4; ++i) {
+                int r = r0 + 8 * (i & 1), c = c0 + 8 * (i >> 1);
+                if (inject == INJ_A_ROWS) r = r0 + 8 * (i >> 1), c = c0 + 8 * (i & 1); /* fault: registers 1, 2 swapped */
+                A[r][c] = sim_h16((uint16_t)o.a[t][i], o.bf16), A[r][c + 1] = sim_h16((uint16_t)(o.a[t][i] >> 16), o.bf16);
+            }
+        }
+    } else {
+        const sim_desc s = sim_decode(o.da);
+        for (int r = 0; r < 64; ++r)
+            for (int k = 0; k < 16; ++k) A[r][k] = sim_h16(sim_smem16(sim_kmajor(s, r, k)), o.bf16);
+    }
+    const sim_desc s = sim_decode(o.db);
+    for (int k = 0; k < 16; ++k)
+        for (int j = 0; j < o.n; ++j) {
+            /* register-A form: B N-major (imm-trans-b), rows of 64 columns, column blocks LBO apart */
+            const uint32_t lbo = inject == INJ_NO_LBO ? 0 : s.lbo;
+            const uint32_t a = o.kind == WG_RS ? s.start + (k / 8) * s.sbo + (k % 8) * 128 + (j / 64) * lbo + (j % 64) * 2
+                                               : sim_kmajor(s, j, k);
+            B[k][j] = sim_h16(sim_smem16(a), o.bf16);
+        }
+    const int h = o.n / 2;
+    for (int t = 0; t < 128; ++t) {
+        const int r0 = 16 * (t / 32) + (t % 32) / 4, c0 = 2 * (t % 4);
+        for (int i = 0; i < h; ++i) {
+            const int r = r0 + 8 * ((i % 4) >> 1), c = 8 * (i / 4) + c0 + (i & 1);
+            float acc = 0.f;
+            for (int k = 0; k < 16; ++k) acc += A[r][k] * B[k][c];
+            const float in = o.kind == WG_SS0 || !o.acc ? 0.f : o.chain[t] ? o.d[t][i] : o.din[(size_t)t * h + i];
+            o.d[t][i] = in + acc;
+        }
+    }
+    o.done = true;
+}
+
+static void wg_issue(int kind, int n, int bf16, int acc, uint64_t da, uint64_t db, float *d, const uint32_t *a)
+{
+    const int t = threadIdx.x % 128;
+    wg_state &g = wgs[threadIdx.x / 128];
+    const long s = g.next[t]++;
+    if (s - g.base == (long)g.ops.size()) {
+        wg_op o;
+        o.kind = kind, o.n = n, o.bf16 = bf16, o.acc = acc, o.da = da, o.db = db;
+        o.din.assign((size_t)128 * (n / 2), 0.f);
+        g.ops.push_back(std::move(o));
+    }
+    wg_op &o = g.ops[s - g.base];
+    if (o.kind != kind || o.n != n || o.bf16 != bf16 || o.acc != acc || o.da != da || o.db != db)
+        sim_fail("wgmma: the threads of a warpgroup issued different operations");
+    o.d[t] = d, o.chain[t] = false;
+    for (long p = g.base; p < s; ++p)
+        if (!g.ops[p - g.base].done && g.ops[p - g.base].d[t] == d) o.chain[t] = true;
+    if (!o.chain[t]) memcpy(&o.din[(size_t)t * (n / 2)], d, sizeof(float) * (n / 2));
+    if (a) memcpy(o.a[t], a, 16);
+    o.issued++;
+}
+static void sm90_wgmma_commit(void)
+{
+    wg_state &g = wgs[threadIdx.x / 128];
+    g.ends[threadIdx.x % 128].push_back(g.next[threadIdx.x % 128]);
+}
+/* Retires every committed group of this thread but the newest N: each op in them runs once all 128
+ * threads have issued it (the first waiter runs it for the warpgroup). */
+template <int N> static void sm90_wgmma_wait(void)
+{
+    const int t = threadIdx.x % 128;
+    wg_state &g = wgs[threadIdx.x / 128];
+    int n = N;
+    if (inject == INJ_LATE_WAIT && N == 1 && threadIdx.x / 128 == 1 && g.waits1[t]++ == 0) n = 2; /* fault */
+    const long groups = (long)g.ends[t].size();
+    if (groups - n <= (long)g.retired[t]) return;
+    const long end = g.ends[t][groups - n - 1];
+    /* (another thread of the warpgroup may run and drop ops while this one waits: s < g.base is done) */
+    for (long s = g.base; s < end && !sim_dead; ++s) {
+        while (s >= g.base && g.ops[s - g.base].issued < 128 && !sim_dead)
+            if (sim_spin()) {
+                sim_fail("deadlock: a wgmma.wait_group waits for a wgmma that not every thread of the warpgroup issued");
+                sim_dead = true;
+            }
+        if (s >= g.base && !sim_dead && !g.ops[s - g.base].done) wg_compute(g.ops[s - g.base]);
+    }
+    g.retired[t] = (size_t)(groups - n);
+    while (!g.ops.empty() && g.ops.front().done && g.ops.front().issued == 128) g.ops.pop_front(), g.base++;
+}
+
+template <int N> void sm90_wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int acc, __nv_bfloat16) { wg_issue(WG_SS, N, 1, acc, da, db, d, nullptr); }
+template <int N> void sm90_wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int acc, __half) { wg_issue(WG_SS, N, 0, acc, da, db, d, nullptr); }
+template <int N> void sm90_wgmma_ss0(float (&d)[N / 2], uint64_t da, uint64_t db, __nv_bfloat16) { wg_issue(WG_SS0, N, 1, 0, da, db, d, nullptr); }
+template <int N> void sm90_wgmma_ss0(float (&d)[N / 2], uint64_t da, uint64_t db, __half) { wg_issue(WG_SS0, N, 0, 0, da, db, d, nullptr); }
+template <int N> void sm90_wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db, int acc, __nv_bfloat16) { wg_issue(WG_RS, N, 1, acc, 0, db, d, a); }
+template <int N> void sm90_wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db, int acc, __half) { wg_issue(WG_RS, N, 0, acc, 0, db, d, a); }
+
+#include "sm90_fwd_kernel.cuh"
+
+/* ---- cases --------------------------------------------------------------------------------- */
+struct sm90_case {
+    sim_fwd_case c;
+    int nc_short; /* the short-query shape (PA_SM90_NC_SHORT) */
+    int ctas;     /* persistent CTAs (each walks several items) */
+    int l2_pairs; /* the launcher's L2 budget in (batch, head) pairs: small makes causal chunks */
+};
+
+/* One instance of the shape table: head dim D, NC consumer warpgroups, its K/V tile and ring. */
+template <typename T, int D, int NC, bool VL> static void launch(const sm90_case &k, const sim_fwd_problem &p)
+{
+    constexpr int BN = PA_SM90_BN(D), ST = PA_SM90_STAGES(D), BM = PA_SM90_BM_NC(NC);
+    static_assert(PA_SM90_SMEM_SHAPE(D, NC, BN, ST) <= (int)sizeof smem_raw, "shared memory");
+    const CUtensorMap tq = p.map_q(BM), tk = p.map_k(BN), tv = p.map_v(BN);
+    const int nmb = (p.maxq + BM - 1) / BM;
+    const int64_t pairs = (int64_t)p.a.batch * p.a.heads, nwork = nmb * pairs;
+    const int grid = (int)(nwork < k.ctas ? nwork : k.ctas);
+    const int chunk = sm90_chunk(pairs, p.a.group, k.l2_pairs, nmb, grid);
+    auto start = [&] {
+        memset(smem_raw, 0xFF, sizeof smem_raw); /* NaN in both 16-bit types: a read of unwritten memory shows */
+        sim_tma_reset();
+        wg_reset();
+    };
+    auto thread = [&] {
+        if (!sim_dead) sm90_fwd<T, D, NC, BN, ST, VL, false>(tq, tk, tv, p.a, nmb, chunk);
+    };
+    if (sim_run_blocks({(unsigned)grid, 1, 1}, PA_SM90_THREADS_NC(NC), 32, start, thread))
+        sim_fail("deadlock at a block or named barrier");
+    for (const wg_state &g : wgs)
+        if (!g.ops.empty()) sim_fail("wgmma issued and never retired by a wait");
+}
+
+template <typename T, bool VL> static void launch_d(const sm90_case &k, const sim_fwd_problem &p)
+{
+#define SIM_GO(D, NC) launch<T, D, NC, VL>(k, p)
+    switch (k.c.d) {
+    case 32: return SIM_GO(32, PA_SM90_NC(32));
+    case 64: return k.nc_short ? SIM_GO(64, PA_SM90_NC_SHORT(64)) : SIM_GO(64, PA_SM90_NC(64));
+    case 96: return SIM_GO(96, PA_SM90_NC(96));
+    case 128: return SIM_GO(128, PA_SM90_NC(128));
+    case 192: return SIM_GO(192, PA_SM90_NC(192));
+    case 256: return SIM_GO(256, PA_SM90_NC(256));
+    default: sim_fail("no such instance in the simulation");
+    }
+#undef SIM_GO
+}
+
+static int run_case(const sm90_case &k, const sim_varlen *vl = nullptr)
+{
+    sim_fwd_problem p(k.c, vl);
+    sim_errors = 0;
+    if (k.c.bf16) vl ? launch_d<__nv_bfloat16, true>(k, p) : launch_d<__nv_bfloat16, false>(k, p);
+    else vl ? launch_d<__half, true>(k, p) : launch_d<__half, false>(k, p);
+    return p.check(sim_errors ? sim_error_text : nullptr);
+}
+
+int main(void)
+{
+    /* {name, d, dv, bf16, b, hq, hkv, sq, sk, causal, wl, wr, softcap, kgrow}, nc_short, ctas, l2_pairs */
+    static const sm90_case cases[] = {
+        {{"d128 f16 300x300 (3 CTAs)", 128, 0, 0, 1, 2, 2, 300, 300, 0, -1, -1, 0.f, 0.f}, 0, 3, 1 << 20},
+        {{"d64 bf16 causal 400x400 GQA 4/2 chunks", 64, 0, 1, 2, 4, 2, 400, 400, 1, -1, -1, 0.f, 0.f}, 0, 5, 2},
+        {{"d64 128-row f16 197x197 (ViT)", 64, 0, 0, 3, 2, 2, 197, 197, 0, -1, -1, 0.f, 0.f}, 1, 4, 1 << 20},
+        {{"d64 128-row bf16 window 40/10 77x120", 64, 0, 1, 2, 2, 1, 77, 120, 0, 40, 10, 0.f, 0.f}, 1, 3, 1 << 20},
+        {{"d32 f16 softcap 30 129x300", 32, 0, 0, 1, 2, 1, 129, 300, 0, -1, -1, 30.f, 0.f}, 0, 2, 1 << 20},
+        {{"d96 bf16 causal Sq > Sk 280x100", 96, 0, 1, 1, 2, 2, 280, 100, 1, -1, -1, 0.f, 0.f}, 0, 3, 1 << 20},
+        {{"d128 f16 growing keys 140x640", 128, 0, 0, 1, 1, 1, 140, 640, 0, -1, -1, 0.f, 0.05f}, 0, 2, 1 << 20},
+        {{"d128 bf16 Dqk 128 / Dv 64 causal 200x333", 128, 64, 1, 1, 2, 1, 200, 333, 1, -1, -1, 0.f, 0.f}, 0, 2, 1 << 20},
+        {{"d192 f16 150x250", 192, 0, 0, 1, 2, 2, 150, 250, 0, -1, -1, 0.f, 0.f}, 0, 2, 1 << 20},
+        {{"d256 bf16 causal 130x200", 256, 0, 1, 1, 2, 2, 130, 200, 1, -1, -1, 0.f, 0.f}, 0, 2, 1 << 20},
+    };
+    /* varlen (packed sequences): a sequence's last key tile reaches into the next, poisoned one (its V
+     * rows must be zeroed before P V); non-causal goes the compact order (the warp's scan), causal the
+     * slot order with holes; causal with sq > sk on one sequence; a sequence of length 0 */
+    static const sm90_case vcases[] = {
+        {{"varlen d64 f16 3 seqs, 3rd poisoned", 64, 0, 0, 3, 2, 1, 0, 0, 0, -1, -1, 0.f, 0.f}, 0, 3, 1 << 20},
+        {{"varlen d128 bf16 causal GQA, 2nd poisoned", 128, 0, 1, 4, 4, 2, 0, 0, 1, -1, -1, 0.f, 0.f}, 0, 3, 1 << 20},
+    };
+    static const sim_varlen vls[] = {
+        {{100, 300, 40}, {150, 200, 90}, 2},
+        {{130, 60, 0, 270}, {70, 230, 5, 300}, 1},
+    };
+    auto run = [](const sm90_case &c, const sim_varlen *vl) { return run_case(c, vl); };
+    int failed = sim_fwd_table(cases, 10, vcases, vls, 2, sim_dead, run);
+    static const sim_fault faults[] = {
+        {INJ_PARITY, "an mbarrier wait with the wrong parity"},
+        {INJ_NO_SWIZZLE, "TMA writing without the 128-byte swizzle"},
+        {INJ_LATE_WAIT, "a wgmma.wait_group 1 that retires one group too few"},
+        {INJ_NO_LBO, "V's 64-column blocks read without the descriptor's LBO"},
+        {INJ_A_ROWS, "the register-A fragment's rows and columns swapped"},
+    };
+    auto arm = [](int mode) {
+        inject = mode;
+        sim_fault_parity_tid = mode == INJ_PARITY ? 128 : -1; /* the first consumer thread */
+        sim_fault_no_swizzle = mode == INJ_NO_SWIZZLE;
+    };
+    failed += sim_fwd_faults(faults, 5, sim_dead, arm, [&] { return run_case(cases[0]); });
+    printf(failed ? "test_sm90_sim: %d check(s) FAILED\n" : "test_sm90_sim: all cases passed, all faults caught\n", failed);
+    return failed ? 1 : 0;
+}
