@@ -119,6 +119,12 @@ template <typename T, int BN, bool PK> struct sm90_tile_softmax {
         for (int r = 0; r < 2; ++r) {
             mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 1));
             mnew[r] = fmaxf(mnew[r], __shfl_xor_sync(0xffffffffu, mnew[r], 2));
+#if PA_SM90_LAZY_RESCALE
+            /* The base moves only when the max grew by more than 2^8 (P <= 2^8 otherwise); the first
+             * visible key always moves it (from -inf: the difference is +inf, or NaN while nothing is
+             * visible, and both fail the test). */
+            if ((mnew[r] - mrow[r]) * mult <= PA_SM90_RESCALE_THRESHOLD) mnew[r] = mrow[r];
+#endif
             base2[r] = mnew[r] == -INFINITY ? 0.f : mnew[r] * mult;
             corr[r] = pa_ex2(mrow[r] * mult - base2[r]);
             mrow[r] = mnew[r];
@@ -415,6 +421,9 @@ __device__ __forceinline__ void sm90_issue_s(float (&sc)[BN / 2], uint32_t q, ui
  * are written inside the pipeline stage). */
 template <int D> __device__ __forceinline__ void sm90_rescale_o(float (&o)[D / 2], const float (&corr)[2])
 {
+#if PA_SM90_LAZY_RESCALE /* a warp none of whose rows moved its base skips the multiplies */
+    if (!__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) return;
+#endif
 #pragma unroll
     for (int j = 0; j < D / 8; ++j) {
         o[4 * j] *= corr[0], o[4 * j + 1] *= corr[0];

@@ -41,6 +41,14 @@
  * after another): +1-5% on short non-causal d64 (H200, A/B in NOTES.md). d128 measured 1-2% slower
  * with two, and d192/d256 have no room. -DPA_SM90_Q_SLOTS=1 (C and CUDA flags) builds one slot for
  * an A/B. */
+/* Lazy rescale (FlashAttention-4's): the running max that P is exponentiated against moves only when a
+ * row's max grows by more than 2^PA_SM90_RESCALE_THRESHOLD, and a warp none of whose rows moved skips
+ * the O rescale (D / 2 multiplies a thread per tile: at d256 four times its exponentials). P <= 2^8
+ * rounds to 16 bits as well as P <= 1. -DPA_SM90_LAZY_RESCALE=1 (CUDA flags) builds it for an A/B. */
+#ifndef PA_SM90_LAZY_RESCALE
+#define PA_SM90_LAZY_RESCALE 0
+#endif
+#define PA_SM90_RESCALE_THRESHOLD 8.0f
 #ifndef PA_SM90_Q_SLOTS
 #define PA_SM90_Q_SLOTS 2
 #endif

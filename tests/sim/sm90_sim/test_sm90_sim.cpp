@@ -75,6 +75,7 @@ unsigned __ballot_sync(unsigned, int pred)
     sim_sync_wave();
     return m;
 }
+int __any_sync(unsigned m, int pred) { return __ballot_sync(m, pred) != 0; }
 static int __ffs(unsigned x) { return __builtin_ffs((int)x); }
 
 /* ---- sm_90a primitives (sm90_ptx.cuh's names) -------------------------------------------- */
