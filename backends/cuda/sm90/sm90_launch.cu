@@ -66,15 +66,7 @@ extern "C" int pa_sm90_nc(const pa_problem *pb, int d)
     return rows_short < rows ? ns : nc;
 }
 
-/* GQA packing of the KV instances (FlashAttention-3's PackGQA): a work item takes BM / group query
- * tokens of every query head of one KV head instead of BM tokens of one query head. A decode row of a
- * serving batch is then one item per KV head, not one per query head (each walks the sequence's
- * whole cache: a mixed batch of 8 decodes and 2 chunks of 512 cost 1.78x its parts with one row a
- * query head), and the heads of a group read each K/V tile once. Off for groups over the block's rows.
- * -DPA_SM90_KV_PACK_GQA=0 (C and CUDA flags) builds it off for an A/B. */
-#ifndef PA_SM90_KV_PACK_GQA
-#define PA_SM90_KV_PACK_GQA 1
-#endif
+/* GQA packing of the KV instances (PA_SM90_KV_PACK_GQA, sm90_launch.h). */
 extern "C" int pa_sm90_qpack(const pa_problem *pb, int bm)
 {
     const portattn_fwd_params_t *p = &pb->p;

@@ -41,6 +41,15 @@
  * after another): +1-5% on short non-causal d64 (H200, A/B in NOTES.md). d128 measured 1-2% slower
  * with two, and d192/d256 have no room. -DPA_SM90_Q_SLOTS=1 (C and CUDA flags) builds one slot for
  * an A/B. */
+/* GQA packing of the KV instances (FlashAttention-3's PackGQA): a work item takes BM / group query
+ * tokens of every query head of one KV head instead of BM tokens of one query head. A decode row of a
+ * serving batch is then one item per KV head, not one per query head (each walks the sequence's
+ * whole cache: a mixed batch of 8 decodes and 2 chunks of 512 cost 1.78x its parts with one row a
+ * query head), and the heads of a group read each K/V tile once. Off for groups over the block's rows.
+ * -DPA_SM90_KV_PACK_GQA=0 (C and CUDA flags) builds it off for an A/B. */
+#ifndef PA_SM90_KV_PACK_GQA
+#define PA_SM90_KV_PACK_GQA 1
+#endif
 /* Lazy rescale (FlashAttention-4's): the running max that P is exponentiated against moves only when a
  * row's max grows by more than 2^PA_SM90_RESCALE_THRESHOLD, and a warp none of whose rows moved skips
  * the O rescale (D / 2 multiplies a thread per tile: at d256 four times its exponentials). P <= 2^8

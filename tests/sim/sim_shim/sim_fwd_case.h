@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <utility>
 #include <vector>
 
 #include "cuda.h" /* the simulated CUtensorMap */
@@ -29,6 +30,16 @@ struct sim_varlen {
     int poison; /* -1: none */
 };
 
+/* A KV cache: sequence b's keys are the first used[b] rows of a cache of `capacity` rows (with varlen
+ * queries: vl->lk[b] rows), its own ([batch, capacity], page 0) or pages of `page` rows from a pool in
+ * shuffled order (one spare page no sequence uses). Every cache row past a sequence's keys is NaN/inf:
+ * what a kernel reads there must never reach O. Queries per sequence (c.sq), or packed with varlen
+ * (a serving call: sequence b's queries are the last of its keys). */
+struct sim_kv {
+    int capacity, page;
+    int used[4];
+};
+
 inline uint32_t sim_fwd_rng = 2024u;
 inline float sim_frand(void)
 {
@@ -41,46 +52,95 @@ inline float sim_frand(void)
 struct sim_fwd_problem {
     const sim_fwd_case &c;
     const sim_varlen *vl;
+    const sim_kv *kv;
     int dq, dv, maxq = 0, TQ, TK, Sq, Sk, ps; /* Sq, Sk: the maps' extents; ps: the poisoned sequence or -1 */
+    int NK = 1, maxp = 0;                     /* K/V maps' batch extent; pages per sequence (block table row) */
     std::vector<int> q0, k0, sqv, skv;
     std::vector<uint16_t> q, k, v, o;
     std::vector<float> lse;
-    std::vector<int32_t> cuq, cuk;
+    std::vector<int32_t> cuq, cuk, used, table;
     pa_fwd_args a;
 
     uint16_t to16(float x) const { return c.bf16 ? pa_f32_to_bf16(x) : pa_f32_to_f16(x); }
     float from16(uint16_t h) const { return c.bf16 ? pa_bf16_to_f32(h) : pa_f16_to_f32(h); }
 
-    sim_fwd_problem(const sim_fwd_case &c_, const sim_varlen *vl_) : c(c_), vl(vl_)
+    sim_fwd_problem(const sim_fwd_case &c_, const sim_varlen *vl_, const sim_kv *kv_ = nullptr) : c(c_), vl(vl_), kv(kv_)
     {
-        const int B = c.b, Hq = c.hq, Hk = c.hkv;
+        const int B = c.b, Hq = c.hq;
         dq = c.d, dv = c.dv ? c.dv : c.d;
         q0.assign(B + 1, 0), k0.assign(B + 1, 0), sqv.resize(B), skv.resize(B);
         for (int b = 0; b < B; ++b) {
-            sqv[b] = vl ? vl->lq[b] : c.sq, skv[b] = vl ? vl->lk[b] : c.sk;
+            sqv[b] = vl ? vl->lq[b] : c.sq, skv[b] = vl ? vl->lk[b] : kv ? kv->used[b] : c.sk;
             q0[b + 1] = q0[b] + sqv[b], k0[b + 1] = k0[b] + skv[b];
             maxq = sqv[b] > maxq ? sqv[b] : maxq;
         }
-        TQ = q0[B], TK = k0[B], Sq = vl ? TQ : c.sq, Sk = vl ? TK : c.sk;
-        q.resize((size_t)TQ * Hq * dq), k.resize((size_t)TK * Hk * dq), v.resize((size_t)TK * Hk * dv);
+        TQ = q0[B], TK = k0[B], Sq = vl ? TQ : c.sq, Sk = vl ? TK : c.sk, NK = vl ? 1 : B;
+        if (kv) cache_layout();
+        q.resize((size_t)TQ * Hq * dq);
         o.assign((size_t)TQ * Hq * dv, 0x7FFF), lse.assign((size_t)Hq * TQ, NAN);
         for (auto &x : q) x = to16(2.f * sim_frand());
+        fill_kv();
+        ps = vl ? vl->poison : -1;
+        if (ps >= 0) poison(ps);
+        cuq.assign(q0.begin(), q0.end()), cuk.assign(k0.begin(), k0.end());
+        fill_args();
+    }
+
+    /* The K/V storage row (token index of the [NK, Sk] maps) of key j of sequence b. */
+    size_t krow(int b, int j) const
+    {
+        if (!kv) return (size_t)k0[b] + j;
+        if (!kv->page) return (size_t)b * kv->capacity + j;
+        return (size_t)table[(size_t)b * maxp + j / kv->page] * kv->page + j % kv->page;
+    }
+
+    /* A cache: [batch, capacity], or a pool of B * maxp + 1 pages handed out in shuffled order. */
+    void cache_layout()
+    {
+        const int B = c.b;
+        used.assign(skv.begin(), skv.end());
+        Sk = kv->page ? kv->page : kv->capacity;
+        if (!kv->page) {
+            NK = B;
+            return;
+        }
+        maxp = (kv->capacity + kv->page - 1) / kv->page, NK = B * maxp + 1;
+        std::vector<int32_t> pages(NK);
+        for (int i = 0; i < NK; ++i) pages[i] = i;
+        for (int i = NK - 1; i > 0; --i) std::swap(pages[i], pages[(sim_fwd_rng = sim_fwd_rng * 1664525u + 1013904223u) % (i + 1)]);
+        table.assign(pages.begin(), pages.begin() + (size_t)B * maxp);
+    }
+
+    /* K and V: every storage row NaN/inf, then each sequence's keys random. */
+    void fill_kv()
+    {
+        const int B = c.b, Hk = c.hkv;
+        const size_t rows = (size_t)NK * Sk;
+        k.resize(rows * Hk * dq), v.resize(rows * Hk * dv);
+        const uint16_t nan = 0x7FFF, inf = c.bf16 ? 0x7F80 : 0x7C00;
+        for (size_t i = 0; i < k.size(); ++i) k[i] = i % 3 ? nan : inf;
+        for (size_t i = 0; i < v.size(); ++i) v[i] = i % 2 ? nan : inf;
         for (int b = 0; b < B; ++b)
             for (int j = 0; j < skv[b]; ++j)
                 for (int h = 0; h < Hk; ++h) {
-                    const size_t r = ((size_t)k0[b] + j) * Hk + h;
+                    const size_t r = krow(b, j) * Hk + h;
                     for (int e = 0; e < dq; ++e) k[r * dq + e] = to16(2.f * sim_frand() * (1.f + j * c.kgrow));
                     for (int e = 0; e < dv; ++e) v[r * dv + e] = to16(sim_frand());
                 }
-        ps = vl ? vl->poison : -1;
-        if (ps >= 0) {
-            const uint16_t nan = 0x7FFF, inf = c.bf16 ? 0x7F80 : 0x7C00;
-            for (size_t i = (size_t)k0[ps] * Hk * dq; i < (size_t)k0[ps + 1] * Hk * dq; ++i) k[i] = i % 3 ? nan : inf;
-            for (size_t i = (size_t)k0[ps] * Hk * dv; i < (size_t)k0[ps + 1] * Hk * dv; ++i) v[i] = i % 2 ? nan : inf;
-            for (size_t i = (size_t)q0[ps] * Hq * dq; i < (size_t)q0[ps + 1] * Hq * dq; ++i) q[i] = nan;
-        }
-        cuq.assign(q0.begin(), q0.end()), cuk.assign(k0.begin(), k0.end());
-        fill_args();
+    }
+
+    /* Sequence s all NaN/inf: Q, and its keys */
+    void poison(int s)
+    {
+        const int Hq = c.hq, Hk = c.hkv;
+        const uint16_t nan = 0x7FFF, inf = c.bf16 ? 0x7F80 : 0x7C00;
+        for (int j = 0; j < skv[s]; ++j)
+            for (int h = 0; h < Hk; ++h) {
+                const size_t r = krow(s, j) * Hk + h;
+                for (int e = 0; e < dq; ++e) k[r * dq + e] = (r + e) % 3 ? nan : inf;
+                for (int e = 0; e < dv; ++e) v[r * dv + e] = (r + e) % 2 ? nan : inf;
+            }
+        for (size_t i = (size_t)q0[s] * Hq * dq; i < (size_t)q0[s + 1] * Hq * dq; ++i) q[i] = nan;
     }
 
     /* pa_fwd_fill_args' result for this call (BSHD strides in elements; varlen: one packed batch) */
@@ -94,8 +154,15 @@ struct sim_fwd_problem {
                       ks[3] = {(int64_t)Sk * Hk * dq, (int64_t)Hk * dq, dq}, vs[3] = {(int64_t)Sk * Hk * dv, (int64_t)Hk * dv, dv};
         memcpy(a.qs, qs, sizeof qs), memcpy(a.os, os, sizeof os), memcpy(a.ks, ks, sizeof ks), memcpy(a.vs, vs, sizeof vs);
         a.ls[0] = vl ? 0 : (int64_t)Hq * Sq, a.ls[1] = Sq, a.ls[2] = 1;
-        if (vl) a.cu_q = cuq.data(), a.cu_k = cuk.data();
-        a.batch = B, a.heads = Hq, a.group = Hq / Hk, a.heads_kv = Hk, a.seqlen_q = Sq, a.seqlen_k = Sk;
+        if (vl) a.cu_q = cuq.data(), a.cu_k = kv ? nullptr : cuk.data();
+        a.batch = B, a.heads = Hq, a.group = Hq / Hk, a.heads_kv = Hk, a.seqlen_q = Sq, a.seqlen_k = kv ? kv->capacity : Sk;
+        if (kv) {
+            a.kv.seqused_k = used.data();
+            if (kv->page) {
+                a.kv.block_table = table.data(), a.kv.bt_stride = maxp, a.kv.num_pages = NK;
+                while ((1 << a.kv.page_shift) < kv->page) a.kv.page_shift++;
+            }
+        }
         a.dqk = dq, a.dv = dv, a.qd = a.kd = a.vd = a.od = 1, a.kv.qpack = 1;
         a.wl = c.wl, a.wr = c.causal ? 0 : c.wr;
         a.softcap = c.softcap > 0.f, a.transform = a.softcap;
@@ -106,19 +173,20 @@ struct sim_fwd_problem {
 
     /* A map over t ([batch, S, H, d], or the packed tokens as one batch under varlen), boxes of 64
      * columns x `rows` rows */
-    CUtensorMap map(const std::vector<uint16_t> &t, int S, int H, int d, int rows) const
+    CUtensorMap map(const std::vector<uint16_t> &t, int n, int S, int H, int d, int rows, int heads = 1) const
     {
         CUtensorMap m;
         m.ptr = t.data();
-        m.dims[0] = d, m.dims[1] = S, m.dims[2] = H, m.dims[3] = vl ? 1 : c.b;
+        m.dims[0] = d, m.dims[1] = S, m.dims[2] = H, m.dims[3] = n;
         m.strides[0] = (int64_t)H * d * 2, m.strides[1] = (int64_t)d * 2, m.strides[2] = (int64_t)S * H * d * 2;
-        m.box_rows = rows;
+        m.box_rows = rows, m.box_heads = heads;
         return m;
     }
-    CUtensorMap map_q(int rows) const { return map(q, Sq, c.hq, dq, rows); }
-    CUtensorMap map_k(int rows) const { return map(k, Sk, c.hkv, dq, rows); }
-    CUtensorMap map_v(int rows) const { return map(v, Sk, c.hkv, dv, rows); }
-    CUtensorMap map_o(int rows) const { return map(o, Sq, c.hq, dv, rows); }
+    /* Q and O in boxes of `rows` tokens x `heads` heads; K and V in boxes of `rows`, at most a page */
+    CUtensorMap map_q(int rows, int heads = 1) const { return map(q, vl ? 1 : c.b, Sq, c.hq, dq, rows, heads); }
+    CUtensorMap map_o(int rows) const { return map(o, vl ? 1 : c.b, Sq, c.hq, dv, rows); }
+    CUtensorMap map_k(int rows) const { return map(k, NK, Sk, c.hkv, dq, kv && kv->page && kv->page < rows ? kv->page : rows); }
+    CUtensorMap map_v(int rows) const { return map(v, NK, Sk, c.hkv, dv, kv && kv->page && kv->page < rows ? kv->page : rows); }
 
     /* The reference in double (bottom-right aligned causal/window, softcap, GQA, per sequence) against
      * the kernel's O and LSE; prints a line; 0 if within tolerance (or `error`, the simulation's, is
@@ -155,7 +223,7 @@ private:
             if (j < lo || j > hi) continue;
             double dot = 0;
             for (int e = 0; e < dq; ++e)
-                dot += (double)from16(q[(((size_t)q0[b] + i) * Hq + h) * dq + e]) * from16(k[(((size_t)k0[b] + j) * Hk + hk) * dq + e]);
+                dot += (double)from16(q[(((size_t)q0[b] + i) * Hq + h) * dq + e]) * from16(k[(krow(b, j) * Hk + hk) * dq + e]);
             s[j] = c.softcap > 0 ? c.softcap * tanh(dot * scale / c.softcap) : dot * scale;
             mx = fmax(mx, s[j]);
         }
@@ -164,7 +232,7 @@ private:
         for (int e = 0; e < dv; ++e) {
             double ov = 0;
             for (int j = 0; j < sk; ++j)
-                if (s[j] != -INFINITY) ov += exp(s[j] - mx) * from16(v[(((size_t)k0[b] + j) * Hk + hk) * dv + e]);
+                if (s[j] != -INFINITY) ov += exp(s[j] - mx) * from16(v[(krow(b, j) * Hk + hk) * dv + e]);
             ov = l > 0 ? ov / l : 0;
             const float got = from16(o[(((size_t)q0[b] + i) * Hq + h) * dv + e]);
             if (isnan(got)) bad_nan++;

@@ -98,21 +98,22 @@ static inline uint8_t *sim_tmap_at(const CUtensorMap *m, int64_t x, int64_t y, i
     return (uint8_t *)m->ptr + y * m->strides[0] + c2 * m->strides[1] + c3 * m->strides[2] + x * 2;
 }
 
-/* TMA: a 64-column x box_rows box at (c0, c1, c2, c3), zeros out of bounds; the transaction counts
- * the whole box. */
+/* TMA: a 64-column x box_rows x box_heads box at (c0, c1, c2, c3), head by head, zeros out of bounds;
+ * the transaction counts the whole box. */
 static inline void pa_tma_load_4d(uint32_t dst, const void *tmap, uint32_t bar, int c0, int c1, int c2, int c3)
 {
     const CUtensorMap *m = (const CUtensorMap *)tmap;
     if (dst % 1024) sim_fail("TMA box destination not 1024-byte aligned (128-byte swizzle)");
-    for (int r = 0; r < m->box_rows; ++r)
-        for (int c = 0; c < 64; ++c) {
-            const uint8_t *src = sim_tmap_at(m, c0 + c, c1 + r, c2, c3);
-            uint16_t v = 0;
-            if (src) memcpy(&v, src, 2);
-            memcpy(smem_raw + sim_tma_swz(dst + (uint32_t)(r * 128 + c * 2)), &v, 2);
-        }
+    for (int h = 0; h < m->box_heads; ++h)
+        for (int r = 0; r < m->box_rows; ++r)
+            for (int c = 0; c < 64; ++c) {
+                const uint8_t *src = sim_tmap_at(m, c0 + c, c1 + r, c2 + h, c3);
+                uint16_t v = 0;
+                if (src) memcpy(&v, src, 2);
+                memcpy(smem_raw + sim_tma_swz(dst + (uint32_t)((h * m->box_rows + r) * 128 + c * 2)), &v, 2);
+            }
     sim_bar &b = bar_at(bar);
-    b.tx -= 64 * m->box_rows * 2;
+    b.tx -= 64 * m->box_rows * m->box_heads * 2;
     bar_check(b);
 }
 

@@ -251,23 +251,26 @@ struct sm90_case {
     int l2_pairs; /* the launcher's L2 budget in (batch, head) pairs: small makes causal chunks */
 };
 
-/* One instance of the shape table: head dim D, NC consumer warpgroups, its K/V tile and ring. */
-template <typename T, int D, int NC, bool VL> static void launch(const sm90_case &k, const sim_fwd_problem &p)
+/* One instance of the shape table: head dim D, NC consumer warpgroups, its K/V tile and ring; over a KV
+ * cache (KV) the KV row's ring and GQA packing (pa_sm90_qpack: the group, where it fits the block). */
+template <typename T, int D, int NC, bool VL, bool KV> static void launch(const sm90_case &k, sim_fwd_problem &p)
 {
-    constexpr int BN = PA_SM90_BN(D), ST = PA_SM90_STAGES(D), BM = PA_SM90_BM_NC(NC);
+    constexpr int BN = PA_SM90_BN(D), ST = KV ? PA_SM90_KV_STAGES(D) : PA_SM90_STAGES(D), BM = PA_SM90_BM_NC(NC);
     static_assert(PA_SM90_SMEM_SHAPE(D, NC, BN, ST) <= (int)sizeof smem_raw, "shared memory");
-    const CUtensorMap tq = p.map_q(BM), tk = p.map_k(BN), tv = p.map_v(BN);
-    const int nmb = (p.maxq + BM - 1) / BM;
-    const int64_t pairs = (int64_t)p.a.batch * p.a.heads, nwork = nmb * pairs;
+    const int g = KV && PA_SM90_KV_PACK_GQA && p.a.group > 1 && p.a.group <= BM ? p.a.group : 1, rows = BM / g;
+    p.a.kv.qpack = g;
+    const CUtensorMap tq = p.map_q(rows, g), tk = p.map_k(BN), tv = p.map_v(BN);
+    const int nmb = (p.maxq + rows - 1) / rows;
+    const int64_t pairs = (int64_t)p.a.batch * (p.a.heads / g), nwork = nmb * pairs;
     const int grid = (int)(nwork < k.ctas ? nwork : k.ctas);
-    const int chunk = sm90_chunk(pairs, p.a.group, k.l2_pairs, nmb, grid);
+    const int chunk = sm90_chunk(pairs, g > 1 ? 1 : p.a.group, k.l2_pairs / g, nmb, grid);
     auto start = [&] {
         memset(smem_raw, 0xFF, sizeof smem_raw); /* NaN in both 16-bit types: a read of unwritten memory shows */
         sim_tma_reset();
         wg_reset();
     };
     auto thread = [&] {
-        if (!sim_dead) sm90_fwd<T, D, NC, BN, ST, VL, false>(tq, tk, tv, p.a, nmb, chunk);
+        if (!sim_dead) sm90_fwd<T, D, NC, BN, ST, VL, KV>(tq, tk, tv, p.a, nmb, chunk);
     };
     if (sim_run_blocks({(unsigned)grid, 1, 1}, PA_SM90_THREADS_NC(NC), 32, start, thread))
         sim_fail("deadlock at a block or named barrier");
@@ -275,9 +278,9 @@ template <typename T, int D, int NC, bool VL> static void launch(const sm90_case
         if (!g.ops.empty()) sim_fail("wgmma issued and never retired by a wait");
 }
 
-template <typename T, bool VL> static void launch_d(const sm90_case &k, const sim_fwd_problem &p)
+template <typename T, bool VL, bool KV> static void launch_d(const sm90_case &k, sim_fwd_problem &p)
 {
-#define SIM_GO(D, NC) launch<T, D, NC, VL>(k, p)
+#define SIM_GO(D, NC) launch<T, D, NC, VL, KV>(k, p)
     switch (k.c.d) {
     case 32: return SIM_GO(32, PA_SM90_NC(32));
     case 64: return k.nc_short ? SIM_GO(64, PA_SM90_NC_SHORT(64)) : SIM_GO(64, PA_SM90_NC(64));
@@ -290,12 +293,18 @@ template <typename T, bool VL> static void launch_d(const sm90_case &k, const si
 #undef SIM_GO
 }
 
-static int run_case(const sm90_case &k, const sim_varlen *vl = nullptr)
+template <typename T> static void launch_t(const sm90_case &k, sim_fwd_problem &p)
 {
-    sim_fwd_problem p(k.c, vl);
+    if (p.kv) p.vl ? launch_d<T, true, true>(k, p) : launch_d<T, false, true>(k, p);
+    else p.vl ? launch_d<T, true, false>(k, p) : launch_d<T, false, false>(k, p);
+}
+
+static int run_case(const sm90_case &k, const sim_varlen *vl = nullptr, const sim_kv *kv = nullptr)
+{
+    sim_fwd_problem p(k.c, vl, kv);
     sim_errors = 0;
-    if (k.c.bf16) vl ? launch_d<__nv_bfloat16, true>(k, p) : launch_d<__nv_bfloat16, false>(k, p);
-    else vl ? launch_d<__half, true>(k, p) : launch_d<__half, false>(k, p);
+    if (k.c.bf16) launch_t<__nv_bfloat16>(k, p);
+    else launch_t<__half>(k, p);
     return p.check(sim_errors ? sim_error_text : nullptr);
 }
 
@@ -327,6 +336,18 @@ int main(void)
     };
     auto run = [](const sm90_case &c, const sim_varlen *vl) { return run_case(c, vl); };
     int failed = sim_fwd_table(cases, 10, vcases, vls, 2, sim_dead, run);
+    /* KV cache (the KV instances): a page pool through a shuffled table (pages of 16 at d128: 8 boxes a
+     * K tile, two producer warps; of 64 at d256), or per-sequence caches; rows past each sequence's
+     * keys NaN/inf; dense queries, or packed ones (a serving batch with a 5-token row); GQA packed into
+     * the row blocks (groups 2, 3: a group that does not divide the block leaves rows unwritten) */
+    static const sm90_case kcases[] = {
+        {{"kv d128 bf16 paged 16, serving, causal GQA 4/2", 128, 0, 1, 3, 4, 2, 0, 0, 1, -1, -1, 0.f, 0.f}, 0, 3, 1 << 20},
+        {{"kv d64 f16 per-sequence cache, 70 queries", 64, 0, 0, 2, 2, 2, 70, 0, 0, -1, -1, 0.f, 0.f}, 0, 2, 1 << 20},
+        {{"kv d256 bf16 paged 64, causal GQA 3/1, 33 q", 256, 0, 1, 2, 3, 1, 33, 0, 1, -1, -1, 0.f, 0.f}, 0, 2, 1 << 20},
+    };
+    static const sim_kv kvs[] = {{320, 16, {200, 77, 300}}, {256, 0, {150, 90}}, {320, 64, {100, 260}}};
+    static const sim_varlen kvl = {{5, 40, 130}, {200, 77, 300}, -1};
+    for (int i = 0; i < 3 && !sim_dead; ++i) failed += run_case(kcases[i], i == 0 ? &kvl : nullptr, &kvs[i]);
     static const sim_fault faults[] = {
         {INJ_PARITY, "an mbarrier wait with the wrong parity"},
         {INJ_NO_SWIZZLE, "TMA writing without the 128-byte swizzle"},
