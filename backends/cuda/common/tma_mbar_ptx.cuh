@@ -68,6 +68,8 @@ __device__ __forceinline__ void pa_bulk_commit(void) { asm volatile("cp.async.bu
 __device__ __forceinline__ void pa_bulk_wait_read(void) { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
 /* Named barrier `id` (1..15; 0 is __syncthreads) over `n` threads, a multiple of 32. */
 __device__ __forceinline__ void pa_named_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+/* Counts this thread at named barrier id (of n threads) without waiting for the others. */
+__device__ __forceinline__ void pa_named_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 #endif
 
 #endif

@@ -160,6 +160,22 @@ template <typename T, int BN, bool PK> struct sm90_tile_softmax {
 
 /* Named barrier of the consumer warpgroups (barrier 0 is __syncthreads'). */
 #define PA_SM90_BAR_CONSUMERS 1
+/* Ping-pong (PA_SM90_PINGPONG, sm90_launch.h): consumer warpgroup cw issues its wgmmas only in its turn,
+ * named barrier PA_SM90_BAR_TURN + cw (its 128 threads wait, the 128 of the warpgroup before it in the
+ * ring arrive), and hands the turn on once they are issued: one warpgroup's softmax runs while the
+ * next one's products do. Every consumer issues at the same points (the same items and tiles), so the
+ * ring stays in step; the last hand-on of the CTA is never taken. */
+#define PA_SM90_BAR_TURN 2
+#ifdef PA_SM90_DEVICE
+template <int NC> __device__ __forceinline__ void sm90_turn_take(int cw)
+{
+    if (PA_SM90_PINGPONG) pa_named_sync(PA_SM90_BAR_TURN + cw, 256);
+}
+template <int NC> __device__ __forceinline__ void sm90_turn_pass(int cw)
+{
+    if (PA_SM90_PINGPONG) pa_named_arrive(PA_SM90_BAR_TURN + (cw + 1) % NC, 256);
+}
+#endif
 
 /* Over a page pool a K/V tile of BN keys is one TMA box per page it spans, of min(BN, page) rows (the
  * maps' box), box j landing at row j * rows of the slot: a multiple of 8 rows (pages of at least
@@ -493,13 +509,15 @@ template <int D, int NC, int BN, int ST, int QS, typename T, bool KV>
 __device__ __forceinline__ void sm90_first_s(sm90_tile_softmax<T, BN, KV> &sm, float (&sc)[BN / 2], float (&corr)[2],
                                              uint32_t (&pf)[BN / 16][4], const sm90_work &w, int n_lo, int n_hi,
                                              int it, uint32_t q_wg, uint32_t k_s, uint32_t bar, uint32_t empty_q,
-                                             bool leader, T tag)
+                                             bool leader, int cw, T tag)
 {
     if (n_lo < n_hi) {
         const int s0 = it % ST;
         pa_bar_wait(FULL_K(s0), (it / ST) & 1);
+        sm90_turn_take<NC>(cw);
         sm90_wgmma_fence();
         sm90_issue_s<D, NC, BN>(sc, q_wg, k_s, s0, tag);
+        sm90_turn_pass<NC>(cw);
         sm90_wgmma_wait<0>();
         if (leader) {
             pa_bar_arrive(EMPTY_K(s0));
@@ -523,15 +541,17 @@ template <int D, int NC, int BN, int ST, int QS, typename T, bool KV>
 __device__ __forceinline__ void sm90_mid_step(sm90_tile_softmax<T, BN, KV> &sm, float (&o)[D / 2], float (&sc)[BN / 2],
                                               float (&corr)[2], uint32_t (&pf)[BN / 16][4], const sm90_work &w, int n,
                                               int n_hi, int it, uint32_t q_wg, uint32_t k_s, uint32_t v_s, uint32_t bar,
-                                              uint32_t empty_q, bool leader, T tag)
+                                              uint32_t empty_q, bool leader, int cw, T tag)
 {
     const int s = it % ST, s1 = (it + 1) % ST;
     sm90_rescale_o<D>(o, corr);
     pa_bar_wait(FULL_K(s1), ((it + 1) / ST) & 1);
     pa_bar_wait(FULL_V(s), (it / ST) & 1);
+    sm90_turn_take<NC>(cw);
     sm90_wgmma_fence();
     sm90_issue_s<D, NC, BN>(sc, q_wg, k_s, s1, tag);
     sm90_issue_pv<D, BN>(o, pf, v_s, s, tag);
+    sm90_turn_pass<NC>(cw);
     sm90_wgmma_wait<1>(); /* S_{n+1} done; P_n V_n may still run */
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) sm90_reg_fence(sc[i]);
@@ -552,14 +572,16 @@ template <int D, int NC, int BN, int ST, int QS, bool VL, bool KV, typename T>
 __device__ __forceinline__ void sm90_last_pv(const pa_fwd_args &a, float (&o)[D / 2], float (&sc)[BN / 2],
                                              const float (&corr)[2], uint32_t (&pf)[BN / 16][4], const sm90_work &w,
                                              int sk, int n, int it, uint32_t v_s, uint32_t bar, int tid, bool leader,
-                                             T tag)
+                                             int cw, T tag)
 {
     const int s = it % ST;
     sm90_rescale_o<D>(o, corr);
     pa_bar_wait(FULL_V(s), (it / ST) & 1);
     sm90_zero_v_tail<D, NC, BN, VL, KV>(a, w, sk, n, v_s, s, tid);
+    sm90_turn_take<NC>(cw);
     sm90_wgmma_fence();
     sm90_issue_pv<D, BN>(o, pf, v_s, s, tag);
+    sm90_turn_pass<NC>(cw);
     sm90_wgmma_wait<0>();
     sm90_pv_retired<D, BN>(o, sc, pf);
     if (leader) pa_bar_arrive(EMPTY_V(s));
@@ -624,6 +646,7 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
     const int rowc = cw * 64 + wq * 16 + (lane >> 2); /* this thread's rows in the block: rowc, rowc + 8 */
     const T tag = T();
     const bool leader = (tid & 127) == 0;     /* arrives on the free barriers for its warpgroup */
+    if (PA_SM90_PINGPONG && cw == NC - 1) pa_named_arrive(PA_SM90_BAR_TURN, 256); /* the first turn: warpgroup 0's */
     int it = 0, qi = 0;
     sm90_walk walk;
     for (;;) {
@@ -659,15 +682,15 @@ __global__ void __launch_bounds__(PA_SM90_THREADS_NC(NC), 1)
          * O += P_n V_n runs on the tensor cores, S_{n+1} = Q K_{n+1}^T has already been issued ahead
          * of it and its softmax runs on the other units. P_n stays in registers the async wgmma
          * reads, so P_{n+1} goes to a second set. Q is given back after the item's last S product. */
-        sm90_first_s<D, NC, BN, ST, QS>(sm, sc, corr, pf, w, n_lo, n_hi, it, q_wg, k_s, bar, empty_q, leader, tag);
+        sm90_first_s<D, NC, BN, ST, QS>(sm, sc, corr, pf, w, n_lo, n_hi, it, q_wg, k_s, bar, empty_q, leader, cw, tag);
 
         /* Every tile but the last overlaps S_{n+1} with P_n V_n. */
         int n = n_lo;
         for (; n + 1 < n_hi; ++n, ++it)
             sm90_mid_step<D, NC, BN, ST, QS>(sm, o, sc, corr, pf, w, n, n_hi, it, q_wg, k_s, v_s, bar, empty_q, leader,
-                                             tag);
+                                             cw, tag);
         if (n < n_hi) { /* the last tile: its P V alone */
-            sm90_last_pv<D, NC, BN, ST, QS, VL, KV>(a, o, sc, corr, pf, w, sk, n, it, v_s, bar, tid, leader, tag);
+            sm90_last_pv<D, NC, BN, ST, QS, VL, KV>(a, o, sc, corr, pf, w, sk, n, it, v_s, bar, tid, leader, cw, tag);
             ++it;
         }
         sm90_epilogue<T, NO, VL, KV>(a, w, o, sm.mrow, sm.lsum, rowc, KV ? kv.qpack : 1, lane, tag);

@@ -58,6 +58,13 @@
 #define PA_SM90_LAZY_RESCALE 0
 #endif
 #define PA_SM90_RESCALE_THRESHOLD 8.0f
+/* Ping-pong of the consumer warpgroups (FlashAttention-3's inter-warpgroup schedule, sm90_fwd_kernel.cuh
+ * PA_SM90_BAR_TURN): each issues its wgmmas in turn, so one's softmax overlaps the next one's products.
+ * Measured within 1% at s4096 (NOTES.md); items of one or two key tiles have no S_{n+1} to overlap their
+ * first softmax with, where it may matter more. -DPA_SM90_PINGPONG=1 (CUDA flags) builds it for an A/B. */
+#ifndef PA_SM90_PINGPONG
+#define PA_SM90_PINGPONG 0
+#endif
 #ifndef PA_SM90_Q_SLOTS
 #define PA_SM90_Q_SLOTS 2
 #endif

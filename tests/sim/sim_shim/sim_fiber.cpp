@@ -321,6 +321,24 @@ void sim_sync_named(int id, unsigned n)
     }
     arrive(1 + WAVE_BARS + id, n);
 }
+void sim_arrive_named(int id, unsigned n)
+{
+    if (id < 1 || id >= NAMED_BARS || n == 0 || n % 32) {
+        fprintf(stderr, "sim_launch: bar.arrive %d, %u is not a named barrier\n", id, n);
+        g_error = true;
+        to_scheduler(g_f[g_cur]);
+        return;
+    }
+    barrier &x = g_bar[1 + WAVE_BARS + id];
+    if (x.arrived == 0) x.expected = n;
+    if (x.expected != n) {
+        fprintf(stderr, "sim_launch: thread %u names %u threads at a barrier that %u threads wait at\n",
+                threadIdx.x, n, x.expected);
+        g_error = true;
+    }
+    if (++x.arrived == x.expected) x.arrived = 0, ++x.gen;
+    g_progress = true;
+}
 int sim_spin()
 {
     fiber &f = g_f[g_cur];

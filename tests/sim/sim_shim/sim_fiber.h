@@ -20,6 +20,7 @@ extern sim_dim3 threadIdx, blockIdx, gridDim, blockDim;
 void sim_sync_block();                    /* __syncthreads */
 void sim_sync_wave();                     /* the threads of the caller's wave (the launch's wave size) */
 void sim_sync_named(int id, unsigned n);  /* bar.sync id, n: id 1..15, n threads (a multiple of 32) */
+void sim_arrive_named(int id, unsigned n); /* bar.arrive id, n: counts this thread, does not wait */
 
 /* A spin-wait's turn (an mbarrier wait, say): the others run, then this fiber again. Returns nonzero
  * once the block is stalled, every live thread spinning or at a barrier with nothing moving: the

@@ -132,6 +132,7 @@ static inline void pa_tma_store_4d(const void *tmap, uint32_t src, int c0, int c
 static inline void pa_bulk_commit(void) {}
 static inline void pa_bulk_wait_read(void) {}
 static inline void pa_named_sync(int id, int n) { sim_sync_named(id, (unsigned)n); }
+static inline void pa_named_arrive(int id, int n) { sim_arrive_named(id, (unsigned)n); }
 
 /* The start of a simulated CTA: no barriers, no deadlock. */
 static inline void sim_tma_reset(void)
