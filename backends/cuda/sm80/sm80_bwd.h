@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fwd_args.h"
+#include "cuda_bwd_args.h"
 #include "portattn.h"
 
 #define PA_SM80_BWD_HAS_DIM(d) ((d) == 64 || (d) == 96 || (d) == 128 || (d) == 256)
@@ -34,22 +34,6 @@
 #define PA_SM80_BWD_SMEM(d, bm)                                                                         \
     ((2 * PA_SM80_BWD_BN(d) + 4 * (bm)) * PA_SM80_BWD_PITCH_BYTES(d) + 2 * PA_SM80_BWD_BN(d) * (bm) * 2 + \
      4 * (bm) * 4)
-
-typedef struct sm80_bwd_args {
-    pa_fwd_args f;            /* q, k, v, o, lse, their strides, shape, masks, score map */
-    const void *dout;
-    void *dq, *dk, *dv;
-    int64_t dos[3], dqs[3], dks[3], dvs[3]; /* element strides (batch, seq, head); dim stride is 1 */
-    /* Workspace, per (slice, batch, query head) `sqp` rows: the rows' LSE in base 2 (+inf for a row
-     * that saw no key or a padding row, so that its P is 0), D = rowsum(dO * O), the fp32 dQ sums. */
-    float *lse2, *delta, *dq_acc;
-    int sqp;          /* rows per (batch, head): the longest sequence rounded up to every selectable shape */
-    int max_sq;       /* query rows of a sequence past this are left alone (varlen, as FlashAttention) */
-    int splits;       /* dQ slices: 1, or the deterministic mode's count */
-    int deterministic;
-    float scale;      /* softmax scale: dQ and dK are scale * (dS K), scale * (dS^T Q) */
-    int bm;           /* query rows per block of the main kernel (pa_sm80_bwd_rows) */
-} sm80_bwd_args;
 
 #ifdef __cplusplus
 extern "C" {

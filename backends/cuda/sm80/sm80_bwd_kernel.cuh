@@ -72,7 +72,7 @@ struct sm80b_seqinfo {
     int q0, sq, k0, sk;
 };
 
-__device__ __forceinline__ sm80b_seqinfo sm80b_seq_of(const sm80_bwd_args &a, int b)
+__device__ __forceinline__ sm80b_seqinfo sm80b_seq_of(const pa_bwd_args &a, int b)
 {
     sm80b_seqinfo s = {0, a.f.seqlen_q, 0, a.f.seqlen_k};
     if (a.f.cu_q) {
@@ -85,13 +85,13 @@ __device__ __forceinline__ sm80b_seqinfo sm80b_seq_of(const sm80_bwd_args &a, in
 
 /* Element offset of packed row `row` of sequence b (varlen: the batch stride is ignored). Strides by
  * value: a pointer into the kernel's parameter struct would make the compiler copy it to local memory. */
-__device__ __forceinline__ int64_t sm80b_row(const sm80_bwd_args &a, int64_t bstride, int64_t rstride, int b, int row)
+__device__ __forceinline__ int64_t sm80b_row(const pa_bwd_args &a, int64_t bstride, int64_t rstride, int b, int row)
 {
     return (a.f.cu_q ? 0 : (int64_t)b * bstride) + (int64_t)row * rstride;
 }
 
 /* Row index, in the workspace, of row 0 of (slice, batch, query head). */
-__device__ __forceinline__ int64_t sm80b_ws_row(const sm80_bwd_args &a, int slice, int b, int h)
+__device__ __forceinline__ int64_t sm80b_ws_row(const pa_bwd_args &a, int slice, int b, int h)
 {
     return (((int64_t)slice * a.f.batch + b) * a.f.heads + h) * a.sqp;
 }
@@ -244,7 +244,7 @@ __device__ __forceinline__ void sm80b_block_rows(const pa_fwd_args &f, int sq, i
 
 /* One item (query head h, rows m0..): Q, dO and the rows' LSE_2 and D into buffer `buf`. */
 template <typename T, int D, int BM>
-__device__ __forceinline__ void sm80b_load_item(const sm80_bwd_args &a, uint32_t sb, const T *qb, const T *dob, int b,
+__device__ __forceinline__ void sm80b_load_item(const pa_bwd_args &a, uint32_t sb, const T *qb, const T *dob, int b,
                                                 int h, int m0, int sq, int buf, int tid)
 {
     using S = sm80b_shape<D, BM>;
@@ -373,7 +373,7 @@ __device__ __forceinline__ void sm80b_dq_add(const float (&acc)[MQ][NJ][4], floa
  * (A by ldmatrix.trans, pattern Y) and K (B pairs by ldmatrix.trans, pattern X), added to the fp32 sums.
  * Rows past sq land in the (b, h) slot's padding rows, never read back. */
 template <typename T, int D, int BM>
-__device__ __forceinline__ void sm80b_dq(const sm80_bwd_args &a, uint32_t sb, float *dst, const sm80b_thread &w)
+__device__ __forceinline__ void sm80b_dq(const pa_bwd_args &a, uint32_t sb, float *dst, const sm80b_thread &w)
 {
     using S = sm80b_shape<D, BM>;
     constexpr int MQ = S::MQ, DQP = S::DQP;
@@ -414,7 +414,7 @@ __device__ __forceinline__ void sm80b_dq(const sm80_bwd_args &a, uint32_t sb, fl
 /* dK (times the scale) and dV of the warp's keys and dims: element (m, j, e) is key n0 + kw + 16 m + g +
  * 8 (e >> 1), dim DH rh + 8 j + 2 t + (e & 1). Keys no row sees get 0. */
 template <typename T, int D, int MX>
-__device__ __forceinline__ void sm80b_store_dkdv(const sm80_bwd_args &a, const float (&dk)[MX][D / 16][4],
+__device__ __forceinline__ void sm80b_store_dkdv(const pa_bwd_args &a, const float (&dk)[MX][D / 16][4],
                                                  const float (&dv)[MX][D / 16][4], int b, int k0, int sk, int hk, int n0,
                                                  const sm80b_thread &w)
 {
@@ -440,7 +440,7 @@ __device__ __forceinline__ void sm80b_store_dkdv(const sm80_bwd_args &a, const f
  * streams every item of it: K V resident, Q dO double-buffered, each item's loads landing while the
  * previous item is computed. */
 template <typename T, int D, int BM>
-__global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const sm80_bwd_args a)
+__global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const pa_bwd_args a)
 {
     using S = sm80b_shape<D, BM>;
     constexpr int BN = S::BN, PITCH = S::PITCH, MX = S::MX, NQ = S::NQ, QH = S::QH, DH = S::DH;

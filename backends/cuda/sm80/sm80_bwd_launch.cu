@@ -8,10 +8,10 @@
 #include "fwd_resolve.h"
 #include "sm80_bwd.h"
 
-cudaError_t sm80_bwd_run_d64(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
-cudaError_t sm80_bwd_run_d96(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
-cudaError_t sm80_bwd_run_d128(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
-cudaError_t sm80_bwd_run_d256(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
+cudaError_t sm80_bwd_run_d64(const pa_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
+cudaError_t sm80_bwd_run_d96(const pa_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
+cudaError_t sm80_bwd_run_d128(const pa_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
+cudaError_t sm80_bwd_run_d256(const pa_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
 
 /* Row slots per (batch, query head): the longest sequence, rounded up to whole row blocks of every
  * shape pa_sm80_bwd_rows may select, so that the workspace size does not depend on the device. */
@@ -74,7 +74,7 @@ extern "C" portattn_status_t pa_sm80_bwd_launch(const pa_bwd_problem *bp, void *
         return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm80 backward: call outside the instances");
     if (p->batch <= 0) return PORTATTN_SUCCESS;
 
-    sm80_bwd_args a;
+    pa_bwd_args a;
     memset(&a, 0, sizeof a);
     portattn_status_t s = pa_fwd_fill_args(pb, &a.f, err, err_len);
     if (s) return s;

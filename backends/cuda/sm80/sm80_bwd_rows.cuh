@@ -33,7 +33,7 @@ __device__ __forceinline__ void sm80b_unpack8(uint4 u, float *f)
 }
 
 template <typename T, int D>
-__global__ void __launch_bounds__(SM80B_ROW_THREADS, 1) sm80_bwd_prep(const sm80_bwd_args a)
+__global__ void __launch_bounds__(SM80B_ROW_THREADS, 1) sm80_bwd_prep(const pa_bwd_args a)
 {
     constexpr int TPR = SM80B_TPR(D), RPB = SM80B_ROW_THREADS / TPR; /* threads per row, rows per block */
     static_assert(TPR * 8 >= D && TPR * 4 < D, "threads per row");
@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(SM80B_ROW_THREADS, 1) sm80_bwd_prep(const sm80
 }
 
 template <typename T, int D>
-__global__ void __launch_bounds__(SM80B_ROW_THREADS, 1) sm80_bwd_dq(const sm80_bwd_args a)
+__global__ void __launch_bounds__(SM80B_ROW_THREADS, 1) sm80_bwd_dq(const pa_bwd_args a)
 {
     constexpr int TPR = SM80B_TPR(D), RPB = SM80B_ROW_THREADS / TPR;
     const int c = threadIdx.x % TPR, b = blockIdx.z, h = blockIdx.y;
@@ -91,7 +91,7 @@ __global__ void __launch_bounds__(SM80B_ROW_THREADS, 1) sm80_bwd_dq(const sm80_b
 
 /* The main kernel of BM rows over every key block (deterministic: one CTA per dQ slice). */
 template <typename T, int D, int BM>
-static cudaError_t sm80_bwd_main_launch(const sm80_bwd_args *a, void **args, int64_t max_sk, cudaStream_t stream)
+static cudaError_t sm80_bwd_main_launch(const pa_bwd_args *a, void **args, int64_t max_sk, cudaStream_t stream)
 {
     constexpr int BN = PA_SM80_BWD_BN(D), SMEM = PA_SM80_BWD_SMEM(D, BM);
     auto kern = sm80_bwd_main<T, D, BM>;
@@ -108,10 +108,10 @@ static cudaError_t sm80_bwd_main_launch(const sm80_bwd_args *a, void **args, int
 /* The three launches of one instance: row prologue, main kernel (a->bm rows a block), dQ conversion.
  * The fp32 dQ slices must be zero before (the caller clears them). */
 template <typename T, int D>
-static cudaError_t sm80_bwd_instance(const sm80_bwd_args *a, int64_t max_sk, cudaStream_t stream)
+static cudaError_t sm80_bwd_instance(const pa_bwd_args *a, int64_t max_sk, cudaStream_t stream)
 {
     constexpr int RPB = SM80B_ROW_THREADS / SM80B_TPR(D), BM_MAX = PA_SM80_BWD_BM_MAX(D);
-    sm80_bwd_args arg = *a;
+    pa_bwd_args arg = *a;
     void *args[] = {&arg};
     cudaError_t e = cudaSuccess;
     const dim3 rows_grid((unsigned)((a->sqp + RPB - 1) / RPB), (unsigned)a->f.heads, (unsigned)a->f.batch);
@@ -130,15 +130,15 @@ static cudaError_t sm80_bwd_instance(const sm80_bwd_args *a, int64_t max_sk, cud
 }
 
 #define SM80_BWD_INSTANCE(D)                                                                            \
-    cudaError_t sm80_bwd_run_d##D(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream) \
+    cudaError_t sm80_bwd_run_d##D(const pa_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream) \
     {                                                                                                    \
         return bf16 ? sm80_bwd_instance<__nv_bfloat16, D>(a, max_sk, stream)                             \
                     : sm80_bwd_instance<__half, D>(a, max_sk, stream);                                   \
     }
 
-cudaError_t sm80_bwd_run_d64(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
-cudaError_t sm80_bwd_run_d96(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
-cudaError_t sm80_bwd_run_d128(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
-cudaError_t sm80_bwd_run_d256(const sm80_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
+cudaError_t sm80_bwd_run_d64(const pa_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
+cudaError_t sm80_bwd_run_d96(const pa_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
+cudaError_t sm80_bwd_run_d128(const pa_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
+cudaError_t sm80_bwd_run_d256(const pa_bwd_args *a, int bf16, int64_t max_sk, cudaStream_t stream);
 
 #endif

@@ -44,10 +44,10 @@ static const cfg cfgs[] = {
 };
 
 /* What pa_fwd_fill_args and pa_sm80_bwd_launch make of the problem. */
-static sm80_bwd_args fill_args(const pa_bwd_problem &bp, int splits, int64_t sqp, int bm)
+static pa_bwd_args fill_args(const pa_bwd_problem &bp, int splits, int64_t sqp, int bm)
 {
     const portattn_fwd_params_t &p = bp.fwd.p;
-    sm80_bwd_args a;
+    pa_bwd_args a;
     memset(&a, 0, sizeof a);
     pa_fwd_args &f = a.f;
     f.q = p.q.data, f.k = p.k.data, f.v = p.v.data, f.o = p.o.data, f.lse = p.lse;
@@ -73,7 +73,7 @@ static sm80_bwd_args fill_args(const pa_bwd_problem &bp, int splits, int64_t sqp
 }
 
 template <typename T, int D>
-static void run_kernels(const sm80_bwd_args &a, const cfg &c, int64_t max_sk)
+static void run_kernels(const pa_bwd_args &a, const cfg &c, int64_t max_sk)
 {
     const int rpb = SM80B_ROW_THREADS / SM80B_TPR(D), nkb = (int)((max_sk + PA_SM80_BWD_BN(D) - 1) / PA_SM80_BWD_BN(D));
     const sim_dim3 rows = {(unsigned)((a.sqp + rpb - 1) / rpb), (unsigned)c.c.hq, (unsigned)c.c.b};
@@ -88,7 +88,7 @@ static void run_kernels(const sm80_bwd_args &a, const cfg &c, int64_t max_sk)
 }
 
 template <typename T>
-static void run_dim(const sm80_bwd_args &a, const cfg &c, int64_t max_sk)
+static void run_dim(const pa_bwd_args &a, const cfg &c, int64_t max_sk)
 {
     const int64_t d = c.c.dqk;
     d == 64 ? run_kernels<T, 64>(a, c, max_sk) : d == 96 ? run_kernels<T, 96>(a, c, max_sk)
@@ -108,7 +108,7 @@ static void run(const cfg &c, portattn_dtype_t dt)
     const int64_t bmax = PA_SM80_BWD_BM_MAX(d), sqp = (mq + bmax - 1) / bmax * bmax;
     const size_t rows = (size_t)(c.c.b * c.c.hq * sqp);
     std::vector<float> ws(rows * (2 + (size_t)splits * (size_t)d) + 4, NAN);
-    sm80_bwd_args a = fill_args(r.bp, splits, sqp, c.bm);
+    pa_bwd_args a = fill_args(r.bp, splits, sqp, c.bm);
     a.lse2 = ws.data(), a.delta = a.lse2 + rows, a.dq_acc = a.delta + rows;
     memset(a.dq_acc, 0, rows * (size_t)splits * (size_t)d * 4);
     sim_late_copies = dt == PORTATTN_DTYPE_BF16; /* f16 runs land cp.async at once, bf16 runs at the wait */
