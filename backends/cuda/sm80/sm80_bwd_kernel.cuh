@@ -26,6 +26,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "block.h" /* pa_bwd_row_blocks */
 #include "cuda_attr.cuh"
 #include "seqlen.h"
 #include "sm80_bwd.h"
@@ -230,17 +231,6 @@ struct sm80b_shape {
 struct sm80b_thread {
     int lane, warp, g, t, kw, rh, r0;
 };
-
-/* Query rows that see a key of [n0, n1] (hi(i) >= n0 and lo(i) <= n1), as row blocks mb0.. (nm of them). */
-__device__ __forceinline__ void sm80b_block_rows(const pa_fwd_args &f, int sq, int64_t diag, int n0, int n1, int BM,
-                                                 int *mb0, int *nm)
-{
-    int64_t ilo = 0, ihi = (int64_t)sq - 1;
-    if (f.wr >= 0 && n0 - diag - f.wr > ilo) ilo = n0 - diag - f.wr;
-    if (f.wl >= 0 && n1 + f.wl - diag < ihi) ihi = n1 + f.wl - diag;
-    *mb0 = ilo <= ihi ? (int)(ilo / BM) : 0;
-    *nm = ilo <= ihi ? (int)(ihi / BM) - *mb0 + 1 : 0;
-}
 
 /* One item (query head h, rows m0..): Q, dO and the rows' LSE_2 and D into buffer `buf`. */
 template <typename T, int D, int BM>
@@ -476,7 +466,7 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
     for (int n = blockIdx.x; n < nkb; n += gridDim.x) {
         const int n0 = n * BN, n1 = (n0 + BN < sk ? n0 + BN : sk) - 1;
         int mb0, nm;
-        sm80b_block_rows(f, sq, diag, n0, n1, BM, &mb0, &nm);
+        pa_bwd_row_blocks(sq, sk, f.wl, f.wr, n0, n1, BM, &mb0, &nm);
         const int nit = nm * f.group; /* (query head, row block) items, head major */
 
         __syncthreads(); /* every warp is done with the previous key block's tiles */

@@ -35,6 +35,11 @@ template <int R> __device__ __forceinline__ void sm90_setmaxnreg_dec(void)
 /* Keeps the compiler from moving accesses of an accumulator register across the async MMA. */
 __device__ __forceinline__ void sm90_reg_fence(float &r) { asm volatile("" : "+f"(r)::"memory"); }
 __device__ __forceinline__ void sm90_reg_fence(uint32_t &r) { asm volatile("" : "+r"(r)::"memory"); }
+/* A 32-bit word to a shared-memory address (generic proxy). */
+__device__ __forceinline__ void sm90_st_shared32(uint32_t addr, uint32_t v)
+{
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
 /* 16 zero bytes at a shared-memory address (generic proxy). */
 __device__ __forceinline__ void sm90_st_shared_zero16(uint32_t addr)
 {

@@ -12,6 +12,7 @@
 
 #include <vector>
 
+#include "sim_bwd_args.h"
 #include "sim_bwd_case.h"
 #include "sm80_bwd_rows.cuh"
 
@@ -42,35 +43,6 @@ static const cfg cfgs[] = {
     {{"d256_window_softcap_det2", 1, 90, 150, 2, 1, 256, 256, 0, 20, 40, 5, 0, 2, 0, {0}, {0}}, 2, 0},
     {{"d256_varlen_negscale", 3, 150, 170, 2, 2, 256, 256, 1, -1, -1, 0, -0.2f, 1, 0, {0, 80, 80, 150}, {0, 130, 130, 170}}, 0, 0},
 };
-
-/* What pa_fwd_fill_args and pa_sm80_bwd_launch make of the problem. */
-static pa_bwd_args fill_args(const pa_bwd_problem &bp, int splits, int64_t sqp, int bm)
-{
-    const portattn_fwd_params_t &p = bp.fwd.p;
-    pa_bwd_args a;
-    memset(&a, 0, sizeof a);
-    pa_fwd_args &f = a.f;
-    f.q = p.q.data, f.k = p.k.data, f.v = p.v.data, f.o = p.o.data, f.lse = p.lse;
-    if (bp.fwd.varlen) f.cu_q = p.cu_seqlens_q, f.cu_k = p.cu_seqlens_k;
-    for (int i = 0; i < 3; ++i) {
-        f.qs[i] = p.q.stride[i], f.ks[i] = p.k.stride[i], f.vs[i] = p.v.stride[i], f.os[i] = p.o.stride[i];
-        f.ls[i] = p.lse_stride[i];
-        a.dos[i] = bp.dout.stride[i], a.dqs[i] = bp.dq.stride[i];
-        a.dks[i] = bp.dk.stride[i], a.dvs[i] = bp.dv.stride[i];
-    }
-    f.batch = (int)p.batch, f.heads = (int)p.heads_q, f.group = (int)bp.fwd.group;
-    f.dqk = f.dv = (int)p.head_dim_qk, f.seqlen_q = (int)p.seqlen_q, f.seqlen_k = (int)p.seqlen_k;
-    f.wl = (int)bp.fwd.window_left, f.wr = (int)bp.fwd.window_right;
-    const double log2e = 1.4426950408889634, cap = p.softcap;
-    f.softcap = cap > 0, f.transform = f.softcap || bp.fwd.scale < 0.f;
-    f.mult = f.transform ? 1.f : (float)(bp.fwd.scale * log2e);
-    f.pre_mul = f.softcap ? (float)((double)bp.fwd.scale / cap) : (float)(bp.fwd.scale * log2e);
-    f.post_mul = f.softcap ? (float)(cap * log2e) : 1.f;
-    a.dout = bp.dout.data, a.dq = bp.dq.data, a.dk = bp.dk.data, a.dv = bp.dv.data;
-    a.sqp = (int)sqp, a.max_sq = (int)bp.fwd.max_seqlen_q, a.splits = splits, a.deterministic = splits > 1;
-    a.scale = bp.fwd.scale, a.bm = bm;
-    return a;
-}
 
 template <typename T, int D>
 static void run_kernels(const pa_bwd_args &a, const cfg &c, int64_t max_sk)
@@ -108,7 +80,7 @@ static void run(const cfg &c, portattn_dtype_t dt)
     const int64_t bmax = PA_SM80_BWD_BM_MAX(d), sqp = (mq + bmax - 1) / bmax * bmax;
     const size_t rows = (size_t)(c.c.b * c.c.hq * sqp);
     std::vector<float> ws(rows * (2 + (size_t)splits * (size_t)d) + 4, NAN);
-    pa_bwd_args a = fill_args(r.bp, splits, sqp, c.bm);
+    pa_bwd_args a = sim_bwd_args_of(r.bp, splits, sqp, c.bm);
     a.lse2 = ws.data(), a.delta = a.lse2 + rows, a.dq_acc = a.delta + rows;
     memset(a.dq_acc, 0, rows * (size_t)splits * (size_t)d * 4);
     sim_late_copies = dt == PORTATTN_DTYPE_BF16; /* f16 runs land cp.async at once, bf16 runs at the wait */
