@@ -8,7 +8,7 @@ committed (the build does not need Python).
 """
 SS = [64, 112, 128]     # S = Q K^T: A and B from shared memory (both K-major)
 RS = [32, 48, 64, 96, 128, 160, 192, 224, 256]  # O += P V: A (P) from registers, B (V) from shared memory, N-major (trans-b)
-SST = [64]              # dQ = dS K (backward): A and B from shared memory, both MN-major (trans-a, trans-b)
+SST = [32, 64]          # dQ = dS K (backward): A and B from shared memory, both MN-major (trans-a, trans-b)
 TYPES = [("bf16", "__nv_bfloat16"), ("f16", "__half")]
 
 def regs(n, first=0):

@@ -11,8 +11,9 @@
  *   dV_w += P^T dO, dK_w += dS^T Q        wgmma, A from registers (the S^T accumulator of 16 rows is,
  *                                         rounded, the A fragment of one k-step), B N-major
  *   dS^T to shared memory, then dQ = dS K wgmma, A and B MN-major, added to the workspace by atomics
- * (BM = 128 rows at d64: warpgroup w's dQ is its own 64 rows; BM = 64 at d128: its half of the columns,
- * so that each dQ product is m64n64). dK (times the scale) and dV are written once, after the last item.
+ * (items of BM = 64 rows: warpgroup w's dQ is its half of the columns, an m64n(D/2) product). dK (times
+ * the scale) and dV are written once, after the last item. At d64 a 128-row item (each warpgroup's dQ its
+ * own rows, whole) spilled 64 bytes: S^T and dP^T of 128 rows beside dK, dV and the fragments.
  *
  * Not yet: varlen, softcap and negative scales (the transform), the deterministic mode, head dims but
  * 64 and 128; cuda-sm80's backward takes those. */
@@ -32,7 +33,7 @@
 
 /* Tiles and shared memory of the instance of head dim D (offsets from a 1024-byte aligned base). */
 template <int D> struct sm90b_shape {
-    static constexpr int BN = 128, BM = D == 64 ? 128 : 64, NB = D / 64;
+    static constexpr int BN = 128, BM = 64, NB = D / 64, NQ = D / 2; /* NQ: a warpgroup's dQ columns */
     static constexpr int KBLK = BN * 128, QBLK = BM * 128; /* a 64-column block of K or V; of Q or dO */
     static constexpr int KV = NB * KBLK, QD = NB * QBLK;     /* K (or V); Q (or dO) of one stage */
     static constexpr int DSBLK = BN * 128, DS = BM / 64 * DSBLK; /* dS^T: per 64 rows, a 128-byte line a key */
@@ -157,22 +158,25 @@ __device__ __forceinline__ void sm90b_store_ds(const uint32_t (&df)[sm90b_shape<
         }
 }
 
-/* dQ part of warpgroup w = dS K over the block's keys: rows r0.., columns c0.. (64 x 64), into acc. */
+/* dQ part of warpgroup w = dS K over the block's keys: the item's 64 rows, columns c0.. (NQ of them:
+ * at d64 half a 64-column block, the descriptor starting 64 bytes into its 128-byte rows), into acc. */
 template <int D, typename T>
-__device__ __forceinline__ void sm90b_issue_dq(float (&acc)[32], uint32_t ds, uint32_t k, int r0, int c0, T tag)
+__device__ __forceinline__ void sm90b_issue_dq(float (&acc)[sm90b_shape<D>::NQ / 2], uint32_t ds, uint32_t k, int c0, T tag)
 {
     using S = sm90b_shape<D>;
 #pragma unroll
     for (int kt = 0; kt < S::BN / 16; ++kt)
-        sm90_wgmma_sst<64>(acc, sm90_desc_sw128(ds + (r0 / 64) * S::DSBLK + kt * 2048, S::DSBLK, 1024),
-                           sm90_desc_sw128(k + kt * 16 * 128 + (c0 / 64) * S::KBLK, S::KBLK, 1024), kt > 0, tag);
+        sm90_wgmma_sst<S::NQ>(acc, sm90_desc_sw128(ds + kt * 2048, S::DSBLK, 1024),
+                              sm90_desc_sw128(k + kt * 16 * 128 + (c0 / 64) * S::KBLK + (c0 % 64) * 2, S::KBLK, 1024),
+                              kt > 0, tag);
 }
 
-/* dQ part (64 x 64 at rows m0 + r0, columns c0) added to the fp32 workspace rows of head h. */
-__device__ __forceinline__ void sm90b_add_dq(const float (&acc)[32], float *dq, int row, int col, int sq, int d)
+/* dQ part (64 x N at rows row.., columns col..) added to the fp32 workspace rows of the item's head. */
+template <int N>
+__device__ __forceinline__ void sm90b_add_dq(const float (&acc)[N / 2], float *dq, int row, int col, int sq, int d)
 {
 #pragma unroll
-    for (int i = 0; i < 32; ++i) {
+    for (int i = 0; i < N / 2; ++i) {
         const int r = row + 8 * ((i % 4) >> 1), c = col + 8 * (i / 4) + (i & 1);
         if (r < sq) atomicAdd(dq + (int64_t)r * d + c, acc[i]);
     }
@@ -206,7 +210,7 @@ __device__ __forceinline__ void sm90b_consume(const pa_bwd_args &a, int b, int h
     const pa_fwd_args &f = a.f;
     const int tid = threadIdx.x, cw = tid / 128 - 1, wq = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int kl = 64 * cw + 16 * wq + g; /* this thread's first key in the block (and + 8) */
-    const int r0 = S::BM == 128 ? 64 * cw : 0, c0 = S::BM == 128 ? 0 : 64 * cw; /* its dQ part */
+    const int c0 = S::NQ * cw;            /* its dQ columns */
     const T tag = T();
     const int64_t diag = (int64_t)f.seqlen_k - f.seqlen_q, span = (int64_t)f.seqlen_k + f.seqlen_q + 1;
     const int64_t dl = f.wl < 0 ? -span : diag - f.wl, dh = f.wr < 0 ? span : diag + f.wr;
@@ -239,20 +243,20 @@ __device__ __forceinline__ void sm90b_consume(const pa_bwd_args &a, int b, int h
         sm90b_store_ds<D>(df, sb + S::O_DS, kl, 2 * t);
         pa_fence_proxy_async();
         pa_named_sync(1, 256); /* all of dS^T written */
-        float dq[32];
+        float dq[S::NQ / 2];
 #pragma unroll
-        for (int i = 0; i < 32; ++i) dq[i] = 0.f;
+        for (int i = 0; i < S::NQ / 2; ++i) dq[i] = 0.f;
         sm90_wgmma_fence();
-        sm90b_issue_dq<D>(dq, sb + S::O_DS, sb + S::O_K, r0, c0, tag);
+        sm90b_issue_dq<D>(dq, sb + S::O_DS, sb + S::O_K, c0, tag);
         sm90_wgmma_commit();
         sm90_wgmma_wait<0>(); /* dV, dK and dQ: stage s read */
         if ((tid & 127) == 0) pa_bar_arrive(EMPTY_QD(bar, s));
 #pragma unroll
-        for (int i = 0; i < 32; ++i) sm90_reg_fence(dq[i]);
+        for (int i = 0; i < S::NQ / 2; ++i) sm90_reg_fence(dq[i]);
 #pragma unroll
         for (int i = 0; i < D / 2; ++i) sm90_reg_fence(dk[i]), sm90_reg_fence(dv[i]);
-        sm90b_add_dq(dq, a.dq_acc + ((int64_t)b * f.heads + x.h) * a.sqp * D, x.m0 + r0 + 16 * wq + g, c0 + 2 * t,
-                     f.seqlen_q, D);
+        sm90b_add_dq<S::NQ>(dq, a.dq_acc + ((int64_t)b * f.heads + x.h) * a.sqp * D, x.m0 + 16 * wq + g, c0 + 2 * t,
+                            f.seqlen_q, D);
     }
     sm90b_store_dkdv<T, D>(a, dk, dv, b, hk, n0 + kl, 2 * t, f.seqlen_k);
 }

@@ -2,8 +2,8 @@
  * (sm90_emu.h: wgmma computed at the wait that retires it, mbarriers, TMA): dq, dk, dv against the CPU
  * backend's backward on the same inputs. The row kernels around it are the host's here: D = rowsum(dO
  * * O) and the LSE in base 2 (+inf and 0 on padding rows) before, dQ = scale * the fp32 sums after, as
- * every CUDA backward's row kernels compute them. d64 (128-row items, dQ by rows) and d128 (64-row items,
- * dQ by column halves), f16 and bf16, GQA/MQA, causal with rows that see no key, windows, several key
+ * every CUDA backward's row kernels compute them. d64 and d128 (64-row items, each warpgroup's dQ half of
+ * the columns: at d64 a descriptor 64 bytes into the swizzled rows), f16 and bf16, GQA/MQA, causal with rows that see no key, windows, several key
  * blocks, items that see no key block, padded gradient layouts; every gradient element must be written
  * (NaN poison) and close to the CPU's. */
 #include <math.h>
@@ -115,7 +115,7 @@ static void run(const sim_bwd_case &c, portattn_dtype_t dt)
         failures++;
         return;
     }
-    const int64_t d = c.dqk, bm = d == 64 ? 128 : 64, sqp = (r.bp.fwd.max_seqlen_q + 127) / 128 * 128;
+    const int64_t d = c.dqk, bm = 64, sqp = (r.bp.fwd.max_seqlen_q + 127) / 128 * 128;
     const size_t rows = (size_t)(c.b * c.hq * sqp);
     std::vector<float> ws(rows * (2 + (size_t)d) + 4, NAN);
     pa_bwd_args a = sim_bwd_args_of(r.bp, 1, sqp, (int)bm);
@@ -147,7 +147,7 @@ int main(int argc, char **argv)
         if (argc > 1 && !strstr(c.name, argv[1])) continue;
         for (portattn_dtype_t dt : {PORTATTN_DTYPE_F16, PORTATTN_DTYPE_BF16}) run(c, dt);
     }
-    /* Each injected fault must make a case fail (d128: dQ by column halves, the second at LBO). */
+    /* Each injected fault must make a case fail. */
     static const struct { int mode; const char *what; } faults[] = {
         {INJ_PARITY, "an mbarrier wait with the wrong parity"},
         {INJ_NO_SWIZZLE, "TMA writing without the 128-byte swizzle"},
