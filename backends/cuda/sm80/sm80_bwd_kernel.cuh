@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "block.h" /* pa_bwd_row_blocks */
+#include "cuda_bwd_rows.cuh" /* pa_bwd_seq_of, pa_bwd_row, pa_bwd_ws_row */
 #include "cuda_attr.cuh"
 #include "seqlen.h"
 #include "sm80_bwd.h"
@@ -44,7 +45,7 @@ __device__ __forceinline__ uint32_t sm80b_swz(int row, int ch)
 /* 16-byte chunks of a D-wide row, and of its shared memory row: padded to a multiple of 8 for the
  * swizzle (d96: 12 of 16; the pad chunks are never written or read). */
 template <int D>
-struct sm80b_row_shape {
+struct pa_bwd_row_shape {
     static constexpr int CH = D / 8, PITCH = (CH + 7) / 8 * 8;
 };
 
@@ -54,7 +55,7 @@ struct sm80b_row_shape {
 template <typename T, int ROWS, int D, int NT>
 __device__ __forceinline__ void sm80b_load(uint32_t sdst, const T *g, int64_t rstride, int rows, int tid)
 {
-    constexpr int CH = sm80b_row_shape<D>::CH, PITCH = sm80b_row_shape<D>::PITCH, RS = NT / PITCH;
+    constexpr int CH = pa_bwd_row_shape<D>::CH, PITCH = pa_bwd_row_shape<D>::PITCH, RS = NT / PITCH;
     static_assert(NT % PITCH == 0 && RS % 8 == 0 && ROWS % RS == 0, "load shape");
     const int r = tid / PITCH, c = tid % PITCH;
     if (CH != PITCH && c >= CH) return;
@@ -66,35 +67,6 @@ __device__ __forceinline__ void sm80b_load(uint32_t sdst, const T *g, int64_t rs
         sm80_cp_async16(dst + k * RS * PITCH * 16, ok ? src : g, ok);
         src += RS * rstride;
     }
-}
-
-/* One sequence of the call: where its rows start, how many, and its batch offsets of each tensor. */
-struct sm80b_seqinfo {
-    int q0, sq, k0, sk;
-};
-
-__device__ __forceinline__ sm80b_seqinfo sm80b_seq_of(const pa_bwd_args &a, int b)
-{
-    sm80b_seqinfo s = {0, a.f.seqlen_q, 0, a.f.seqlen_k};
-    if (a.f.cu_q) {
-        pa_seq_extent(a.f.cu_q, b, a.f.seqlen_q, &s.q0, &s.sq);
-        pa_seq_extent(a.f.cu_k, b, a.f.seqlen_k, &s.k0, &s.sk);
-    }
-    if (s.sq > a.max_sq) s.sq = a.max_sq; /* the workspace holds max_sq rows per (batch, head) */
-    return s;
-}
-
-/* Element offset of packed row `row` of sequence b (varlen: the batch stride is ignored). Strides by
- * value: a pointer into the kernel's parameter struct would make the compiler copy it to local memory. */
-__device__ __forceinline__ int64_t sm80b_row(const pa_bwd_args &a, int64_t bstride, int64_t rstride, int b, int row)
-{
-    return (a.f.cu_q ? 0 : (int64_t)b * bstride) + (int64_t)row * rstride;
-}
-
-/* Row index, in the workspace, of row 0 of (slice, batch, query head). */
-__device__ __forceinline__ int64_t sm80b_ws_row(const pa_bwd_args &a, int slice, int b, int h)
-{
-    return (((int64_t)slice * a.f.batch + b) * a.f.heads + h) * a.sqp;
 }
 
 /* ldmatrix addressing. Lane l's row address for the 16 x 16 fragment at (row r0, chunk c0) of a shared
@@ -132,7 +104,7 @@ __device__ __forceinline__ uint32_t sm80b_fa_any(uint32_t tile, uint32_t la, int
 template <typename T, int D, int MX, int NQ>
 __device__ __forceinline__ void sm80b_xyt(float (&acc)[MX][NQ][4], uint32_t sb, uint32_t xa, uint32_t ya)
 {
-    constexpr int PITCH = sm80b_row_shape<D>::PITCH;
+    constexpr int PITCH = pa_bwd_row_shape<D>::PITCH;
 #pragma unroll
     for (int m = 0; m < MX; ++m)
 #pragma unroll
@@ -165,7 +137,7 @@ template <typename T, int D, int MX, int KS, int DN>
 __device__ __forceinline__ void sm80b_az(float (&acc)[MX][DN / 8][4], const uint32_t (&af)[MX][KS][4], uint32_t sb,
                                          uint32_t zt, int zc, int lane)
 {
-    constexpr int PITCH = sm80b_row_shape<D>::PITCH;
+    constexpr int PITCH = pa_bwd_row_shape<D>::PITCH;
     const uint32_t la = sm80b_lane<PITCH, false>(zt, zc, lane);
 #pragma unroll
     for (int ks = 0; ks < KS; ++ks)
@@ -211,7 +183,7 @@ __device__ __forceinline__ void sm80b_afrags(uint32_t (&af)[MX][KS][4], uint32_t
 template <int D, int BM_>
 struct sm80b_shape {
     static constexpr int BM = BM_, BN = PA_SM80_BWD_BN(D), NW = PA_SM80_BWD_WARPS, NT = NW * 32;
-    static constexpr int PITCH = sm80b_row_shape<D>::PITCH; /* 16-byte chunks per shared row */
+    static constexpr int PITCH = pa_bwd_row_shape<D>::PITCH; /* 16-byte chunks per shared row */
     static constexpr int KW = BN / 4, MX = KW / 16, QH = BM / 2, NQ = QH / 8, DH = D / 2, SP = BM / 8;
     static constexpr int WQM = BM == 128 || (D / 4) % 16 != 0 ? 4 : 2, MQ = BM / WQM / 16, DQC = D / (NW / WQM);
     static constexpr int DQP = DQC <= 48 ? (DQC % PA_SM80_BWD_DQ_PASS == 0 ? PA_SM80_BWD_DQ_PASS : DQC) : 32;
@@ -245,7 +217,7 @@ __device__ __forceinline__ void sm80b_load_item(const pa_bwd_args &a, uint32_t s
                                    a.dos[1], sq - m0, tid);
     if (tid < S::BM / 2) { /* 16-byte pieces: BM / 4 of LSE_2, BM / 4 of D */
         const int part = tid / (S::BM / 4), c = tid % (S::BM / 4);
-        const float *src = (part ? a.delta : a.lse2) + sm80b_ws_row(a, 0, b, h) + m0 + c * 4;
+        const float *src = (part ? a.delta : a.lse2) + pa_bwd_ws_row(a, 0, b, h) + m0 + c * 4;
         sm80_cp_async16(sb + S::O_L + ((part * 2 + buf) * S::BM + c * 4) * 4, src, true);
     }
 }
@@ -416,8 +388,8 @@ __device__ __forceinline__ void sm80b_store_dkdv(const pa_bwd_args &a, const flo
             const int key = n0 + w.kw + 16 * m + w.g + 8 * r;
             if (key >= sk) continue;
             const int c = w.rh * DH + 2 * w.t;
-            T *dkr = (T *)a.dk + sm80b_row(a, a.dks[0], a.dks[1], b, k0 + key) + (int64_t)hk * a.dks[2] + c;
-            T *dvr = (T *)a.dv + sm80b_row(a, a.dvs[0], a.dvs[1], b, k0 + key) + (int64_t)hk * a.dvs[2] + c;
+            T *dkr = (T *)a.dk + pa_bwd_row(a, a.dks[0], a.dks[1], b, k0 + key) + (int64_t)hk * a.dks[2] + c;
+            T *dvr = (T *)a.dv + pa_bwd_row(a, a.dvs[0], a.dvs[1], b, k0 + key) + (int64_t)hk * a.dvs[2] + c;
 #pragma unroll
             for (int j = 0; j < DH / 8; ++j) {
                 *(uint32_t *)(dkr + j * 8) = pa_pack(dk[m][j][2 * r] * a.scale, dk[m][j][2 * r + 1] * a.scale, T());
@@ -444,10 +416,10 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
     const pa_fwd_args &f = a.f;
 
     const int b = blockIdx.z, hk = blockIdx.y, slice = a.deterministic ? (int)blockIdx.x : 0;
-    const sm80b_seqinfo sq_ = sm80b_seq_of(a, b);
+    const pa_bwd_seq sq_ = pa_bwd_seq_of(a, b);
     const int sq = sq_.sq, sk = sq_.sk;
-    const T *qb = (const T *)f.q + sm80b_row(a, f.qs[0], f.qs[1], b, sq_.q0);
-    const T *dob = (const T *)a.dout + sm80b_row(a, a.dos[0], a.dos[1], b, sq_.q0);
+    const T *qb = (const T *)f.q + pa_bwd_row(a, f.qs[0], f.qs[1], b, sq_.q0);
+    const T *dob = (const T *)a.dout + pa_bwd_row(a, a.dos[0], a.dos[1], b, sq_.q0);
 
     /* Key j is visible to row i iff dlo <= j - i <= dhi (bottom-right aligned), j < sk and i < sq;
      * dlo/dhi clamped to the range j - i can take, so that they fit in int32. */
@@ -471,8 +443,8 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
 
         __syncthreads(); /* every warp is done with the previous key block's tiles */
         if (nit > 0) { /* K/V addresses are formed where used: fewer registers live in the loop */
-            const T *kh = (const T *)f.k + sm80b_row(a, f.ks[0], f.ks[1], b, sq_.k0) + (int64_t)hk * f.ks[2];
-            const T *vh = (const T *)f.v + sm80b_row(a, f.vs[0], f.vs[1], b, sq_.k0) + (int64_t)hk * f.vs[2];
+            const T *kh = (const T *)f.k + pa_bwd_row(a, f.ks[0], f.ks[1], b, sq_.k0) + (int64_t)hk * f.ks[2];
+            const T *vh = (const T *)f.v + pa_bwd_row(a, f.vs[0], f.vs[1], b, sq_.k0) + (int64_t)hk * f.vs[2];
             sm80b_load<T, BN, D, S::NT>(sb, kh + (int64_t)n0 * f.ks[1], f.ks[1], sk - n0, tid);
             sm80b_load<T, BN, D, S::NT>(sb + S::O_V, vh + (int64_t)n0 * f.vs[1], f.vs[1], sk - n0, tid);
             sm80b_load_item<T, D, BM>(a, sb, qb, dob, b, hk * f.group, mb0 * BM, sq, 0, tid);
@@ -529,7 +501,7 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
             sm80b_afrags<S::SP>(pp, sb, S::O_DS + w.kw * S::SP * 16, ro / 8, w.lane);
             sm80b_az<T, D, MX, NQ / 2, DH>(dk, pp, sb, tq + ro * PITCH * 16 + dofs, dch, w.lane);
 
-            sm80b_dq<T, D, BM>(a, sb, a.dq_acc + (sm80b_ws_row(a, slice, b, h) + m0) * D, w);
+            sm80b_dq<T, D, BM>(a, sb, a.dq_acc + (pa_bwd_ws_row(a, slice, b, h) + m0) * D, w);
             m0 += BM;
             if (m0 == mend) m0 = mb0 * BM, ++h;
         }

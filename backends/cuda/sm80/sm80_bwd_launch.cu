@@ -1,9 +1,10 @@
-/* cuda-sm80 backward, host side: the argument struct, the workspace (the caller's, else a
- * stream-ordered allocation) and the launches of the head dim's instance. */
+/* cuda-sm80 backward, host side: its shapes, workspace and dQ slices; the launch through every CUDA
+ * backward's host side (cuda_bwd_host.h) to the head dim's instance. */
 #include <cuda_runtime.h>
 #include <string.h>
 
 #include "bwd_problem.h"
+#include "cuda_bwd_host.h"
 #include "cuda_host.h"
 #include "fwd_resolve.h"
 #include "sm80_bwd.h"
@@ -27,12 +28,8 @@ extern "C" int pa_sm80_bwd_rows(int d, int optin)
     return optin >= PA_SM80_BWD_SMEM(d, bm) ? bm : optin >= PA_SM80_BWD_SMEM(d, 64) ? 64 : 0;
 }
 
-/* Floats of each part: LSE_2 and D (rows each), then the dQ slices (splits x rows x D). Rows are a
- * multiple of 64, so every part starts 256-byte aligned. */
-static size_t bwd_rows(const pa_bwd_problem *bp)
-{
-    return (size_t)bp->fwd.p.batch * (size_t)bp->fwd.p.heads_q * (size_t)bwd_sqp(&bp->fwd);
-}
+/* Workspace row slots (a multiple of 64 rows a (batch, head), so every part is 256-byte aligned). */
+static size_t bwd_rows(const pa_bwd_problem *bp) { return pa_cuda_bwd_slots(bp, bwd_sqp(&bp->fwd)); }
 
 /* Deterministic: one dQ slice per group of key blocks, as many groups as it takes to give every SM a
  * CTA (the grid is slices x KV heads x batch), capped by the key blocks, PA_SM80_BWD_MAX_SPLITS and
@@ -55,13 +52,17 @@ extern "C" int pa_sm80_bwd_splits(const pa_bwd_problem *bp)
 
 extern "C" size_t pa_sm80_bwd_workspace(const pa_bwd_problem *bp)
 {
-    const size_t rows = bwd_rows(bp);
-    return rows * 4 * (2 + (size_t)pa_sm80_bwd_splits(bp) * (size_t)bp->fwd.p.head_dim_qk);
+    return pa_cuda_bwd_ws_bytes(bp, bwd_sqp(&bp->fwd), pa_sm80_bwd_splits(bp));
 }
 
-static void bwd_strides(int64_t dst[3], const portattn_tensor_t *t)
+/* The head dim's instance (ctx unused). */
+static cudaError_t sm80_bwd_run(const pa_bwd_args *a, int bf16, int64_t max_sk, const void *, cudaStream_t st)
 {
-    for (int i = 0; i < 3; ++i) dst[i] = t->stride[i];
+    const int d = a->f.dqk;
+    return d == 64    ? sm80_bwd_run_d64(a, bf16, max_sk, st)
+           : d == 96  ? sm80_bwd_run_d96(a, bf16, max_sk, st)
+           : d == 128 ? sm80_bwd_run_d128(a, bf16, max_sk, st)
+                      : sm80_bwd_run_d256(a, bf16, max_sk, st);
 }
 
 extern "C" portattn_status_t pa_sm80_bwd_launch(const pa_bwd_problem *bp, void *stream, char *err, size_t err_len)
@@ -73,54 +74,9 @@ extern "C" portattn_status_t pa_sm80_bwd_launch(const pa_bwd_problem *bp, void *
         (p->dtype != PORTATTN_DTYPE_F16 && p->dtype != PORTATTN_DTYPE_BF16))
         return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm80 backward: call outside the instances");
     if (p->batch <= 0) return PORTATTN_SUCCESS;
-
-    pa_bwd_args a;
-    memset(&a, 0, sizeof a);
-    portattn_status_t s = pa_fwd_fill_args(pb, &a.f, err, err_len);
-    if (s) return s;
-    a.dout = bp->dout.data, a.dq = bp->dq.data, a.dk = bp->dk.data, a.dv = bp->dv.data;
-    bwd_strides(a.dos, &bp->dout), bwd_strides(a.dqs, &bp->dq);
-    bwd_strides(a.dks, &bp->dk), bwd_strides(a.dvs, &bp->dv);
-    a.sqp = (int)bwd_sqp(pb), a.max_sq = (int)pb->max_seqlen_q;
-    int optin = 0;
-    if (!pa_cuda_device_smem(&optin, NULL) || !(a.bm = pa_sm80_bwd_rows((int)d, optin)))
+    int optin = 0, bm = 0;
+    if (!pa_cuda_device_smem(&optin, NULL) || !(bm = pa_sm80_bwd_rows((int)d, optin)))
         return pa_fmt(err, err_len, PORTATTN_ERROR_NOT_SUPPORTED, "cuda-sm80 backward: shared memory for no shape");
-    a.splits = pa_sm80_bwd_splits(bp), a.deterministic = bp->deterministic != 0;
-    a.scale = pb->scale;
-
-    cudaStream_t st = (cudaStream_t)stream;
-    const size_t rows = bwd_rows(bp), need = pa_sm80_bwd_workspace(bp);
-    void *ws = p->workspace, *own = NULL;
-    if (need && ws && p->workspace_size < need)
-        return pa_fmt(err, err_len, PORTATTN_ERROR_INVALID_ARGUMENT,
-                      "workspace_size = %zu, this call needs %zu (portattn_backward_workspace_size)", p->workspace_size,
-                      need);
-    cudaError_t e = cudaSuccess;
-    if (need && !ws) {
-        if ((e = cudaMallocAsync(&own, need, st)) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return pa_cuda_status(e, "cuda-sm80 backward: workspace allocation", err, err_len);
-        }
-        ws = own;
-    }
-    if (need) {
-        a.lse2 = (float *)ws, a.delta = a.lse2 + rows, a.dq_acc = a.delta + rows;
-        e = cudaMemsetAsync(a.dq_acc, 0, rows * 4 * (size_t)a.splits * (size_t)d, st);
-    }
-    if (e == cudaSuccess) {
-        const int bf16 = p->dtype == PORTATTN_DTYPE_BF16;
-        e = d == 64    ? sm80_bwd_run_d64(&a, bf16, pb->max_seqlen_k, st)
-            : d == 96  ? sm80_bwd_run_d96(&a, bf16, pb->max_seqlen_k, st)
-            : d == 128 ? sm80_bwd_run_d128(&a, bf16, pb->max_seqlen_k, st)
-                       : sm80_bwd_run_d256(&a, bf16, pb->max_seqlen_k, st);
-    }
-    if (own) {
-        cudaError_t f = cudaFreeAsync(own, st);
-        if (e == cudaSuccess) e = f;
-    }
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return pa_cuda_status(e, "cuda-sm80 backward: kernel launch", err, err_len);
-    }
-    return PORTATTN_SUCCESS;
+    return pa_cuda_bwd_launch(bp, "cuda-sm80 backward", bwd_sqp(pb), bm, pa_sm80_bwd_splits(bp), sm80_bwd_run, NULL,
+                              stream, err, err_len);
 }

@@ -47,16 +47,16 @@ static const cfg cfgs[] = {
 template <typename T, int D>
 static void run_kernels(const pa_bwd_args &a, const cfg &c, int64_t max_sk)
 {
-    const int rpb = SM80B_ROW_THREADS / SM80B_TPR(D), nkb = (int)((max_sk + PA_SM80_BWD_BN(D) - 1) / PA_SM80_BWD_BN(D));
+    const int rpb = PA_BWD_ROW_THREADS / PA_BWD_TPR(D), nkb = (int)((max_sk + PA_SM80_BWD_BN(D) - 1) / PA_SM80_BWD_BN(D));
     const sim_dim3 rows = {(unsigned)((a.sqp + rpb - 1) / rpb), (unsigned)c.c.hq, (unsigned)c.c.b};
     const unsigned gx = (unsigned)(a.deterministic ? a.splits : c.gx ? c.gx : nkb);
-    failures += sim_launch(sm80_bwd_prep<T, D>, rows, SM80B_ROW_THREADS, a);
+    failures += sim_launch(pa_bwd_prep<T, D>, rows, PA_BWD_ROW_THREADS, a);
     const sim_dim3 grid = {gx, (unsigned)c.c.hkv, (unsigned)c.c.b};
     if (a.bm == 64)
         failures += sim_launch(sm80_bwd_main<T, D, 64>, grid, PA_SM80_BWD_WARPS * 32, a);
     else
         failures += sim_launch(sm80_bwd_main<T, D, PA_SM80_BWD_BM_MAX(D)>, grid, PA_SM80_BWD_WARPS * 32, a);
-    failures += sim_launch(sm80_bwd_dq<T, D>, rows, SM80B_ROW_THREADS, a);
+    failures += sim_launch(pa_bwd_dq<T, D>, rows, PA_BWD_ROW_THREADS, a);
 }
 
 template <typename T>
