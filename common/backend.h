@@ -45,6 +45,9 @@ typedef struct pa_bwd_backend {
     int (*supports)(const struct pa_bwd_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len);
     portattn_status_t (*run)(const struct pa_bwd_problem *pb, void *stream, char *err, size_t err_len);
     size_t (*workspace)(const struct pa_bwd_problem *pb); /* optional */
+    /* 1: automatic selection passes it over (a backward not yet run on its hardware); forced calls
+     * run it. */
+    int forced_only;
 } pa_bwd_backend;
 
 /* The compiled-in backends (see registry.c). */
@@ -56,6 +59,7 @@ extern const pa_backend pa_backend_cuda_sm80;
 extern const pa_bwd_backend pa_bwd_backend_cuda_sm80; /* backends/cuda/sm80/sm80_bwd_backend.c */
 #ifdef PORTATTN_HAVE_SM90
 extern const pa_backend pa_backend_cuda_sm90;
+extern const pa_bwd_backend pa_bwd_backend_cuda_sm90; /* backends/cuda/sm90/sm90_bwd_backend.c: forced calls only */
 #endif
 #ifdef PORTATTN_HAVE_SM100
 extern const pa_backend pa_backend_cuda_sm100; /* forced calls only (registry.c: pa_backend_forced_only) */

@@ -53,9 +53,12 @@ static portattn_status_t bwd_select(const pa_bwd_problem *pb, const pa_bwd_backe
         portattn_backend_t id;
         for (int i = 0; (id = pa_backend_preferred(i)) != PORTATTN_BACKEND_AUTO && !*bb; i++) {
             const pa_backend *b = pa_backend_lookup(id);
+            const pa_bwd_backend *bw = pa_bwd_lookup(id);
             int ok = 0;
             if (b && pa_backend_forced_only(b->id))
                 snprintf(text, sizeof text, "forced calls only (never run on its hardware)");
+            else if (b && bw && bw->forced_only)
+                snprintf(text, sizeof text, "forced calls only (its backward has not run on its hardware)");
             else
                 ok = bwd_usable(pb, id, bb, sel->kernel, sizeof sel->kernel, text, sizeof text);
             if (!ok) {

@@ -45,6 +45,9 @@ portattn_backend_t pa_backend_preferred(int i)
 /* Compiled-in backward passes (looked up by id; a backend without one is absent). */
 static const pa_bwd_backend *const compiled_bwd[] = {
 #ifdef PORTATTN_HAVE_CUDA
+#ifdef PORTATTN_HAVE_SM90
+    &pa_bwd_backend_cuda_sm90,
+#endif
     &pa_bwd_backend_cuda_sm80,
     &pa_bwd_backend_cuda_generic,
 #endif

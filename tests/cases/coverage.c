@@ -2,6 +2,7 @@
  * CPU backend, cuda-generic and the HIP backends (hip-generic behind their kernels) decline nothing. The others decline every f32 case and, in f16 and
  * bf16, the cases listed (forward and backward apart). */
 #include "coverage.h"
+#include "harness.h"
 
 #include <string.h>
 
@@ -71,6 +72,23 @@ static const char *const bwd_sm80[] = {KV_CACHE_CASES, DECODE_DIM_CASES, SERVE_C
  * 227 KB, the A100 (sm_80/87) 163 KB and sm_86/89/120 99 KB, which decline these cases. */
 static const char *const bwd_sm80_d256[] = {"d256", "d256_causal", "varlen_softcap_d256", NULL};
 
+/* cuda-sm90's backward (sm90_bwd_backend.c): d64 and d128 with Dqk == Dv, f16 and bf16, dense batches
+ * with keys and queries, no softcap or negative scale, 16-byte rows. Its deterministic mode is declined,
+ * so the harness checks its default mode alone. Decided from the case's fields (harness.h). */
+static const char *const odd_shapes[] = {ODD_SHAPE_CASES, NULL};
+static int listed(const char *const *list, const char *name);
+static int bwd_sm90_declines(const char *name, portattn_dtype_t dtype)
+{
+    if (dtype == PORTATTN_DTYPE_F32 || listed(bwd, name) || listed(odd_shapes, name)) return 1;
+    for (int i = 0; i < test_case_count; i++) {
+        const tcase *c = &test_cases[i];
+        if (strcmp(c->name, name)) continue;
+        return c->dqk != c->dv || (c->dqk != 64 && c->dqk != 128) || c->varlen || c->softcap > 0 || c->scale < 0 ||
+               (c->b > 0 && (c->sk == 0 || c->sq == 0));
+    }
+    return 1;
+}
+
 /* hip-cdna is its nvcc emulation (cdna_emu_backend.c), whose probe detail says so. */
 static int hip_cdna_emulated(void)
 {
@@ -104,6 +122,8 @@ int coverage_expects_decline(portattn_backend_t backend, const char *name, porta
             if (dtype == PORTATTN_DTYPE_F32) return 1;
             if (listed(bwd_sm80_d256, name)) return !sm80_device_has_227k();
             list = bwd_sm80;
+        } else if (backend == PORTATTN_BACKEND_CUDA_SM90) {
+            return bwd_sm90_declines(name, dtype);
         } else if (backend == PORTATTN_BACKEND_CPU || backend == PORTATTN_BACKEND_CUDA_GENERIC) {
             list = bwd;
         } else {

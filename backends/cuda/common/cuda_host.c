@@ -1,6 +1,7 @@
 #include "cuda_host.h"
 #include "cuda_inst.h"
 #include "fwd_resolve.h"
+#include "bwd_problem.h"
 
 #include <cuda.h> /* cuCtxGetId's types, for the entry point found at run time */
 #include <stdatomic.h>
@@ -431,4 +432,26 @@ const pa_cuda_inst *pa_cuda_inst_ok(const pa_cuda_inst *t, int n, const pa_probl
     int dims[PA_CUDA_INST_MAX] = {0};
     if (!in) pa_fwd_dims_ok(dims, inst_dims(t, n, dims), pb, who, why, why_len);
     return in;
+}
+
+/* cuda_host.h. Layouts and device residency of every tensor a backward touches (none without rows). */
+int pa_cuda_bwd_tensors_ok(const pa_bwd_problem *bp, char *why, size_t why_len)
+{
+    const pa_problem *pb = &bp->fwd;
+    const portattn_fwd_params_t *p = &pb->p;
+    if (p->batch == 0 || (pb->max_seqlen_q == 0 && pb->max_seqlen_k == 0)) return 1;
+    const int kv = p->seqlen_k > 0, vl = pb->varlen;
+    if (!pa_fwd_layouts_ok(pb, why, why_len) || !pa_tiled_layout_ok(&bp->dout, "dout", vl, why, why_len) ||
+        !pa_tiled_layout_ok(&bp->dq, "dq", vl, why, why_len) ||
+        (kv && (!pa_tiled_layout_ok(&bp->dk, "dk", vl, why, why_len) || !pa_tiled_layout_ok(&bp->dv, "dv", vl, why, why_len))))
+        return 0;
+    const struct { const void *ptr; const char *what; } need[] = {
+        {p->q.data, "q.data"}, {p->k.data, "k.data"}, {p->v.data, "v.data"}, {p->o.data, "o.data"},
+        {bp->dout.data, "dout.data"}, {p->lse, "lse"}, {bp->dq.data, "dq.data"}, {bp->dk.data, "dk.data"},
+        {bp->dv.data, "dv.data"}, {p->cu_seqlens_q, "cu_seqlens_q"}, {p->cu_seqlens_k, "cu_seqlens_k"},
+        {p->workspace, "workspace"}};
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; ++i)
+        if (need[i].ptr && !pa_cuda_ptr_check(need[i].ptr, need[i].what, why, why_len)) return 0;
+    if ((uintptr_t)p->workspace % 16) return PA_REFUSE("workspace %p is not 16-byte aligned", p->workspace);
+    return 1;
 }

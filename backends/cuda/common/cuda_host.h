@@ -41,6 +41,11 @@ int pa_cuda_ptrs_ok(const pa_cuda_ptr *ptrs, size_t n, char *why, size_t why_len
  * and the appended tokens): the check of cuda-sm80's prefill, cuda-sm90 and cuda-sm100. */
 int pa_cuda_fwd_ptrs_ok(const pa_problem *pb, char *why, size_t why_len);
 
+/* Every tensor a CUDA backward's kernels touch (Q, K, V, O, dO, the LSE, the gradients, cu_seqlens, the
+ * workspace): 16-byte rows (pa_tiled_layout_ok) and usable by the current device; 1, or 0 and why. */
+struct pa_bwd_problem;
+int pa_cuda_bwd_tensors_ok(const struct pa_bwd_problem *bp, char *why, size_t why_len);
+
 /* on = 1 at the start of one front-end resolution (validation and selection), 0 at its end: while
  * on, a pointer this thread already asked about is answered from the first query (cuda_host.c). */
 void pa_cuda_memo(int on);

@@ -26,28 +26,6 @@ static const pa_family sm80_bwd_family = {
     .grid_dim = 65535,
 };
 
-/* Layouts and device residency of every tensor the kernels touch (none when there are no rows). */
-static int bwd_tensors_ok(const pa_bwd_problem *bp, char *why, size_t why_len)
-{
-    const pa_problem *pb = &bp->fwd;
-    const portattn_fwd_params_t *p = &pb->p;
-    if (p->batch == 0 || (pb->max_seqlen_q == 0 && pb->max_seqlen_k == 0)) return 1;
-    const int kv = p->seqlen_k > 0, vl = pb->varlen;
-    if (!pa_fwd_layouts_ok(pb, why, why_len) || !pa_tiled_layout_ok(&bp->dout, "dout", vl, why, why_len) ||
-        !pa_tiled_layout_ok(&bp->dq, "dq", vl, why, why_len) ||
-        (kv && (!pa_tiled_layout_ok(&bp->dk, "dk", vl, why, why_len) || !pa_tiled_layout_ok(&bp->dv, "dv", vl, why, why_len))))
-        return 0;
-    const struct { const void *ptr; const char *what; } need[] = {
-        {p->q.data, "q.data"}, {p->k.data, "k.data"}, {p->v.data, "v.data"}, {p->o.data, "o.data"},
-        {bp->dout.data, "dout.data"}, {p->lse, "lse"}, {bp->dq.data, "dq.data"}, {bp->dk.data, "dk.data"},
-        {bp->dv.data, "dv.data"}, {p->cu_seqlens_q, "cu_seqlens_q"}, {p->cu_seqlens_k, "cu_seqlens_k"},
-        {p->workspace, "workspace"}};
-    for (size_t i = 0; i < sizeof need / sizeof need[0]; ++i)
-        if (need[i].ptr && !pa_cuda_ptr_check(need[i].ptr, need[i].what, why, why_len)) return 0;
-    if ((uintptr_t)p->workspace % 16) return PA_REFUSE("workspace %p is not 16-byte aligned", p->workspace);
-    return 1;
-}
-
 static int sm80_bwd_supports(const pa_bwd_problem *bp, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     if (!pa_cuda_family_ok(&sm80_bwd_family, &bp->fwd, why, why_len) || !pa_fwd_score_map_ok(&bp->fwd, why, why_len))
@@ -58,7 +36,7 @@ static int sm80_bwd_supports(const pa_bwd_problem *bp, char *kernel, size_t kern
     int optin = 0;
     pa_cuda_device_smem(&optin, NULL); /* read by pa_cuda_smem_ok just now */
     const int bm = pa_sm80_bwd_rows(d, optin);
-    if (!bwd_tensors_ok(bp, why, why_len)) return 0;
+    if (!pa_cuda_bwd_tensors_ok(bp, why, why_len)) return 0;
     if (kernel && kernel_len)
         pa_fmt(kernel, kernel_len, PORTATTN_SUCCESS, "sm80-bwd<%s,d%d,%dx%d%s>", pa_dtype_name(bp->fwd.p.dtype), d,
                bm, PA_SM80_BWD_BN(d), bp->deterministic ? ",deterministic" : "");
@@ -73,4 +51,4 @@ static portattn_status_t sm80_bwd_run(const pa_bwd_problem *bp, void *stream, ch
 static size_t sm80_bwd_workspace(const pa_bwd_problem *bp) { return pa_sm80_bwd_workspace(bp); }
 
 const pa_bwd_backend pa_bwd_backend_cuda_sm80 = {PORTATTN_BACKEND_CUDA_SM80, sm80_bwd_supports, sm80_bwd_run,
-                                                 sm80_bwd_workspace};
+                                                 sm80_bwd_workspace, 0};

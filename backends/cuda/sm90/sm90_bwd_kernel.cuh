@@ -26,8 +26,11 @@
 #include <stdint.h>
 
 #include "block.h" /* pa_bwd_row_blocks */
+#include "cuda_attr.cuh"
 #include "cuda_bwd_args.h"
-#include "cuda_math.cuh" /* pa_ex2, pa_pack */
+#include "cuda_bwd_rows.cuh" /* the row kernels around this one */
+#include "cuda_math.cuh"     /* pa_ex2, pa_pack */
+#include "sm90_bwd.h"
 #include "sm90_ptx.cuh"
 #include "sm90_wgmma.cuh"
 
@@ -40,7 +43,8 @@ template <int D> struct sm90b_shape {
     static constexpr int O_K = 0, O_V = KV, O_Q = 2 * KV, O_DO = O_Q + 2 * QD, O_DS = O_DO + 2 * QD, O_BAR = O_DS + DS;
     static constexpr int SMEM = O_BAR + 8 * 5 + 1024; /* barriers FULL_KV, FULL_QD[2], EMPTY_QD[2]; alignment */
     static constexpr int THREADS = 384;
-    static_assert(D == 64 || D == 128, "head dim");
+    static_assert(PA_SM90_BWD_HAS_DIM(D) && BM == PA_SM90_BWD_BM && BN == PA_SM90_BWD_BN, "shape");
+    static_assert(SMEM == PA_SM90_BWD_SMEM(D), "shared memory size");
 };
 
 #ifdef PA_SM90_DEVICE
@@ -294,5 +298,34 @@ __global__ void __launch_bounds__(384, 1)
     sm90b_consume<T, D>(a, b, hk, n0, mb0, nm, sb, bar);
 #endif
 }
+
+/* The three launches of an instance: row prologue, this kernel over every key block, dQ conversion
+ * (the fp32 dQ sums are zero before: cuda_bwd_host.cu). maps: Q, K, V, dO. */
+template <typename T, int D>
+static cudaError_t sm90_bwd_instance(const pa_bwd_args *a, int64_t max_sk, const CUtensorMap *maps, cudaStream_t stream)
+{
+    using S = sm90b_shape<D>;
+    cudaError_t e = pa_bwd_rows_launch<T, D>(a, 0, stream);
+    if (e == cudaSuccess && max_sk > 0) {
+        auto kern = sm90_bwd<T, D>;
+        static int optin_done[64];
+        e = pa_smem_optin_once(kern, S::SMEM, optin_done);
+        CUtensorMap q = maps[0], k = maps[1], v = maps[2], dout = maps[3];
+        pa_bwd_args arg = *a;
+        void *args[] = {&q, &k, &v, &dout, &arg};
+        const dim3 grid((unsigned)((max_sk + S::BN - 1) / S::BN), (unsigned)(a->f.heads / a->f.group), (unsigned)a->f.batch);
+        if (e == cudaSuccess) e = cudaLaunchKernel((const void *)kern, grid, dim3(S::THREADS), args, S::SMEM, stream);
+    }
+    if (e == cudaSuccess) e = pa_bwd_rows_launch<T, D>(a, 1, stream);
+    return e;
+}
+
+/* An instance file's entry point for head dim D (ctx: the four tensor maps). */
+#define SM90_BWD_INSTANCE(D)                                                                                      \
+    cudaError_t sm90_bwd_run_d##D(const pa_bwd_args *a, int bf16, int64_t max_sk, const void *ctx, cudaStream_t st) \
+    {                                                                                                              \
+        const CUtensorMap *m = (const CUtensorMap *)ctx;                                                            \
+        return bf16 ? sm90_bwd_instance<__nv_bfloat16, D>(a, max_sk, m, st) : sm90_bwd_instance<__half, D>(a, max_sk, m, st); \
+    }
 
 #endif
