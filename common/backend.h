@@ -45,9 +45,9 @@ typedef struct pa_bwd_backend {
     int (*supports)(const struct pa_bwd_problem *pb, char *kernel, size_t kernel_len, char *why, size_t why_len);
     portattn_status_t (*run)(const struct pa_bwd_problem *pb, void *stream, char *err, size_t err_len);
     size_t (*workspace)(const struct pa_bwd_problem *pb); /* optional */
-    /* 1: automatic selection passes it over (a backward not yet run on its hardware); forced calls
-     * run it. */
-    int forced_only;
+    /* Non-NULL: automatic selection passes it over and says why (a backward not yet run on its
+     * hardware, or not yet faster than the next one); forced calls run it. */
+    const char *forced_only;
 } pa_bwd_backend;
 
 /* The compiled-in backends (see registry.c). */

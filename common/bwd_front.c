@@ -58,7 +58,7 @@ static portattn_status_t bwd_select(const pa_bwd_problem *pb, const pa_bwd_backe
             if (b && pa_backend_forced_only(b->id))
                 snprintf(text, sizeof text, "forced calls only (never run on its hardware)");
             else if (b && bw && bw->forced_only)
-                snprintf(text, sizeof text, "forced calls only (its backward has not run on its hardware)");
+                snprintf(text, sizeof text, "forced calls only (%s)", bw->forced_only);
             else
                 ok = bwd_usable(pb, id, bb, sel->kernel, sizeof sel->kernel, text, sizeof text);
             if (!ok) {

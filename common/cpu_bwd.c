@@ -248,4 +248,4 @@ static int cpu_bwd_supports(const pa_bwd_problem *pb, char *kernel, size_t kerne
     return 1;
 }
 
-const pa_bwd_backend pa_bwd_backend_cpu = {PORTATTN_BACKEND_CPU, cpu_bwd_supports, cpu_bwd_run, NULL, 0};
+const pa_bwd_backend pa_bwd_backend_cpu = {PORTATTN_BACKEND_CPU, cpu_bwd_supports, cpu_bwd_run, NULL, NULL};

@@ -45,10 +45,10 @@ STUB(pa_backend_cuda_sm80, PORTATTN_BACKEND_CUDA_SM80, "cuda-sm80")
 STUB(pa_backend_cuda_generic, PORTATTN_BACKEND_CUDA_GENERIC, "cuda-generic")
 STUB(pa_backend_cpu, PORTATTN_BACKEND_CPU, "cpu")
 /* registry.c's table of backward passes names these; the forward selector never reads it. */
-const pa_bwd_backend pa_bwd_backend_cpu = {PORTATTN_BACKEND_CPU, NULL, NULL, NULL, 0};
-const pa_bwd_backend pa_bwd_backend_cuda_generic = {PORTATTN_BACKEND_CUDA_GENERIC, NULL, NULL, NULL, 0};
-const pa_bwd_backend pa_bwd_backend_cuda_sm80 = {PORTATTN_BACKEND_CUDA_SM80, NULL, NULL, NULL, 0};
-const pa_bwd_backend pa_bwd_backend_cuda_sm90 = {PORTATTN_BACKEND_CUDA_SM90, NULL, NULL, NULL, 1};
+const pa_bwd_backend pa_bwd_backend_cpu = {PORTATTN_BACKEND_CPU, NULL, NULL, NULL, NULL};
+const pa_bwd_backend pa_bwd_backend_cuda_generic = {PORTATTN_BACKEND_CUDA_GENERIC, NULL, NULL, NULL, NULL};
+const pa_bwd_backend pa_bwd_backend_cuda_sm80 = {PORTATTN_BACKEND_CUDA_SM80, NULL, NULL, NULL, NULL};
+const pa_bwd_backend pa_bwd_backend_cuda_sm90 = {PORTATTN_BACKEND_CUDA_SM90, NULL, NULL, NULL, "test"};
 
 /* The rest of the front end, reduced to what the selector needs. */
 portattn_status_t pa_validate(const portattn_fwd_params_t *params, pa_problem *pb, char *why, size_t why_len)

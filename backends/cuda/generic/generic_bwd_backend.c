@@ -37,4 +37,4 @@ static portattn_status_t generic_bwd_run(const pa_bwd_problem *bp, void *stream,
 }
 
 const pa_bwd_backend pa_bwd_backend_cuda_generic = {PORTATTN_BACKEND_CUDA_GENERIC, generic_bwd_supports,
-                                                    generic_bwd_run, NULL, 0};
+                                                    generic_bwd_run, NULL, NULL};

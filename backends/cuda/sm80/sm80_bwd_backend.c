@@ -51,4 +51,4 @@ static portattn_status_t sm80_bwd_run(const pa_bwd_problem *bp, void *stream, ch
 static size_t sm80_bwd_workspace(const pa_bwd_problem *bp) { return pa_sm80_bwd_workspace(bp); }
 
 const pa_bwd_backend pa_bwd_backend_cuda_sm80 = {PORTATTN_BACKEND_CUDA_SM80, sm80_bwd_supports, sm80_bwd_run,
-                                                 sm80_bwd_workspace, 0};
+                                                 sm80_bwd_workspace, NULL};

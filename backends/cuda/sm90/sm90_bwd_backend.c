@@ -1,7 +1,7 @@
 /* cuda-sm90's backward entry points: which calls the wgmma backward (sm90_bwd_kernel.cuh) takes, and
- * why not otherwise. It has not run on an H100/H200 yet (only in the CPU simulation,
- * test_sm90_bwd_sim), so automatic selection passes it over (forced_only): calls forced to cuda-sm90
- * run it; every other backward goes to cuda-sm80 as before. */
+ * why not otherwise. Its case table passes on the H200 (2026-12-05), but this first version is not yet
+ * faster than cuda-sm80's backward (d64 the same, d128 12-21% slower), so automatic selection passes it
+ * over (forced_only) and backwards keep going to cuda-sm80; calls forced to cuda-sm90 run it. */
 #include <stdint.h>
 
 #include "backend.h"
@@ -56,4 +56,5 @@ static portattn_status_t sm90_bwd_run(const pa_bwd_problem *bp, void *stream, ch
 static size_t sm90_bwd_workspace(const pa_bwd_problem *bp) { return pa_sm90_bwd_workspace(bp); }
 
 const pa_bwd_backend pa_bwd_backend_cuda_sm90 = {PORTATTN_BACKEND_CUDA_SM90, sm90_bwd_supports, sm90_bwd_run,
-                                                 sm90_bwd_workspace, 1};
+                                                 sm90_bwd_workspace,
+                                                 "first version, not yet faster than cuda-sm80's backward"};
