@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "fwd_args.h"
 #include "hd.h"
 
 /* Keys [*lo, *hi] that query row i of a sequence with sq queries and sk keys may see (window sides
@@ -42,13 +43,14 @@ PA_HD pa_tile_hull pa_tile_hull_of(int m0, int bm, int bn, int sq, int sk, int w
 }
 
 /* The backward's transposed question: the row blocks of bm rows whose rows see a key of [n0, n1]
- * (hi(i) >= n0 and lo(i) <= n1): blocks *mb0 .. *mb0 + *nm - 1 (*nm = 0: none). */
-PA_HD void pa_bwd_row_blocks(int sq, int sk, int wl, int wr, int n0, int n1, int bm, int *mb0, int *nm)
+ * (hi(i) >= n0 and lo(i) <= n1; f's window, diag = sk - sq): blocks *mb0 .. *mb0 + *nm - 1 (*nm = 0:
+ * none). The window is read through f where the kernel needs it: cuda-sm80's d128 backward, at 255
+ * registers, spilled 8 bytes on sm_80 with the two sides passed as values. */
+PA_HD void pa_bwd_row_blocks(const pa_fwd_args *f, int sq, int64_t diag, int n0, int n1, int bm, int *mb0, int *nm)
 {
-    const int64_t diag = (int64_t)sk - sq;
     int64_t ilo = 0, ihi = (int64_t)sq - 1;
-    if (wr >= 0 && n0 - diag - wr > ilo) ilo = n0 - diag - wr;
-    if (wl >= 0 && n1 + wl - diag < ihi) ihi = n1 + wl - diag;
+    if (f->wr >= 0 && n0 - diag - f->wr > ilo) ilo = n0 - diag - f->wr;
+    if (f->wl >= 0 && n1 + f->wl - diag < ihi) ihi = n1 + f->wl - diag;
     *mb0 = ilo <= ihi ? (int)(ilo / bm) : 0;
     *nm = ilo <= ihi ? (int)(ihi / bm) - *mb0 + 1 : 0;
 }

@@ -46,8 +46,8 @@ cat "$WORK/smem.txt" 2>/dev/null | sed 's/^/  dynamic shared memory: /'
 # sm_90); not yet measured against its 64-row shape.
 isa_ptxas_table 84 "prefill: 8 shapes, paged prefill: 2 head dims, decode: 3 head dims with combine, backward: 4 head dims x 3 kernels (d64: 2 main-kernel shapes) x sm_80/sm_90; x f16/bf16" \
   '^_Z8sm80_fwdI[0-9A-Za-z_]+Li96ELi2ELi64E.* \[sm_80\]$' 48 \
-  '^_Z13sm80_bwd_mainI[0-9A-Za-z_]+Li128ELi64EEv13sm80_bwd_args \[sm_90\]$' 8 \
-  '^_Z13sm80_bwd_mainI[0-9A-Za-z_]+Li64ELi128EEv13sm80_bwd_args \[sm_(80|90)\]$' 24
+  '^_Z13sm80_bwd_mainI[0-9A-Za-z_]+Li128ELi64EEv11pa_bwd_args \[sm_90\]$' 8 \
+  '^_Z13sm80_bwd_mainI[0-9A-Za-z_]+Li64ELi128EEv11pa_bwd_args \[sm_(80|90)\]$' 24
 
 echo "== SASS (sm_80 cubins)"
 SASS_LOCAL_OK='^_Z8sm80_fwdI[0-9A-Za-z_]+Li96ELi2ELi64E|^_Z13sm80_bwd_mainI[0-9A-Za-z_]+Li64ELi128EE' # as above, sm_80

@@ -438,7 +438,7 @@ __global__ void __launch_bounds__(PA_SM80_BWD_WARPS * 32, 1) sm80_bwd_main(const
     for (int n = blockIdx.x; n < nkb; n += gridDim.x) {
         const int n0 = n * BN, n1 = (n0 + BN < sk ? n0 + BN : sk) - 1;
         int mb0, nm;
-        pa_bwd_row_blocks(sq, sk, f.wl, f.wr, n0, n1, BM, &mb0, &nm);
+        pa_bwd_row_blocks(&f, sq, diag, n0, n1, BM, &mb0, &nm);
         const int nit = nm * f.group; /* (query head, row block) items, head major */
 
         __syncthreads(); /* every warp is done with the previous key block's tiles */

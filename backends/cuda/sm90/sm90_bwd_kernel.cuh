@@ -282,7 +282,7 @@ __global__ void __launch_bounds__(384, 1)
     const int b = blockIdx.z, hk = blockIdx.y, n0 = blockIdx.x * S::BN;
     const int n1 = (n0 + S::BN < a.f.seqlen_k ? n0 + S::BN : a.f.seqlen_k) - 1;
     int mb0, nm;
-    pa_bwd_row_blocks(a.f.seqlen_q, a.f.seqlen_k, a.f.wl, a.f.wr, n0, n1, S::BM, &mb0, &nm);
+    pa_bwd_row_blocks(&a.f, a.f.seqlen_q, (int64_t)a.f.seqlen_k - a.f.seqlen_q, n0, n1, S::BM, &mb0, &nm);
     if (threadIdx.x == 0) {
         pa_bar_init(bar, 1);
         for (int s = 0; s < 2; ++s) pa_bar_init(bar + 8 + 8 * s, 1), pa_bar_init(bar + 24 + 8 * s, 2);
