@@ -14,13 +14,13 @@ TYPES = [("bf16", "__nv_bfloat16"), ("f16", "__half")]
 def regs(n, first=0):
     return ", ".join(f"%{first + i}" for i in range(n))
 
-def ss(n, t, ctype):
+def ss(n, t, ctype, name="sm90_wgmma_ss", trans="0, 0"):
     r = n // 2
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(r))
-    return f'''template <> __device__ __forceinline__ void sm90_wgmma_ss<{n}>(float (&d)[{r}], uint64_t da, uint64_t db, int acc, {ctype})
+    return f'''template <> __device__ __forceinline__ void {name}<{n}>(float (&d)[{r}], uint64_t da, uint64_t db, int acc, {ctype})
 {{
     asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{r + 2}, 0;\\n"
-                 "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{regs(r)}}}, %{r}, %{r + 1}, p, 1, 1, 0, 0;\\n}}\\n"
+                 "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{regs(r)}}}, %{r}, %{r + 1}, p, 1, 1, {trans};\\n}}\\n"
                  : {outs}
                  : "l"(da), "l"(db), "r"(acc));
 }}
@@ -38,17 +38,8 @@ def ss0(n, t, ctype):
 }}
 '''
 
-def sst(n, t, ctype):
-    r = n // 2
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(r))
-    return f'''template <> __device__ __forceinline__ void sm90_wgmma_sst<{n}>(float (&d)[{r}], uint64_t da, uint64_t db, int acc, {ctype})
-{{
-    asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{r + 2}, 0;\\n"
-                 "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{regs(r)}}}, %{r}, %{r + 1}, p, 1, 1, 1, 1;\\n}}\\n"
-                 : {outs}
-                 : "l"(da), "l"(db), "r"(acc));
-}}
-'''
+def sst(n, t, ctype):  # both operands MN-major
+    return ss(n, t, ctype, "sm90_wgmma_sst", "1, 1")
 
 def rs(n, t, ctype):
     r = n // 2

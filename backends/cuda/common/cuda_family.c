@@ -48,3 +48,12 @@ int pa_cuda_smem_ok(const char *kernel, int d, int bytes, char *why, size_t why_
     if (optin >= bytes) return 1;
     return PA_REFUSE("%s d%d needs %d bytes of shared memory, device allows %d per block", kernel, d, bytes, optin);
 }
+
+int pa_cuda_bwd_dims_ok(const pa_problem *pb, int has_dim, const char *dims, char *why, size_t why_len)
+{
+    const int64_t d = pb->p.head_dim_qk;
+    if (pb->p.head_dim_v != d)
+        return PA_REFUSE("head dims %lld/%lld: no instance with Dqk != Dv", (long long)d, (long long)pb->p.head_dim_v);
+    if (!has_dim) return PA_REFUSE("head dim %lld has no backward instance (%s)", (long long)d, dims);
+    return 1;
+}

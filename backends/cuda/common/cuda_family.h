@@ -24,6 +24,10 @@ int pa_cuda_family_ok(const pa_family *f, const pa_problem *pb, char *why, size_
  * memory, device allows 101376 per block"). */
 int pa_cuda_smem_ok(const char *kernel, int d, int bytes, char *why, size_t why_len);
 
+/* The head-dim rule of a CUDA backward (Dqk == Dv of an instance): has_dim says whether head dim
+ * Dqk has one, dims lists them for the refusal ("64, 128"). 1, or 0 and why. */
+int pa_cuda_bwd_dims_ok(const pa_problem *pb, int has_dim, const char *dims, char *why, size_t why_len);
+
 #ifdef __cplusplus
 }
 #endif

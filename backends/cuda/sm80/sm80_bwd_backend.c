@@ -12,11 +12,7 @@
 /* Dqk == Dv of an instance only. */
 static int bwd_dims(const pa_problem *pb, char *why, size_t why_len)
 {
-    const int64_t d = pb->p.head_dim_qk;
-    if (pb->p.head_dim_v != d)
-        return PA_REFUSE("head dims %lld/%lld: no instance with Dqk != Dv", (long long)d, (long long)pb->p.head_dim_v);
-    if (!PA_SM80_BWD_HAS_DIM(d)) return PA_REFUSE("head dim %lld has no backward instance (64, 96, 128, 256)", (long long)d);
-    return 1;
+    return pa_cuda_bwd_dims_ok(pb, PA_SM80_BWD_HAS_DIM(pb->p.head_dim_qk), "64, 96, 128, 256", why, why_len);
 }
 
 /* The mma.sync backward (sm80_bwd.h), on the backward's forward problem: int32 rows inside the

@@ -15,11 +15,7 @@
 /* Dqk == Dv of an instance only. */
 static int bwd_dims(const pa_problem *pb, char *why, size_t why_len)
 {
-    const int64_t d = pb->p.head_dim_qk;
-    if (pb->p.head_dim_v != d)
-        return PA_REFUSE("head dims %lld/%lld: no instance with Dqk != Dv", (long long)d, (long long)pb->p.head_dim_v);
-    if (!PA_SM90_BWD_HAS_DIM(d)) return PA_REFUSE("head dim %lld has no backward instance (64, 128)", (long long)d);
-    return 1;
+    return pa_cuda_bwd_dims_ok(pb, PA_SM90_BWD_HAS_DIM(pb->p.head_dim_qk), "64, 128", why, why_len);
 }
 
 /* The wgmma backward: dense batches (no varlen yet), int32 rows, KV heads and batch over grid y and z. */
@@ -32,10 +28,10 @@ static const pa_family sm90_bwd_family = {
 static int sm90_bwd_supports(const pa_bwd_problem *bp, char *kernel, size_t kernel_len, char *why, size_t why_len)
 {
     const pa_problem *pb = &bp->fwd;
-    if (!pa_cuda_family_ok(&sm90_bwd_family, pb, why, why_len) || !pa_fwd_score_map_ok(pb, why, why_len)) return 0;
+    if (!pa_cuda_family_ok(&sm90_bwd_family, pb, why, why_len)) return 0;
     int transform, softcap;
     float mult, pre, post;
-    pa_fwd_score_map(pb, &transform, &softcap, &mult, &pre, &post);
+    if (!pa_fwd_score_map(pb, &transform, &softcap, &mult, &pre, &post)) return pa_fwd_score_map_ok(pb, why, why_len);
     if (transform) return PA_REFUSE("softcap or a negative scale: not yet in this kernel (cuda-sm80's backward takes it)");
     if (bp->deterministic) return PA_REFUSE("deterministic mode: its dQ sums are atomics (cuda-sm80's backward has the mode)");
     const int d = (int)pb->p.head_dim_qk;

@@ -3,7 +3,6 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
-#include <stdio.h>
 
 #include "bwd_problem.h"
 #include "cuda_bwd_host.h"

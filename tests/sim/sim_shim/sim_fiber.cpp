@@ -311,24 +311,22 @@ void sim_sync_wave()
     const int w = (int)(threadIdx.x / g_wave);
     arrive(1 + w, g_bar[1 + w].expected);
 }
+/* A named barrier's id and count as bar.sync/bar.arrive allow them; else the launch fails. */
+static bool named_ok(const char *op, int id, unsigned n)
+{
+    if (id >= 1 && id < NAMED_BARS && n != 0 && n % 32 == 0) return true;
+    fprintf(stderr, "sim_launch: %s %d, %u is not a named barrier\n", op, id, n);
+    g_error = true;
+    to_scheduler(g_f[g_cur]);
+    return false;
+}
 void sim_sync_named(int id, unsigned n)
 {
-    if (id < 1 || id >= NAMED_BARS || n == 0 || n % 32) {
-        fprintf(stderr, "sim_launch: bar.sync %d, %u is not a named barrier\n", id, n);
-        g_error = true;
-        to_scheduler(g_f[g_cur]);
-        return;
-    }
-    arrive(1 + WAVE_BARS + id, n);
+    if (named_ok("bar.sync", id, n)) arrive(1 + WAVE_BARS + id, n);
 }
 void sim_arrive_named(int id, unsigned n)
 {
-    if (id < 1 || id >= NAMED_BARS || n == 0 || n % 32) {
-        fprintf(stderr, "sim_launch: bar.arrive %d, %u is not a named barrier\n", id, n);
-        g_error = true;
-        to_scheduler(g_f[g_cur]);
-        return;
-    }
+    if (!named_ok("bar.arrive", id, n)) return;
     barrier &x = g_bar[1 + WAVE_BARS + id];
     if (x.arrived == 0) x.expected = n;
     if (x.expected != n) {
